@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend.h - the interface between the gdrapi core (gdrapi.c) and a backend.
+ *
+ * A backend is one way of giving the CPU a mapping of GPU memory. Each backend file defines
+ * one `const struct vr_backend_ops` with every slot filled (no NULLs: the core never tests
+ * for them). The core owns handles, argument checks, locking and the copy engine; a backend
+ * owns its per-gdr_t context and its per-pin state, and is told only about valid objects.
+ *
+ * Conventions: every int-returning op returns 0 or a positive errno. Ops that can fail for a
+ * reason worth telling the user take (why, len) and write one line there. Ops may be called
+ * concurrently from several threads, but never twice at once on the same pin (the core
+ * serialises calls per pin); a backend protects its own shared state (caches, counters).
+ */
+#ifndef VRAMIO_BACKEND_H
+#define VRAMIO_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gdrapi.h"
+#include "vramio.h"
+
+/* What the caller asked to pin. */
+struct vr_pin_req {
+    uint64_t addr;       /* as given: the backend rounds it down to its page */
+    uint64_t size;       /* as given, > 0 */
+    uint32_t flags;      /* gdr_pin_flags_t, already checked against known flags */
+    uint64_t p2p_token;  /* legacy gdr_pin_buffer tokens; 0 from gdr_pin_buffer_v2 */
+    uint32_t va_space;
+    int legacy;          /* 1: came through gdr_pin_buffer, 0: gdr_pin_buffer_v2 */
+};
+
+/* What a backend reports about one of its pins (the core builds gdr_info_v2_t from it). */
+struct vr_pin_info {
+    uint64_t va;                     /* start of the pinned range, page aligned */
+    uint64_t mapped_size;            /* rounded size of the pinned range */
+    uint32_t page_size;
+    uint64_t tm_cycles;
+    uint32_t cycles_per_ms;
+    gdr_mapping_type_t mapping_type; /* GDR_MAPPING_TYPE_NONE while not mapped */
+};
+
+struct vr_backend_ops {
+    vramio_backend_t id;
+    const char *name;
+
+    /* Is this backend usable in this process? Cheap (no GPU context creation where avoidable);
+     * the backend may cache the answer. 0 if usable, else an errno and why. */
+    int (*probe)(char *why, size_t len);
+
+    /* Per-gdr_t state, made by gdr_open after a successful probe; *ctx may be NULL. */
+    int (*open)(void **ctx, char *why, size_t len);
+    void (*close)(void *ctx);
+
+    /* Pin a range. ENOTSUP (== EOPNOTSUPP) means "not memory this backend serves": the core
+     * then offers the range to the next backend. Any other error is final. */
+    int (*pin)(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len);
+    /* Drop a pin. The core has already unmapped it. Must not fail on a valid pin
+     * (returns an errno only when the driver reports one; the pin is gone either way). */
+    int (*unpin)(void *ctx, void *pin);
+
+    /* Map the pinned range for the CPU: size is what the caller passed (the core checks it
+     * against mapped_size), want is the requested type (NONE = backend's choice). Returns the
+     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had. */
+    int (*map)(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
+               void **ptr, gdr_mapping_type_t *granted);
+    int (*unmap)(void *ctx, void *pin, void *ptr, size_t size);
+
+    int (*info)(void *ctx, void *pin, struct vr_pin_info *info);
+    /* 1 in *flag when the memory was invalidated under the pin. */
+    int (*callback_flag)(void *ctx, void *pin, int *flag);
+
+    /* gdr_get_attribute for a known attribute (the core rejects unknown ones). */
+    int (*get_attr)(void *ctx, gdr_attr_t attr, int *value);
+
+    /* The kernel module version, or the gdrdrv version this backend behaves like; must fill
+     * sensible values even when it returns an error (clients ignore the return code). */
+    int (*driver_version)(void *ctx, int *major, int *minor);
+};
+
+/* The backends, defined one per file; each is always compiled in and reports itself
+ * unusable (with the reason) where its requirements are missing. */
+extern const struct vr_backend_ops vr_backend_gdrdrv;
+extern const struct vr_backend_ops vr_backend_dmabuf;
+extern const struct vr_backend_ops vr_backend_vulkan;
+
+#endif /* VRAMIO_BACKEND_H */

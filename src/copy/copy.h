@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy.h - the copy engine used by gdr_copy_to_mapping / gdr_copy_from_mapping.
+ *
+ * The kernel (instruction set) is chosen once per process from cpuid/xgetbv, or forced with
+ * GDRCOPY_COPY_KERNEL=<name>. These functions do no argument checking and no logging: the
+ * core has validated the handle, the mapping type and the range.
+ */
+#ifndef VRAMIO_COPY_H
+#define VRAMIO_COPY_H
+
+#include <stddef.h>
+#include "gdrapi.h"
+
+/* Host -> mapping. Ends with the fence the mapping type needs (sfence for WC). */
+void vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+
+/* Mapping -> host. No trailing store fence (nothing was stored to the mapping). */
+void vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+
+/* Name of the kernel in use ("avx512", "avx2", "sse41", "movdir64b", "neon", "c"). */
+const char *vr_copy_kernel_name(void);
+
+#endif /* VRAMIO_COPY_H */

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_loader.h - the CUDA driver API, loaded at run time with dlopen("libcuda.so.1").
+ *
+ * The library must load on machines without a GPU, so it never links libcuda. Each entry
+ * point below is looked up by the name that <cuda.h> maps it to (cuMemAlloc is really
+ * cuMemAlloc_v2), so callers write cu->cuMemAlloc(...) with the usual prototypes.
+ * Add an entry to VR_CUDA_FUNCS to use another function; a symbol missing from an old
+ * driver leaves its pointer NULL, and vr_cuda_require() reports it.
+ */
+#ifndef VRAMIO_CUDA_LOADER_H
+#define VRAMIO_CUDA_LOADER_H
+
+#include <stddef.h>
+#include <cuda.h>
+
+#define VR_CUDA_FUNCS(X)                     \
+    X(cuInit)                                \
+    X(cuDriverGetVersion)                    \
+    X(cuGetErrorString)                      \
+    X(cuGetErrorName)                        \
+    X(cuDeviceGet)                           \
+    X(cuDeviceGetCount)                      \
+    X(cuDeviceGetName)                       \
+    X(cuDeviceGetUuid)                       \
+    X(cuDeviceGetAttribute)                  \
+    X(cuDeviceTotalMem)                      \
+    X(cuDeviceGetPCIBusId)                   \
+    X(cuDevicePrimaryCtxRetain)              \
+    X(cuDevicePrimaryCtxRelease)             \
+    X(cuCtxSetCurrent)                       \
+    X(cuCtxGetCurrent)                       \
+    X(cuCtxGetDevice)                        \
+    X(cuCtxSynchronize)                      \
+    X(cuPointerGetAttribute)                 \
+    X(cuMemGetAddressRange)                  \
+    X(cuMemAlloc)                            \
+    X(cuMemFree)                             \
+    X(cuMemAllocHost)                        \
+    X(cuMemFreeHost)                         \
+    X(cuMemHostAlloc)                        \
+    X(cuMemHostGetDevicePointer)             \
+    X(cuMemcpyHtoD)                          \
+    X(cuMemcpyDtoH)                          \
+    X(cuMemsetD8)                            \
+    X(cuMemGetAllocationGranularity)         \
+    X(cuMemCreate)                           \
+    X(cuMemRelease)                          \
+    X(cuMemAddressReserve)                   \
+    X(cuMemAddressFree)                      \
+    X(cuMemMap)                              \
+    X(cuMemUnmap)                            \
+    X(cuMemSetAccess)                        \
+    X(cuMemRetainAllocationHandle)           \
+    X(cuMemExportToShareableHandle)          \
+    X(cuMemGetAllocationPropertiesFromHandle)\
+    X(cuMemGetHandleForAddressRange)
+
+struct vr_cuda {
+#define VR_CUDA_MEMBER(fn) __typeof__(&fn) fn;
+    VR_CUDA_FUNCS(VR_CUDA_MEMBER)
+#undef VR_CUDA_MEMBER
+};
+
+/* Load libcuda.so.1 once per process (thread-safe). NULL when it cannot be loaded; then why
+ * (if non-NULL) receives the reason. Does not call cuInit. */
+const struct vr_cuda *vr_cuda_load(char *why, size_t len);
+
+/* Load and cuInit(0) once per process. 0, or a positive errno with the reason in why. */
+int vr_cuda_init(const struct vr_cuda **cu, char *why, size_t len);
+
+/* "CUDA_ERROR_X: text" for a CUresult, from the loaded driver when possible. */
+const char *vr_cuda_errstr(CUresult rc);
+
+/* A positive errno for a CUresult (0 for CUDA_SUCCESS). */
+int vr_cuda_errno(CUresult rc);
+
+#endif /* VRAMIO_CUDA_LOADER_H */

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# tests/tests.mk - unit tests and 'make check'. Included by the top Makefile.
+#
+#   tests/unit/test_*.c   black-box tests: public headers only, linked with libgdrapi.so
+#   tests/unit/copy_*.c   white-box tests of the copy engine, linked with its objects
+#   tests/*/test_*.sh     script tests (get BUILD in the environment)
+#   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer
+# 'make check' runs them all, again under ASan+UBSan and TSan, then the QEMU kernel tests.
+
+UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
+UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c))
+TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
+COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
+
+TEST_CFLAGS = -std=gnu11 $(WARNINGS) -pthread -Iinclude -Itests/unit -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS)
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) -L$(BUILD)/lib -lgdrapi \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) -ldl $(ALL_LDFLAGS)
+
+$(BUILD)/tests/stress_%: tests/unit/stress_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) -L$(BUILD)/lib -lgdrapi \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) -ldl $(ALL_LDFLAGS)
+
+# White-box: may include src/ headers (the one deliberate exception).
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -Isrc/copy -o $@ $< $(COPY_OBJS) $(ALL_LDFLAGS)
+
+TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
+SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
+KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh)
+
+.PHONY: check check-unit check-asan check-tsan
+check: all tests
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=asan lib tests >/dev/null
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=tsan lib \
+	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(filter $(BUILD)/tests/stress_%,$(UNIT_API_BINS))) >/dev/null
+	@BUILD=$(BUILD) CC=$(CC) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS) \
+	    $(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(UNIT_API_BINS) $(UNIT_COPY_BINS)) \
+	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(filter $(BUILD)/tests/stress_%,$(UNIT_API_BINS))) \
+	    $(KERNEL_TESTS)
+
+# The fast loop while developing: normal build only.
+check-unit: all tests
+	@BUILD=$(BUILD) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS)
