@@ -3,12 +3,14 @@
 #
 #   tests/unit/test_*.c   black-box tests: public headers only, linked with libgdrapi.so
 #   tests/unit/copy_*.c   white-box tests of the copy engine, linked with its objects
+#   tests/unit/wb_*.c     white-box tests of library internals (backend logic), linked with
+#                         the static libgdrapi.a and allowed to include src/ headers
 #   tests/*/test_*.sh     script tests (get BUILD in the environment)
 #   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer
 # 'make check' runs them all, again under ASan+UBSan and TSan, then the QEMU kernel tests.
 
 UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
-UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c))
+UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c))
 TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
 COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
 
@@ -28,6 +30,11 @@ $(BUILD)/tests/stress_%: tests/unit/stress_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $
 $(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Isrc -Isrc/copy -o $@ $< $(COPY_OBJS) $(ALL_LDFLAGS)
+
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Isrc -Idriver/uapi -I$(CUDA_HOME)/include -o $@ $< $(TEST_HELPER_SRCS) \
+	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)

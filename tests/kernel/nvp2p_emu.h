@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * nvp2p_emu.h - control interface of the emulated NVIDIA p2p provider (TEST ONLY, never
+ * installed). The provider exports the nvidia_p2p_* functions backed by ordinary RAM; user
+ * space creates "GPU allocations" at fake device addresses through /dev/nvp2p_emu, fills and
+ * reads them, frees them (which fires the free callback of non-persistent pins), and injects
+ * failures. The tools' memory helper uses it so gdrcopy_sanity runs inside the QEMU guest.
+ */
+#ifndef NVP2P_EMU_H
+#define NVP2P_EMU_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define NVP2P_EMU_DEVICE "/dev/nvp2p_emu"
+#define NVP2P_EMU_MAGIC 0xE7
+
+/* Page size kinds, as the NVIDIA page-size enum: 0 = 4 KiB, 1 = 64 KiB, 2 = 128 KiB. */
+struct nvp2p_emu_alloc {
+    __u64 size;        /* in: bytes, rounded up to the page size */
+    __u32 page_kind;   /* in: 0, 1 or 2 */
+    __u32 flags;       /* in: NVP2P_EMU_ALLOC_* */
+    __u64 va;          /* out: fake device address, aligned to 64 KiB at least */
+};
+#define NVP2P_EMU_ALLOC_CPU_CACHEABLE (1U << 0) /* page table says CPU_CACHEABLE */
+
+struct nvp2p_emu_free {
+    __u64 va;          /* in: an address returned by ALLOC */
+};
+
+/* Copy between a user buffer and the RAM behind [va, va+len) (inside one allocation). */
+struct nvp2p_emu_rw {
+    __u64 va;
+    __u64 len;
+    __u64 user_ptr;
+};
+
+/* Make the next `count` calls of `what` fail with -errno_value. */
+struct nvp2p_emu_inject {
+    __u32 what;        /* NVP2P_EMU_FAIL_* */
+    __u32 count;
+    __s32 errno_value; /* positive errno, e.g. 12 for ENOMEM */
+    __u32 pad;
+};
+#define NVP2P_EMU_FAIL_GET_PAGES            1
+#define NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT 2
+#define NVP2P_EMU_FAIL_ALLOC                3
+
+struct nvp2p_emu_stats {
+    __u64 live_allocs;     /* allocations not yet freed */
+    __u64 live_pins;       /* page tables handed out and not yet put/freed: the leak counter */
+    __u64 callbacks_fired; /* free callbacks run so far */
+    __u64 total_pins;      /* page tables handed out since load */
+};
+
+#define NVP2P_EMU_IOC_ALLOC  _IOWR(NVP2P_EMU_MAGIC, 1, struct nvp2p_emu_alloc)
+#define NVP2P_EMU_IOC_FREE   _IOW(NVP2P_EMU_MAGIC, 2, struct nvp2p_emu_free)
+#define NVP2P_EMU_IOC_WRITE  _IOW(NVP2P_EMU_MAGIC, 3, struct nvp2p_emu_rw)
+#define NVP2P_EMU_IOC_READ   _IOW(NVP2P_EMU_MAGIC, 4, struct nvp2p_emu_rw)
+#define NVP2P_EMU_IOC_INJECT _IOW(NVP2P_EMU_MAGIC, 5, struct nvp2p_emu_inject)
+#define NVP2P_EMU_IOC_STATS  _IOR(NVP2P_EMU_MAGIC, 6, struct nvp2p_emu_stats)
+
+#endif /* NVP2P_EMU_H */
