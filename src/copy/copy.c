@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/*
+ * copy.c - the copy engine's dispatch: mapping type -> access pattern, alignment heads and
+ * tails, and the one fence at the end of a copy. The ISA files hold only bulk loops.
+ *
+ * Rules that every path here keeps (tests/unit/copy_*.c prove them):
+ *  - every access lies inside [dst, dst+n) and [src, src+n): a mapping may end exactly at the
+ *    range end, and a read past the end of a BAR page can fault, so no head or tail reads an
+ *    aligned-down or rounded-up block;
+ *  - on the mapping side, accesses narrower than the kernel's block are naturally aligned
+ *    scalar accesses of 1, 2, 4 or 8 bytes (volatile, so the compiler neither merges nor
+ *    widens them), then 16-byte pieces up to the block's alignment;
+ *  - the host side may have any alignment: it is read or written through memcpy into locals
+ *    or unaligned vector accesses;
+ *  - no logging, no asserts: the core has validated everything.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "copy_kernels.h"
+#include "log.h"
+
+/*
+ * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
+ * the choice depends only on the CPU's features (deterministic).
+ *
+ * Order, from the WC BAR figures of the GPU machine (docs: shared/spec/gpu-machine.md):
+ *  avx512    writes 19.5 GB/s (as avx2: the PCIe link is the limit), reads 0.91 GB/s with
+ *            64-byte streaming loads against 0.76 for avx2: first, for the reads.
+ *  avx2      writes 19.5 GB/s, reads 0.76 GB/s.
+ *  sse41     reads 0.69 GB/s; 16-byte NT stores fill a WC buffer in four stores instead of one.
+ *  c         8-byte volatile accesses (reads 0.008 GB/s): always usable, so nothing after
+ *            it is ever chosen automatically.
+ *  movdir64b after c, hence by name only: 64-byte direct stores reach just 11-12 GB/s on
+ *            that machine, below the NT stores; its reads are sse41's streaming loads.
+ * A 16-byte step (sse41) leads the wider kernels to their alignment; AVX2 and AVX-512 CPUs
+ * all have SSE4.1, and each kernel's 'needs' says so.
+ */
+#if defined(__x86_64__)
+#define VR_STEP16_STORE vr_copy_sse41_store
+#define VR_STEP16_LOAD  vr_copy_sse41_load
+static const struct vr_copy_kernel kernels[] = {
+    { "avx512", VR_CPU_AVX512F | VR_CPU_SSE41,
+      { vr_copy_avx512_store, VR_STEP16_STORE, 64 }, { vr_copy_avx512_load, VR_STEP16_LOAD, 64 } },
+    { "avx2", VR_CPU_AVX2 | VR_CPU_SSE41,
+      { vr_copy_avx2_store, VR_STEP16_STORE, 32 }, { vr_copy_avx2_load, VR_STEP16_LOAD, 32 } },
+    { "sse41", VR_CPU_SSE41,
+      { vr_copy_sse41_store, NULL, 16 }, { vr_copy_sse41_load, NULL, 16 } },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+    { "movdir64b", VR_CPU_MOVDIR64B | VR_CPU_SSE41,
+      { vr_copy_movdir64b_store, VR_STEP16_STORE, 64 }, { vr_copy_sse41_load, NULL, 16 } },
+};
+#define KERNEL_C (&kernels[3])
+#elif defined(__aarch64__)
+/* NEON: 16-byte accesses, 64 bytes per loop turn; every AArch64 CPU has it. */
+static const struct vr_copy_kernel kernels[] = {
+    { "neon", VR_CPU_NEON,
+      { vr_copy_neon_store, NULL, 16 }, { vr_copy_neon_load, NULL, 16 } },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+};
+#define KERNEL_C (&kernels[1])
+#else
+static const struct vr_copy_kernel kernels[] = {
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+};
+#define KERNEL_C (&kernels[0])
+#endif
+
+const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
+{
+    *count = sizeof(kernels) / sizeof(kernels[0]);
+    return kernels;
+}
+
+/* The portable kernel until the constructor below has run: correct on every CPU, so a copy
+ * made by another library's constructor before ours is still right, only slower. */
+static const struct vr_copy_kernel *active = KERNEL_C;
+
+__attribute__((constructor)) static void vr_copy_init(void)
+{
+    active = vr_copy_choose(vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
+    vr_dbg("copy kernel: %s", active->name);
+}
+
+const struct vr_copy_kernel *vr_copy_active(void)
+{
+    return active;
+}
+
+const char *vr_copy_kernel_name(void)
+{
+    return active->name;
+}
+
+/* Stores to a WC (or device) mapping are weakly ordered against later stores (a flag the GPU
+ * polls, a doorbell): one fence at the end of the whole copy makes them all visible first. */
+static inline void store_fence(void)
+{
+#if defined(__x86_64__)
+    _mm_sfence();
+#elif defined(__aarch64__)
+    __asm__ volatile("dmb oshst" ::: "memory");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
+static inline size_t scalar_size(uintptr_t a, size_t n)
+{
+    size_t s = 8;
+
+    while (s > 1 && ((a & (s - 1)) || s > n))
+        s >>= 1;
+    return s;
+}
+
+/* One access of exactly s bytes to the mapping at 'map'; the host side through memcpy. */
+static inline void scalar_store(unsigned char *map, const unsigned char *host, size_t s)
+{
+    uint64_t v8; uint32_t v4; uint16_t v2;
+
+    switch (s) {
+    case 8: memcpy(&v8, host, 8); *(volatile uint64_t *)map = v8; break;
+    case 4: memcpy(&v4, host, 4); *(volatile uint32_t *)map = v4; break;
+    case 2: memcpy(&v2, host, 2); *(volatile uint16_t *)map = v2; break;
+    default: *(volatile uint8_t *)map = *host; break;
+    }
+}
+
+static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s)
+{
+    uint64_t v8; uint32_t v4; uint16_t v2;
+
+    switch (s) {
+    case 8: v8 = *(const volatile uint64_t *)map; memcpy(host, &v8, 8); break;
+    case 4: v4 = *(const volatile uint32_t *)map; memcpy(host, &v4, 4); break;
+    case 2: v2 = *(const volatile uint16_t *)map; memcpy(host, &v2, 2); break;
+    default: *host = *(const volatile uint8_t *)map; break;
+    }
+}
+
+/*
+ * The shape of every non-cached copy, 'to_map' telling which side is the mapping:
+ *   scalar accesses up to 16-byte alignment (or the block, if smaller)
+ *   16-byte pieces up to block alignment
+ *   the kernel's bulk loop over whole blocks
+ *   16-byte pieces, then scalar accesses for what is left.
+ * Inlined twice with a constant 'to_map', so the branches on it disappear.
+ */
+static inline __attribute__((always_inline)) void
+copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
+            const unsigned char *src, size_t n)
+{
+    uintptr_t a = (uintptr_t)(to_map ? (const void *)dst : (const void *)src);
+    const size_t block = d->block;
+    const size_t first = block < 16 ? block : 16;
+    size_t s;
+
+#define VR_ADVANCE(k) do { dst += (k); src += (k); a += (k); n -= (k); } while (0)
+#define VR_SCALAR(k) (to_map ? scalar_store(dst, src, (k)) : scalar_load(dst, src, (k)))
+
+    while (n && (a & (first - 1))) {
+        s = scalar_size(a, n);
+        VR_SCALAR(s);
+        VR_ADVANCE(s);
+    }
+    if (d->step16 && (a & (block - 1)) && n >= 16) {
+        s = block - (a & (block - 1));          /* a multiple of 16 here */
+        if (s > (n & ~(size_t)15))
+            s = n & ~(size_t)15;
+        d->step16(dst, src, s);
+        VR_ADVANCE(s);
+    }
+    /* If the 16-byte head stopped short of the block's alignment, n < block now. */
+    s = n & ~(block - 1);
+    if (s) {
+        d->bulk(dst, src, s);
+        VR_ADVANCE(s);
+    }
+    if (d->step16 && n >= 16) {
+        s = n & ~(size_t)15;
+        d->step16(dst, src, s);
+        VR_ADVANCE(s);
+    }
+    while (n) {
+        s = scalar_size(a, n);
+        VR_SCALAR(s);
+        VR_ADVANCE(s);
+    }
+#undef VR_SCALAR
+#undef VR_ADVANCE
+}
+
+static void copy_shaped_to(const struct vr_copy_dir *d, void *dst, const void *src, size_t n)
+{
+    copy_shaped(1, d, dst, src, n);
+}
+
+static void copy_shaped_from(const struct vr_copy_dir *d, void *dst, const void *src, size_t n)
+{
+    copy_shaped(0, d, dst, src, n);
+}
+
+/*
+ * Which code a mapping type runs:
+ * CACHING: ordinary cacheable memory, memcpy is best and needs no fence (NULL here).
+ * DEVICE: the portable kernel, whose accesses are aligned, volatile and at most 8 bytes wide.
+ * WC and NONE (unknown: assume the weakest, write-combined): the chosen kernel.
+ */
+static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kernel *k,
+                                                      gdr_mapping_type_t type)
+{
+    if (type == GDR_MAPPING_TYPE_CACHING)
+        return NULL;
+    return type == GDR_MAPPING_TYPE_DEVICE ? KERNEL_C : k;
+}
+
+void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
+                             void *dst, const void *src, size_t n)
+{
+    if (n == 0)
+        return;
+    k = kernel_for(k, type);
+    if (!k) {
+        memcpy(dst, src, n);
+        return;
+    }
+    copy_shaped_to(&k->to_map, dst, src, n);
+    store_fence();
+}
+
+/* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
+void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
+                               void *dst, const void *src, size_t n)
+{
+    if (n == 0)
+        return;
+    k = kernel_for(k, type);
+    if (k)
+        copy_shaped_from(&k->from_map, dst, src, n);
+    else
+        memcpy(dst, src, n);
+}
+
+void vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    vr_copy_to_mapping_with(active, type, dst, src, n);
+}
+
+void vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    vr_copy_from_mapping_with(active, type, dst, src, n);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy_kernels.h - inside the copy engine: the table of ISA kernels, the CPU features they
+ * need, and entry points that take an explicit kernel (for white-box tests and benchmarks).
+ *
+ * Each ISA file holds only its bulk loops. A bulk loop may assume that the mapping side of
+ * the copy (the destination of a write, the source of a read) is aligned to its block and
+ * that n is a multiple of the block; copy.c brings the copy there (heads, tails, fences).
+ */
+#ifndef VRAMIO_COPY_KERNELS_H
+#define VRAMIO_COPY_KERNELS_H
+
+#include <stddef.h>
+#include "copy.h"
+
+/* CPU features a kernel needs; detected once (copy_select.c). */
+enum vr_cpu_feature {
+    VR_CPU_SSE41     = 1u << 0,
+    VR_CPU_AVX2      = 1u << 1, /* with the OS saving YMM state (XCR0) */
+    VR_CPU_AVX512F   = 1u << 2, /* with the OS saving ZMM and opmask state (XCR0) */
+    VR_CPU_MOVDIR64B = 1u << 3,
+    VR_CPU_NEON      = 1u << 4,
+};
+
+typedef void (*vr_bulk_fn)(void *dst, const void *src, size_t n);
+
+/* One direction of a kernel. */
+struct vr_copy_dir {
+    vr_bulk_fn bulk;    /* mapping side aligned to block, n a multiple of block */
+    vr_bulk_fn step16;  /* 16-byte pieces from 16- up to block alignment; NULL if block <= 16 */
+    size_t block;       /* 8, 16, 32 or 64 */
+};
+
+struct vr_copy_kernel {
+    const char *name;
+    unsigned needs;              /* enum vr_cpu_feature bits */
+    struct vr_copy_dir to_map;   /* WC writes: non-temporal stores */
+    struct vr_copy_dir from_map; /* WC reads: streaming loads, normal stores to host */
+};
+
+/* Bulk loops, one pair per ISA file. */
+void vr_copy_c_store(void *dst, const void *src, size_t n);
+void vr_copy_c_load(void *dst, const void *src, size_t n);
+#if defined(__x86_64__)
+void vr_copy_sse41_store(void *dst, const void *src, size_t n);
+void vr_copy_sse41_load(void *dst, const void *src, size_t n);
+void vr_copy_avx2_store(void *dst, const void *src, size_t n);
+void vr_copy_avx2_load(void *dst, const void *src, size_t n);
+void vr_copy_avx512_store(void *dst, const void *src, size_t n);
+void vr_copy_avx512_load(void *dst, const void *src, size_t n);
+void vr_copy_movdir64b_store(void *dst, const void *src, size_t n);
+#elif defined(__aarch64__)
+void vr_copy_neon_store(void *dst, const void *src, size_t n);
+void vr_copy_neon_load(void *dst, const void *src, size_t n);
+#endif
+
+/* Every kernel built for this architecture, in the order of the automatic choice. */
+const struct vr_copy_kernel *vr_copy_kernels(size_t *count);
+
+/* Features of this CPU and OS (cpuid/xgetbv on x86). */
+unsigned vr_cpu_features(void);
+
+/* Whether a kernel runs with these features. */
+int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features);
+
+/* The choice: 'forced' (a name, or NULL/"" for automatic) if known and usable, else the
+ * first usable kernel in table order; an unusable or unknown name is logged (vr_warn). */
+const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced);
+
+/* The kernel chosen for this process (set once by a constructor before main). */
+const struct vr_copy_kernel *vr_copy_active(void);
+
+/* vr_copy_to/from_mapping with an explicit kernel. */
+void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
+                             void *dst, const void *src, size_t n);
+void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
+                               void *dst, const void *src, size_t n);
+
+#endif /* VRAMIO_COPY_KERNELS_H */

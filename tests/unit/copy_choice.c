@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * copy_choice.c - which copy kernel a process gets.
+ *
+ * The policy itself (vr_copy_choose with made-up CPU feature sets): the automatic order, a
+ * name that forces a kernel, and the fallback with a warning for an unknown name or one the
+ * CPU cannot run. Then the real path: this program runs itself again with
+ * GDRCOPY_COPY_KERNEL set, and the child reports vr_copy_kernel_name() and its warnings.
+ */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "copy_test.h"
+
+static int failed;
+
+static void result(int ok, const char *name, const char *why)
+{
+    if (ok)
+        printf("ok copy_choice/%s\n", name);
+    else
+        printf("not ok copy_choice/%s: %s\n", name, why);
+    failed |= !ok;
+}
+
+/* vr_copy_choose(features, forced) gives 'want', and logs a warning iff 'warns'. */
+static void expect_choice(const char *name, unsigned features, const char *forced,
+                          const char *want, int warns)
+{
+    int before = copy_test_warnings;
+    const char *got = vr_copy_choose(features, forced)->name;
+    int warned = copy_test_warnings != before;
+    char why[160];
+
+    snprintf(why, sizeof(why), "got %s (%s), want %s (%s)", got,
+             warned ? "warned" : "no warning", want, warns ? "a warning" : "no warning");
+    result(strcmp(got, want) == 0 && warned == warns, name, why);
+}
+
+static void policy(void)
+{
+#if defined(__x86_64__)
+    const unsigned all = VR_CPU_SSE41 | VR_CPU_AVX2 | VR_CPU_AVX512F | VR_CPU_MOVDIR64B;
+
+    expect_choice("auto/all-features", all, NULL, "avx512", 0);
+    expect_choice("auto/no-avx512", all & ~VR_CPU_AVX512F, NULL, "avx2", 0);
+    expect_choice("auto/sse41-and-movdir64b", VR_CPU_SSE41 | VR_CPU_MOVDIR64B, NULL, "sse41", 0);
+    expect_choice("auto/movdir64b-only", VR_CPU_MOVDIR64B, NULL, "c", 0);
+    expect_choice("auto/none", 0, NULL, "c", 0);
+    expect_choice("auto/empty-name", all, "", "avx512", 0);
+    expect_choice("force/movdir64b", all, "movdir64b", "movdir64b", 0);
+    expect_choice("force/sse41", all, "sse41", "sse41", 0);
+    expect_choice("force/c", all, "c", "c", 0);
+    expect_choice("force/avx512-unsupported", VR_CPU_SSE41 | VR_CPU_AVX2, "avx512", "avx2", 1);
+    expect_choice("force/neon-not-built", all, "neon", "avx512", 1);
+    expect_choice("force/unknown", all, "avx1024", "avx512", 1);
+    expect_choice("force/case-matters", all, "AVX2", "avx512", 1);
+#elif defined(__aarch64__)
+    expect_choice("auto/neon", VR_CPU_NEON, NULL, "neon", 0);
+    expect_choice("auto/none", 0, NULL, "c", 0);
+    expect_choice("force/c", VR_CPU_NEON, "c", "c", 0);
+    expect_choice("force/avx2-not-built", VR_CPU_NEON, "avx2", "neon", 1);
+    expect_choice("force/unknown", VR_CPU_NEON, "avx1024", "neon", 1);
+#else
+    expect_choice("auto/none", 0, NULL, "c", 0);
+    expect_choice("force/unknown", 0, "avx1024", "c", 1);
+#endif
+}
+
+/* Runs this program with GDRCOPY_COPY_KERNEL=value (unset if NULL); reads "NAME WARNINGS". */
+static int child_choice(const char *value, char name[64], int *warnings)
+{
+    int fds[2], status;
+    pid_t pid;
+    char line[128] = "";
+    ssize_t got;
+
+    if (pipe(fds))
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        if (value)
+            setenv("GDRCOPY_COPY_KERNEL", value, 1);
+        else
+            unsetenv("GDRCOPY_COPY_KERNEL");
+        execl("/proc/self/exe", "copy_choice", "--report", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    got = read(fds[0], line, sizeof(line) - 1);
+    close(fds[0]);
+    waitpid(pid, &status, 0);
+    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    line[got] = '\0';
+    return sscanf(line, "%63s %d", name, warnings) == 2 ? 0 : -1;
+}
+
+static void expect_env(const char *test, const char *value, const char *want, int warns)
+{
+    char name[64], why[200];
+    int warnings = 0;
+
+    if (child_choice(value, name, &warnings)) {
+        result(0, test, "the child did not report");
+        return;
+    }
+    snprintf(why, sizeof(why), "GDRCOPY_COPY_KERNEL=%s gave %s with %d warnings, want %s%s",
+             value ? value : "(unset)", name, warnings, want, warns ? " and a warning" : "");
+    result(strcmp(name, want) == 0 && (warnings > 0) == warns, test, why);
+}
+
+static void environment(void)
+{
+    const unsigned features = vr_cpu_features();
+    const char *automatic = vr_copy_choose(features, NULL)->name;
+    size_t count, i;
+    const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
+    char test[80];
+
+    result(strcmp(automatic, vr_copy_choose(features, NULL)->name) == 0, "auto/deterministic",
+           "two choices on the same CPU differ");
+    expect_env("env/unset", NULL, automatic, 0);
+    expect_env("env/empty", "", automatic, 0);
+    for (i = 0; i < count; i++) {
+        int usable = vr_copy_kernel_usable(&ks[i], features);
+
+        snprintf(test, sizeof(test), "env/%s%s", ks[i].name, usable ? "" : "-unsupported");
+        expect_env(test, ks[i].name, usable ? ks[i].name : automatic, !usable);
+    }
+    expect_env("env/unknown", "fastest", automatic, 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--report") == 0) {
+        printf("%s %d\n", vr_copy_kernel_name(), copy_test_warnings);
+        return 0;
+    }
+    policy();
+    environment();
+    return failed;
+}

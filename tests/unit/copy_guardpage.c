@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * copy_guardpage.c - no copy path touches a byte outside [src, src+n) or [dst, dst+n).
+ *
+ * A BAR mapping may end exactly where the copied range ends, and an access past it faults;
+ * a head that reads an aligned-down block, or a tail that reads a rounded-up one, would
+ * do so. Here both the mapping and the host buffer sit in the middle page of three whose
+ * outer pages are PROT_NONE, and each range starts at the middle page's first byte, ends
+ * at its last byte, or both; sizes 0 to a page, so the misalignment of a range that ends at
+ * the boundary takes every value. A stray access raises SIGSEGV, caught and reported.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "copy_test.h"
+
+static sigjmp_buf fault_jmp;
+
+static void on_fault(int sig)
+{
+    (void)sig;
+    siglongjmp(fault_jmp, 1);
+}
+
+/* Three pages; the outer two made inaccessible. Returns the middle page. */
+static unsigned char *guarded_page(size_t page)
+{
+    unsigned char *p = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED)
+        return NULL;
+    if (mprotect(p, page, PROT_NONE) || mprotect(p + 2 * page, page, PROT_NONE))
+        return NULL;
+    return p + page;
+}
+
+/* Runs one copy; 0 if it finished without a fault. */
+static int guarded_copy(const struct copy_direction *dir, const struct vr_copy_kernel *k,
+                        gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    if (sigsetjmp(fault_jmp, 1))
+        return 1;
+    dir->fn(k, type, dst, src, n);
+    return 0;
+}
+
+/* Proves the harness can fail: a read of the guard page must be caught. */
+static int self_check(const unsigned char *page)
+{
+    if (sigsetjmp(fault_jmp, 1))
+        return 1;
+    (void)*(const volatile unsigned char *)(page - 1);
+    return 0;
+}
+
+int main(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *map = guarded_page(page), *host = guarded_page(page);
+    struct sigaction sa;
+    size_t count, i, d, t, n, where;
+    const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
+
+    if (!map || !host) {
+        printf("not ok copy_guardpage: cannot set up guard pages\n");
+        return 1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fault;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    if (self_check(map))
+        printf("ok copy_guardpage/self-check: a read of the guard page is caught\n");
+    else
+        printf("not ok copy_guardpage/self-check: a read of the guard page was not caught\n");
+
+    for (i = 0; i < count; i++) {
+        if (!copy_test_usable(&ks[i], "copy_guardpage"))
+            continue;
+        for (d = 0; d < COPY_N_DIRECTIONS; d++)
+            for (t = 0; t < COPY_N_TYPES; t++) {
+                const struct copy_direction *dir = &copy_directions[d];
+                char first[160] = "";
+                unsigned long bad = 0;
+
+                for (n = 0; n <= page; n++)
+                    for (where = 0; where < 4; where++) {
+                        /* bit 0: mapping range at the page end, bit 1: host range there */
+                        unsigned char *m = (where & 1) ? map + page - n : map;
+                        unsigned char *h = (where & 2) ? host + page - n : host;
+                        unsigned char *dst = dir->to_map ? m : h;
+                        unsigned char *src = dir->to_map ? h : m;
+                        const char *why = NULL;
+                        size_t b;
+
+                        for (b = 0; b < n; b++)
+                            src[b] = (unsigned char)(b * 13 + n);
+                        if (guarded_copy(dir, &ks[i], copy_types[t].type, dst, src, n))
+                            why = "access outside the range (SIGSEGV)";
+                        else if (memcmp(dst, src, n) != 0)
+                            why = "wrong bytes";
+                        if (why && bad++ == 0)
+                            snprintf(first, sizeof(first), "n=%zu mapping at page %s, host at "
+                                     "page %s: %s", n, (where & 1) ? "end" : "start",
+                                     (where & 2) ? "end" : "start", why);
+                    }
+                if (bad)
+                    printf("not ok copy_guardpage/%s/%s/%s: %lu cases failed, first: %s\n",
+                           ks[i].name, dir->name, copy_types[t].name, bad, first);
+                else
+                    printf("ok copy_guardpage/%s/%s/%s\n", ks[i].name, dir->name,
+                           copy_types[t].name);
+                fflush(stdout);
+            }
+    }
+    return 0;
+}
