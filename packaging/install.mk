@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: MIT
+# packaging/install.mk - 'make install' / 'make uninstall' (included by the top Makefile).
+#
+#   make install   [PREFIX=/usr/local] [DESTDIR=] [libdir=$(PREFIX)/lib] [bindir=...]
+#                  the library and its symlinks, the headers, gdrapi.pc, the tools, their man pages
+#   make uninstall the same variables: removes exactly what 'make install' put there
+#   make install-dkms / uninstall-dkms   (root, for source installs of the kernel module)
+#                  the module source in /usr/src/gdrdrv-$(VERSION) with its dkms.conf, the udev
+#                  rule and the modprobe.d file; then: dkms install gdrdrv/$(VERSION)
+#
+# Every path follows the GNU names so that distribution builds can pass their own
+# (debian/rules passes libdir=/usr/lib/<multiarch>, udevrulesdir=/lib/udev/rules.d).
+# The version comes from the top Makefile only: gdrapi.pc and dkms.conf are generated from it.
+
+PREFIX      ?= /usr/local
+prefix      ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir      ?= $(exec_prefix)/bin
+libdir      ?= $(exec_prefix)/lib
+includedir  ?= $(prefix)/include
+datarootdir ?= $(prefix)/share
+mandir      ?= $(datarootdir)/man
+man1dir     ?= $(mandir)/man1
+pkgconfigdir?= $(libdir)/pkgconfig
+# Module files live where the kernel tools look, whatever PREFIX is.
+dkmssrcdir  ?= /usr/src/gdrdrv-$(VERSION)
+udevrulesdir?= /etc/udev/rules.d
+modprobedir ?= /etc/modprobe.d
+
+INSTALL      ?= install
+TOOL_NAMES   := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
+                gdrcopy_info
+PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
+PC_FILE      := $(BUILD)/pkgconfig/gdrapi.pc
+DKMS_CONF    := $(BUILD)/dkms/dkms.conf
+# The driver's dkms.conf when the module has one, else the packaging default.
+DKMS_CONF_IN := $(firstword $(wildcard driver/dkms.conf) packaging/dkms/dkms.conf)
+
+.PHONY: install uninstall install-dkms uninstall-dkms
+
+# Paths are substituted at build time so the file is right for this PREFIX/libdir; a
+# changed PREFIX on the command line rebuilds it (FORCE), it costs nothing.
+$(PC_FILE): packaging/gdrapi.pc.in FORCE
+	@mkdir -p $(dir $@)
+	sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
+	    -e 's|@includedir@|$(includedir)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(DKMS_CONF): $(DKMS_CONF_IN) FORCE
+	@mkdir -p $(dir $@)
+	sed -e 's|#MODULE_VERSION#|$(VERSION)|g' $< > $@
+
+.PHONY: FORCE
+FORCE:
+
+install: all $(PC_FILE)
+	$(INSTALL) -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(pkgconfigdir) \
+	    $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir)
+	$(INSTALL) -m 644 $(LIB_REAL) $(DESTDIR)$(libdir)/
+	ln -sfn $(notdir $(LIB_REAL)) $(DESTDIR)$(libdir)/$(LIB_SONAME)
+	ln -sfn $(LIB_SONAME) $(DESTDIR)$(libdir)/libgdrapi.so
+	$(INSTALL) -m 644 $(addprefix include/,$(PUB_HEADERS)) $(DESTDIR)$(includedir)/
+	$(INSTALL) -m 644 $(PC_FILE) $(DESTDIR)$(pkgconfigdir)/
+	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(TOOL_NAMES)) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(TOOL_NAMES)) $(DESTDIR)$(man1dir)/
+	@# A live install (no DESTDIR, as root) must be found by the loader at once.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(libdir)/$(notdir $(LIB_REAL)) $(DESTDIR)$(libdir)/$(LIB_SONAME) \
+	    $(DESTDIR)$(libdir)/libgdrapi.so $(DESTDIR)$(pkgconfigdir)/gdrapi.pc \
+	    $(addprefix $(DESTDIR)$(includedir)/,$(PUB_HEADERS)) \
+	    $(addprefix $(DESTDIR)$(bindir)/,$(TOOL_NAMES)) \
+	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(TOOL_NAMES))
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# The module source as DKMS wants it: the kbuild files and headers of driver/, never build
+# outputs (the working tree may hold some).
+DKMS_SRC_FILES = $(filter-out %.mod.c,$(wildcard driver/*.c driver/*.h driver/Makefile \
+                   driver/Kbuild)) $(wildcard driver/uapi/*.h)
+
+install-dkms: $(DKMS_CONF)
+	$(INSTALL) -d $(DESTDIR)$(dkmssrcdir)/uapi $(DESTDIR)$(udevrulesdir) $(DESTDIR)$(modprobedir)
+	$(INSTALL) -m 644 $(filter-out driver/uapi/%,$(DKMS_SRC_FILES)) $(DESTDIR)$(dkmssrcdir)/
+	$(INSTALL) -m 644 $(filter driver/uapi/%,$(DKMS_SRC_FILES)) $(DESTDIR)$(dkmssrcdir)/uapi/
+	$(INSTALL) -m 644 $(DKMS_CONF) $(DESTDIR)$(dkmssrcdir)/dkms.conf
+	$(INSTALL) -m 644 packaging/udev/60-gdrdrv.rules $(DESTDIR)$(udevrulesdir)/
+	$(INSTALL) -m 644 packaging/modprobe/gdrdrv.conf $(DESTDIR)$(modprobedir)/
+
+uninstall-dkms:
+	rm -rf $(DESTDIR)$(dkmssrcdir)
+	rm -f $(DESTDIR)$(udevrulesdir)/60-gdrdrv.rules $(DESTDIR)$(modprobedir)/gdrdrv.conf
