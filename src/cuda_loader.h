@@ -32,6 +32,8 @@
     X(cuCtxGetCurrent)                       \
     X(cuCtxGetDevice)                        \
     X(cuCtxSynchronize)                      \
+    X(cuCtxPushCurrent)                      \
+    X(cuCtxPopCurrent)                       \
     X(cuPointerGetAttribute)                 \
     X(cuMemGetAddressRange)                  \
     X(cuMemAlloc)                            \

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wb_vulkan_cache.c - the vulkan backend's pure logic, without a GPU: the GPU-page range
+ * arithmetic of a pin, the import cache (one import per allocation, shared by pins, released
+ * with the last; concurrent pins of one allocation import it once; a failed import reaches
+ * every waiter), the choice of Vulkan memory type and the VkResult -> errno mapping.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gdrapi.h"
+#include "helpers/check.h"
+#include "pin_util.h"
+#include "vk_device.h"
+#include "vk_import_cache.h"
+#include "vulkan_loader.h"
+
+static void test_page_range(void)
+{
+    uint64_t va = 0, len = 0;
+    int rc;
+
+    rc = vr_gpu_page_range(0x7f0000012345ull, 1000, &va, &len);
+    check(rc == 0 && va == 0x7f0000010000ull && len == GPU_PAGE_SIZE, "wb_vulkan/range_unaligned_small",
+           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    rc = vr_gpu_page_range(0x7f000001fff0ull, 0x20, &va, &len);
+    check(rc == 0 && va == 0x7f0000010000ull && len == 2 * GPU_PAGE_SIZE, "wb_vulkan/range_crosses_page",
+           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    rc = vr_gpu_page_range(0x200000, 0x200000, &va, &len);
+    check(rc == 0 && va == 0x200000 && len == 0x200000, "wb_vulkan/range_aligned_exact",
+           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    rc = vr_gpu_page_range(0x1000, 0, &va, &len);
+    check(rc == EINVAL, "wb_vulkan/range_size_zero", "rc %d", rc);
+    rc = vr_gpu_page_range(UINT64_MAX - 10, 100, &va, &len);
+    check(rc == EINVAL, "wb_vulkan/range_wraps", "rc %d", rc);
+    rc = vr_gpu_page_range(UINT64_MAX - 0x8000, 0x100, &va, &len);
+    check(rc == EINVAL, "wb_vulkan/range_end_is_2_64", "rc %d", rc);
+
+    check(vr_range_inside(0x200000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_start", "no");
+    check(vr_range_inside(0x3f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_end", "no");
+    check(!vr_range_inside(0x3f0000, 0x20000, 0x200000, 0x200000), "wb_vulkan/outside_past_end", "yes");
+    check(!vr_range_inside(0x1f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/outside_before", "yes");
+    check(!vr_range_inside(UINT64_MAX - 0xffff, 0x10000, 0, UINT64_MAX), "wb_vulkan/inside_no_overflow",
+           "wrapped");
+}
+
+static void test_cache_basic(void)
+{
+    struct vr_icache c;
+    struct vr_import_key a = { .handle = 0x1000, .base = 0x7f0000000000ull, .size = 0x200000 };
+    struct vr_import_key b = a;
+    struct vr_import *e1, *e2, *e3;
+    int created = -1, rc;
+
+    vr_icache_init(&c);
+    rc = vr_icache_acquire(&c, &a, &e1, &created);
+    check(rc == 0 && created == 1 && e1->state == VR_IMPORT_PENDING, "wb_vulkan/first_pin_imports",
+           "rc %d created %d", rc, created);
+    e1->cpu = (void *)0x1234;
+    vr_icache_publish(&c, e1, 0);
+    rc = vr_icache_acquire(&c, &a, &e2, &created);
+    check(rc == 0 && created == 0 && e2 == e1 && e2->refs == 2, "wb_vulkan/second_pin_shares",
+           "rc %d created %d same %d refs %u", rc, created, e2 == e1, e2->refs);
+    b.base += 0x200000; /* same handle mapped elsewhere: another import */
+    rc = vr_icache_acquire(&c, &b, &e3, &created);
+    check(rc == 0 && created == 1 && e3 != e1 && vr_icache_count(&c) == 2,
+           "wb_vulkan/other_mapping_other_import", "rc %d created %d count %zu", rc, created,
+           vr_icache_count(&c));
+    vr_icache_publish(&c, e3, 0);
+    check(vr_icache_release(&c, e1) == 0 && vr_icache_count(&c) == 2, "wb_vulkan/release_not_last",
+           "count %zu", vr_icache_count(&c));
+    rc = vr_icache_release(&c, e2);
+    check(rc == 1 && vr_icache_count(&c) == 1, "wb_vulkan/release_last_removes", "rc %d count %zu", rc,
+           vr_icache_count(&c));
+    free(e2);
+    rc = vr_icache_acquire(&c, &a, &e1, &created);
+    check(rc == 0 && created == 1, "wb_vulkan/reimport_after_last_release", "rc %d created %d", rc,
+           created);
+    vr_icache_publish(&c, e1, EIO);
+    check(vr_icache_count(&c) == 1, "wb_vulkan/failed_import_leaves_table", "count %zu",
+           vr_icache_count(&c));
+    e1 = vr_icache_take_all(&c);
+    check(e1 == e3 && e1->next == NULL && vr_icache_count(&c) == 0, "wb_vulkan/take_all",
+           "list %p e3 %p", (void *)e1, (void *)e3);
+    free(e3);
+    vr_icache_destroy(&c);
+}
+
+/* Many threads pin the same allocations at once. First all 16 race for one new allocation
+ * (started together by a barrier, the import is slow): exactly one imports, the others get its
+ * published import. Then, while those references hold the imports alive, 16 threads pin and
+ * unpin inside them thousands of times: none imports again, all see the published mapping. */
+#define NTHREADS 16
+#define NALLOCS 4
+#define ROUNDS 2000
+
+static struct vr_icache tcache;
+static pthread_barrier_t start_line;
+static atomic_int creators, bad;
+static struct vr_import *held[NTHREADS];
+
+static struct vr_import_key key_of(int k)
+{
+    return (struct vr_import_key){ .handle = 0x100 + (uint64_t)k, .base = (uint64_t)k << 30,
+                                   .size = 0x200000 };
+}
+
+static void *race_thread(void *arg)
+{
+    int i = (int)(uintptr_t)arg, created = 0;
+    struct vr_import_key key = key_of(0);
+
+    pthread_barrier_wait(&start_line);
+    if (vr_icache_acquire(&tcache, &key, &held[i], &created)) {
+        atomic_fetch_add(&bad, 1);
+        return NULL;
+    }
+    if (created) {
+        atomic_fetch_add(&creators, 1);
+        usleep(20000); /* a slow import: the others must wait for it */
+        held[i]->cpu = (void *)0x1000;
+        vr_icache_publish(&tcache, held[i], 0);
+    } else if (held[i]->cpu != (void *)0x1000) {
+        atomic_fetch_add(&bad, 1);
+    }
+    return NULL;
+}
+
+static void *pin_thread(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    int i;
+
+    for (i = 0; i < ROUNDS; i++) {
+        int k = (int)(rand_r(&seed) % NALLOCS), created;
+        struct vr_import_key key = key_of(k);
+        struct vr_import *e;
+
+        if (vr_icache_acquire(&tcache, &key, &e, &created) || created ||
+            e->cpu != (void *)(uintptr_t)(0x1000 * (k + 1)))
+            atomic_fetch_add(&bad, 1);
+        if (vr_icache_release(&tcache, e))
+            atomic_fetch_add(&bad, 1); /* the held reference should keep it */
+    }
+    return NULL;
+}
+
+static void test_cache_threads(void)
+{
+    struct vr_import *e, *keep[NALLOCS];
+    pthread_t t[NTHREADS];
+    int i, created, last = 0;
+
+    vr_icache_init(&tcache);
+    pthread_barrier_init(&start_line, NULL, NTHREADS);
+    for (i = 0; i < NTHREADS; i++)
+        pthread_create(&t[i], NULL, race_thread, (void *)(uintptr_t)i);
+    for (i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&start_line);
+    check(atomic_load(&creators) == 1 && atomic_load(&bad) == 0 && vr_icache_count(&tcache) == 1,
+           "wb_vulkan/threads_race_import_once", "creators %d bad %d entries %zu", atomic_load(&creators),
+           atomic_load(&bad), vr_icache_count(&tcache));
+
+    keep[0] = held[0];
+    for (i = 1; i < NALLOCS; i++) {
+        struct vr_import_key key = key_of(i);
+
+        vr_icache_acquire(&tcache, &key, &keep[i], &created);
+        keep[i]->cpu = (void *)(uintptr_t)(0x1000 * (i + 1));
+        vr_icache_publish(&tcache, keep[i], 0);
+    }
+    for (i = 0; i < NTHREADS; i++)
+        pthread_create(&t[i], NULL, pin_thread, (void *)(uintptr_t)(i + 1));
+    for (i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    check(atomic_load(&bad) == 0 && vr_icache_count(&tcache) == NALLOCS,
+           "wb_vulkan/threads_share_imports", "bad %d entries %zu", atomic_load(&bad),
+           vr_icache_count(&tcache));
+
+    /* Drop every reference: 16 on allocation 0 (the race), one on each other. */
+    for (i = 0; i < NTHREADS; i++)
+        last += vr_icache_release(&tcache, held[i]);
+    for (i = 1; i < NALLOCS; i++)
+        last += vr_icache_release(&tcache, keep[i]);
+    check(last == NALLOCS && vr_icache_count(&tcache) == 0, "wb_vulkan/threads_last_release_frees",
+           "last %d entries %zu", last, vr_icache_count(&tcache));
+    free(held[0]);
+    for (i = 1; i < NALLOCS; i++)
+        free(keep[i]);
+    e = vr_icache_take_all(&tcache);
+    check(e == NULL, "wb_vulkan/threads_table_empty", "an entry was left");
+    vr_icache_destroy(&tcache);
+}
+
+/* A failed import reaches threads that were waiting for it. */
+static struct vr_icache fcache;
+static const struct vr_import_key fkey = { .handle = 7, .base = 0x40000000, .size = 0x200000 };
+
+static void *waiter(void *arg)
+{
+    struct vr_import *e;
+    int created = 0;
+    int rc = vr_icache_acquire(&fcache, &fkey, &e, &created);
+
+    *(int *)arg = created ? -1 : rc;
+    return NULL;
+}
+
+static void test_cache_failure_wakes_waiters(void)
+{
+    struct vr_import *e;
+    pthread_t t[4];
+    int rcs[4], created, i, ok = 1;
+
+    vr_icache_init(&fcache);
+    vr_icache_acquire(&fcache, &fkey, &e, &created);
+    for (i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, waiter, &rcs[i]);
+    usleep(20000); /* let them block on the pending entry */
+    vr_icache_publish(&fcache, e, ENOMEM);
+    for (i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        /* A thread that came after the failure made a new entry (-1): also correct. */
+        ok &= rcs[i] == ENOMEM || rcs[i] == -1;
+    }
+    check(ok, "wb_vulkan/failed_import_reaches_waiters", "rcs %d %d %d %d", rcs[0], rcs[1], rcs[2], rcs[3]);
+    for (e = vr_icache_take_all(&fcache); e;) {
+        struct vr_import *n = e->next;
+        free(e);
+        e = n;
+    }
+    vr_icache_destroy(&fcache);
+}
+
+static void test_memtype(void)
+{
+    VkPhysicalDeviceMemoryProperties mp;
+    const VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+        hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+        hc = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.memoryHeapCount = 3;
+    mp.memoryHeaps[0].size = 140ull << 30; /* VRAM, all of it behind a large BAR1 */
+    mp.memoryHeaps[1].size = 64ull << 30;  /* system memory */
+    mp.memoryHeaps[2].size = 256ull << 20; /* a small BAR window */
+    mp.memoryTypeCount = 5;
+    mp.memoryTypes[0] = (VkMemoryType){ dl, 0 };
+    mp.memoryTypes[1] = (VkMemoryType){ hv, 1 };
+    mp.memoryTypes[2] = (VkMemoryType){ hv | hc, 1 };
+    mp.memoryTypes[3] = (VkMemoryType){ dl | hv, 2 };
+    mp.memoryTypes[4] = (VkMemoryType){ dl | hv, 0 };
+    check(vr_vk_pick_memtype(&mp) == 4, "wb_vulkan/memtype_largest_bar_heap", "picked %d",
+           vr_vk_pick_memtype(&mp));
+    mp.memoryTypeCount = 4;
+    check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_small_bar", "picked %d",
+           vr_vk_pick_memtype(&mp));
+    mp.memoryTypes[3] = (VkMemoryType){ dl | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 2 };
+    check(vr_vk_pick_memtype(&mp) == -1, "wb_vulkan/memtype_none_without_coherent", "picked %d",
+           vr_vk_pick_memtype(&mp));
+    mp.memoryTypes[3] = (VkMemoryType){ dl | hv | hc, 0 };
+    check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_cached_if_only", "picked %d",
+           vr_vk_pick_memtype(&mp));
+}
+
+static void test_vk_errors(void)
+{
+    check(vr_vk_errno(VK_SUCCESS) == 0, "wb_vulkan/vkerr_success", "%d", vr_vk_errno(VK_SUCCESS));
+    check(vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY) == ENOMEM, "wb_vulkan/vkerr_oom", "%d",
+           vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY));
+    check(vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE) == EINVAL, "wb_vulkan/vkerr_bad_handle", "%d",
+           vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE));
+    check(vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER) == ENODEV, "wb_vulkan/vkerr_no_driver", "%d",
+           vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER));
+    check(vr_vk_errno((VkResult)-12345) == EIO, "wb_vulkan/vkerr_unknown", "%d",
+           vr_vk_errno((VkResult)-12345));
+    check(strcmp(vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE),
+                  "VK_ERROR_INVALID_EXTERNAL_HANDLE") == 0, "wb_vulkan/vkerr_name", "%s",
+           vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE));
+    check(strstr(vr_vk_result_name((VkResult)-12345), "-12345") != NULL, "wb_vulkan/vkerr_name_unknown",
+           "%s", vr_vk_result_name((VkResult)-12345));
+}
+
+int main(void)
+{
+    test_page_range();
+    test_cache_basic();
+    test_cache_threads();
+    test_cache_failure_wakes_waiters();
+    test_memtype();
+    test_vk_errors();
+    return check_status();
+}
