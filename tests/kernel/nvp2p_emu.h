@@ -60,4 +60,15 @@ struct nvp2p_emu_stats {
 #define NVP2P_EMU_IOC_INJECT _IOW(NVP2P_EMU_MAGIC, 5, struct nvp2p_emu_inject)
 #define NVP2P_EMU_IOC_STATS  _IOR(NVP2P_EMU_MAGIC, 6, struct nvp2p_emu_stats)
 
+/*
+ * Added for the QEMU tests: FREE sleeps `ms` milliseconds after marking the callbacks of its
+ * pins as running and before calling them, which widens the window in which a consumer's
+ * put_pages must wait for the callback (0 = no delay, at most 10000).
+ */
+struct nvp2p_emu_cb_delay {
+    __u32 ms;
+    __u32 pad;
+};
+#define NVP2P_EMU_IOC_CB_DELAY _IOW(NVP2P_EMU_MAGIC, 7, struct nvp2p_emu_cb_delay)
+
 #endif /* NVP2P_EMU_H */

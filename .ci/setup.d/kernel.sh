@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# .ci/setup.d/kernel.sh - the second kernel series for the QEMU tests: installs the headers of
+# the newest Debian 12 6.12 kernel (linux-headers-6.12.*+deb12-amd64), resolved at run time
+# because old ABIs leave the mirror. The kernel images themselves are fetched (and cached) by
+# tests/kernel/run-qemu.sh. Idempotent: does nothing when that package is already installed.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+newest=$(apt-cache search --names-only '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' |
+         awk '{print $1}' | sort -V | tail -n 1)
+if [ -z "$newest" ]; then
+    echo "kernel.sh: no linux-headers-6.12.*+deb12-amd64 package in the apt lists" >&2
+    exit 1
+fi
+if dpkg-query -W -f='${Status}' "$newest" 2>/dev/null | grep -q 'install ok installed'; then
+    echo "kernel.sh: $newest already installed"
+    exit 0
+fi
+apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends "$newest" >/dev/null
+echo "kernel.sh: installed $newest"

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/* common.c - result lines and provider control wrappers for the QEMU guest tests. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int t_failures;
+
+static void t_line(const char *prefix, const char *name, const char *fmt, va_list ap)
+{
+    printf("%s %s", prefix, name);
+    if (fmt) {
+        printf(": ");
+        vprintf(fmt, ap);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+void t_ok(const char *name)
+{
+    printf("ok %s\n", name);
+    fflush(stdout);
+}
+
+void t_fail(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    t_line("not ok", name, fmt, ap);
+    va_end(ap);
+    t_failures++;
+}
+
+void t_skip(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    t_line("skip", name, fmt, ap);
+    va_end(ap);
+}
+
+int t_check(int cond, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cond) {
+        t_ok(name);
+        return 1;
+    }
+    va_start(ap, fmt);
+    t_line("not ok", name, fmt, ap);
+    va_end(ap);
+    t_failures++;
+    return 0;
+}
+
+int t_exit_status(void)
+{
+    return t_failures ? 1 : 0;
+}
+
+int emu_fd(void)
+{
+    static int fd = -1;
+
+    if (fd < 0)
+        fd = open(NVP2P_EMU_DEVICE, O_RDWR | O_CLOEXEC);
+    return fd;
+}
+
+static int emu_ioctl(unsigned long cmd, void *arg)
+{
+    if (emu_fd() < 0)
+        return errno;
+    return ioctl(emu_fd(), cmd, arg) ? errno : 0;
+}
+
+int emu_alloc(uint64_t size, unsigned int page_kind, unsigned int flags, uint64_t *va)
+{
+    struct nvp2p_emu_alloc a = { .size = size, .page_kind = page_kind, .flags = flags };
+    int ret = emu_ioctl(NVP2P_EMU_IOC_ALLOC, &a);
+
+    if (!ret)
+        *va = a.va;
+    return ret;
+}
+
+int emu_free(uint64_t va)
+{
+    struct nvp2p_emu_free f = { .va = va };
+
+    return emu_ioctl(NVP2P_EMU_IOC_FREE, &f);
+}
+
+int emu_write(uint64_t va, const void *buf, size_t len)
+{
+    struct nvp2p_emu_rw rw = { .va = va, .len = len, .user_ptr = (uintptr_t)buf };
+
+    return emu_ioctl(NVP2P_EMU_IOC_WRITE, &rw);
+}
+
+int emu_read(uint64_t va, void *buf, size_t len)
+{
+    struct nvp2p_emu_rw rw = { .va = va, .len = len, .user_ptr = (uintptr_t)buf };
+
+    return emu_ioctl(NVP2P_EMU_IOC_READ, &rw);
+}
+
+int emu_stats(struct nvp2p_emu_stats *st)
+{
+    return emu_ioctl(NVP2P_EMU_IOC_STATS, st);
+}
+
+int emu_inject(unsigned int what, unsigned int count, int errno_value)
+{
+    struct nvp2p_emu_inject in = { .what = what, .count = count, .errno_value = errno_value };
+
+    return emu_ioctl(NVP2P_EMU_IOC_INJECT, &in);
+}
+
+int emu_cb_delay(unsigned int ms)
+{
+    struct nvp2p_emu_cb_delay d = { .ms = ms };
+
+    return emu_ioctl(NVP2P_EMU_IOC_CB_DELAY, &d);
+}
+
+void fill_pattern(void *buf, size_t len, uint32_t seed)
+{
+    unsigned char *p = buf;
+    uint32_t x = seed * 2654435761u + 1;
+
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+}

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+/*
+ * emuctl.c - the guest's command line to the emulated provider, for /init:
+ *   emuctl stats        prints live_allocs=N live_pins=N callbacks_fired=N total_pins=N
+ *   emuctl live_pins    prints the leak counter alone
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+int main(int argc, char **argv)
+{
+    struct nvp2p_emu_stats st;
+    int ret;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: emuctl stats|live_pins\n");
+        return 2;
+    }
+    ret = emu_stats(&st);
+    if (ret) {
+        fprintf(stderr, "emuctl: STATS: %s\n", strerror(ret));
+        return 1;
+    }
+    if (!strcmp(argv[1], "live_pins"))
+        printf("%llu\n", (unsigned long long)st.live_pins);
+    else
+        printf("live_allocs=%llu live_pins=%llu callbacks_fired=%llu total_pins=%llu\n",
+               (unsigned long long)st.live_allocs, (unsigned long long)st.live_pins,
+               (unsigned long long)st.callbacks_fired, (unsigned long long)st.total_pins);
+    return 0;
+}

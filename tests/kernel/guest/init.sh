@@ -1,0 +1,155 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: MIT
+# init.sh - /init of the QEMU guest (tests/kernel/run-qemu.sh builds the initramfs around it).
+# Loads the emulated provider, then gdrdrv, runs the guest tests in phases, checks the
+# provider's leak counter and dmesg, unloads, and reports. Every result goes to the serial
+# console as "@@ ok NAME", "@@ not ok NAME: why" or "@@ skip NAME: why"; other output of a
+# failing test follows as "## " lines; "@@ DONE" ends a complete run. The exit status is
+# written to QEMU's isa-debug-exit port: 0x10 all passed, 0x11 something failed.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /tmp && mount -t tmpfs tmp /tmp
+FAILED=0
+
+res() {        # res ok|not ok|skip NAME [why]
+    case "$1" in not*) FAILED=1 ;; esac
+    echo "@@ $*"
+}
+
+# run_test GROUP CMD...: a program printing its own ok/not ok/skip lines (prefixed GROUP/),
+# or one judged by its exit status (0 ok, 77 skip with its last line, other not ok).
+run_test() {
+    group=$1; shift
+    echo "@@ RUNNING $group"
+    "$@" >/tmp/out 2>&1 </dev/null
+    rc=$?
+    n=$(grep -cE '^(ok|not ok|skip) ' /tmp/out)
+    if [ "$n" -gt 0 ]; then
+        grep -E '^(ok|not ok|skip) ' /tmp/out | sed -E "s#^(ok|not ok|skip) #\1 $group/#" |
+            while read -r line; do echo "@@ $line"; done
+        grep -qE '^not ok ' /tmp/out && FAILED=1
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && ! grep -qE '^not ok ' /tmp/out; then
+            res "not ok" "$group/exit" "exited $rc after its results"
+        fi
+    elif [ "$rc" -eq 0 ]; then
+        res ok "$group"
+    elif [ "$rc" -eq 77 ]; then
+        res skip "$group: $(grep -v '^$' /tmp/out | tail -n 1)"
+    else
+        res "not ok" "$group: exited $rc"
+    fi
+    if grep -qE '^not ok ' /tmp/out || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then
+        grep -vE '^(ok|skip) ' /tmp/out | tail -n 40 | sed 's/^/## /'
+    fi
+}
+
+live_pins() { /tests/emuctl live_pins 2>/dev/null || echo "?"; }
+
+# check_leaks NAME BASELINE: the provider's live page tables are back to BASELINE.
+check_leaks() {
+    now=$(live_pins)
+    if [ "$now" = "$2" ]; then res ok "$1"; else res "not ok" "$1: live_pins $2 -> $now"; fi
+}
+
+load_gdrdrv() {  # load_gdrdrv NAME [params]: insmod and wait for the device node
+    name=$1; shift
+    if ! insmod /modules/gdrdrv.ko "$@" 2>/tmp/insmod.err; then
+        res "not ok" "$name: insmod gdrdrv $*: $(cat /tmp/insmod.err)"
+        return 1
+    fi
+    i=0
+    while [ ! -c /dev/gdrdrv ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if [ -c /dev/gdrdrv ]; then res ok "$name"; else res "not ok" "$name: no /dev/gdrdrv"; return 1; fi
+}
+
+unload_gdrdrv() {  # unload_gdrdrv NAME
+    if rmmod gdrdrv 2>/tmp/rmmod.err; then res ok "$1"; else
+        res "not ok" "$1: $(cat /tmp/rmmod.err)"; return 1; fi
+}
+
+echo "@@ BOOTED $(uname -r)"
+if insmod /modules/nvp2p_emu.ko 2>/tmp/insmod.err && [ -c /dev/nvp2p_emu ]; then
+    res ok load/provider
+else
+    res "not ok" "load/provider: $(cat /tmp/insmod.err) (no /dev/nvp2p_emu?)"
+fi
+run_test provider /tests/provider_test
+BASE=$(live_pins)
+
+if [ -f /modules/gdrdrv.ko ]; then
+    # Phase 1: default parameters (persistent mapping).
+    if load_gdrdrv load/gdrdrv; then
+        for t in api compat badinput safety; do
+            [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
+        done
+        if [ -f /extra.list ]; then
+            while IFS='	' read -r name cmd; do
+                [ -n "$name" ] && run_test "extra/$name" sh -c "$cmd"
+            done </extra.list
+        fi
+        unload_gdrdrv unload/after-persistent && check_leaks leak/after-persistent "$BASE"
+
+        # Phase 2: non-persistent pins: free callbacks, SIGBUS after free, racing unpin.
+        if load_gdrdrv load/gdrdrv-nonpersistent use_persistent_mapping=0; then
+            run_test np-api /tests/api_test
+            run_test np-safety /tests/safety_test --nonpersistent
+            unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
+        fi
+
+        # Phase 3: unload attempts while another process holds pins and mappings.
+        if load_gdrdrv load/gdrdrv-hold; then
+            /tests/safety_test --hold >/tmp/hold.out 2>&1 &
+            holder=$!
+            i=0
+            while ! grep -q '^holding' /tmp/hold.out && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+            if grep -q '^holding' /tmp/hold.out; then
+                if rmmod gdrdrv 2>/tmp/rmmod.err; then
+                    # Allowed only if the module really let go of everything; the holder's
+                    # later exit must then be harmless too.
+                    res ok "unload/while-held: unloaded (holder keeps running)"
+                    held_loaded=0
+                else
+                    res ok "unload/while-held-refused"
+                    held_loaded=1
+                fi
+                kill "$holder"; wait "$holder"
+                if [ "$held_loaded" = 1 ]; then unload_gdrdrv unload/after-holder-exit; fi
+                check_leaks leak/after-holder "$BASE"
+            else
+                res "not ok" "unload/while-held: holder never got its pins: $(tail -n 3 /tmp/hold.out)"
+                kill "$holder"; wait "$holder"; rmmod gdrdrv 2>/dev/null
+            fi
+        fi
+
+        # Phase 4: repeated load/use/unload.
+        for i in 1 2 3 4 5; do
+            load_gdrdrv "reload/$i/load" >/dev/null || { res "not ok" "reload/$i: load failed"; break; }
+            run_test "reload/$i" /tests/api_test --quick
+            rmmod gdrdrv 2>/tmp/rmmod.err || { res "not ok" "reload/$i/unload: $(cat /tmp/rmmod.err)"; break; }
+        done
+        check_leaks leak/after-reloads "$BASE"
+    fi
+else
+    res skip "gdrdrv: module not built (driver/ has no sources yet)"
+fi
+
+# Final: the leak counter and no allocation left by the tests, then the provider's own exit.
+set -- $(/tests/emuctl stats)
+echo "## provider stats: $*"
+[ "$(live_pins)" = 0 ] && res ok leak/final-live-pins || res "not ok" "leak/final-live-pins: $*"
+if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
+    res "not ok" "unload/provider: $(cat /tmp/rmmod.err)"; fi
+bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|nvp2p_emu: (leaked|put_pages on|free_page_table on)')
+if [ -z "$bad" ]; then res ok dmesg/clean; else
+    res "not ok" "dmesg/clean: kernel reported problems"
+    echo "$bad" | head -n 40 | sed 's/^/## /'
+    dmesg | tail -n 60 | sed 's/^/## dmesg: /'
+fi
+echo "@@ DONE failed=$FAILED"
+if [ "$FAILED" = 0 ]; then printf '\020' | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+else printf '\021' | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null; fi
+# Not reached: QEMU exits on the port write. Power off in case it did not.
+poweroff -f

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * emu.h - shared state of the emulated NVIDIA p2p provider (TEST ONLY). An allocation is a
+ * fake device address range backed by RAM chunks of the chosen GPU page size; a pin is one
+ * page table handed out by the nvidia_p2p_* exports. One mutex guards everything: the
+ * provider is test code, and simple locking makes its own behaviour easy to trust.
+ */
+#ifndef NVP2P_EMU_INTERNAL_H
+#define NVP2P_EMU_INTERNAL_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+
+#include "nv_p2p.h"
+
+struct page;
+
+struct emu_alloc {
+	struct list_head node;      /* in emu_allocs while not freed */
+	u64 va;                     /* fake device address, 2 MiB aligned */
+	u64 size;                   /* rounded to the chunk size and to 64 KiB */
+	u32 page_kind;              /* enum nvidia_p2p_page_size_type */
+	u32 flags;                  /* NVP2P_EMU_ALLOC_* */
+	unsigned int order;         /* alloc_pages order of one chunk */
+	u64 chunk;                  /* bytes per chunk = GPU page size */
+	unsigned long nchunks;
+	struct page **chunks;
+	bool freed;                 /* FREE ran: no new pins, no READ/WRITE */
+	unsigned int persistent_pins; /* RAM stays until these are put */
+	unsigned int running_cbs;   /* free callbacks still running for it */
+};
+
+enum emu_cb_state { EMU_CB_NONE, EMU_CB_RUNNING, EMU_CB_DONE };
+
+struct emu_pin {
+	struct list_head node;      /* in emu_pins while the table is handed out */
+	struct list_head fire_node; /* on FREE's local list while its callback is due */
+	struct nvidia_p2p_page_table table;
+	struct emu_alloc *alloc;
+	u64 va;                     /* the virtual_address given to get_pages */
+	bool persistent;
+	bool listed;                /* still in emu_pins (table not put/freed) */
+	enum emu_cb_state cb_state;
+	void (*free_callback)(void *data);
+	void *data;
+	struct nvidia_p2p_page *page_array;
+	struct nvidia_p2p_page **page_ptrs;
+	u8 uuid[16];
+};
+
+extern struct mutex emu_lock;
+extern struct list_head emu_allocs;
+extern struct list_head emu_pins;
+extern wait_queue_head_t emu_cb_wq;
+
+/* Counters reported by STATS (under emu_lock). */
+extern u64 emu_live_allocs, emu_live_pins, emu_callbacks_fired, emu_total_pins;
+
+/* Injected failures, indexed by NVP2P_EMU_FAIL_* (under emu_lock). */
+#define EMU_FAIL_KINDS 4
+extern u32 emu_fail_count[EMU_FAIL_KINDS];
+extern int emu_fail_errno[EMU_FAIL_KINDS];
+int emu_take_injected(unsigned int what);      /* 0 or the -errno to fail with */
+
+/* Milliseconds that FREE waits between marking a callback running and running it. */
+extern unsigned int emu_cb_delay_ms;
+
+struct emu_alloc *emu_find_alloc(u64 va, u64 len); /* the live alloc holding the range */
+void emu_release_alloc_ram(struct emu_alloc *a);    /* free chunks + struct */
+void emu_alloc_maybe_release(struct emu_alloc *a);  /* if freed and nothing uses it */
+int emu_free_allocation(u64 va);                    /* the FREE ioctl: fires callbacks */
+void emu_drop_all_pins(void);                       /* module exit */
+
+#endif /* NVP2P_EMU_INTERNAL_H */

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * emu_p2p.c - the nvidia_p2p_* exports of the emulated provider (TEST ONLY). Semantics follow
+ * shared/spec/nv-p2p.md: 64 KiB aligned address and length inside one allocation, negative
+ * errnos, a free callback per non-persistent pin that fires when the allocation is freed
+ * (the consumer then calls nvidia_p2p_free_page_table from inside it), put_pages waiting for
+ * a callback that is running, and persistent pins that keep the RAM valid until put.
+ *
+ * A page table lists the whole GPU pages that intersect [va, va + length): with 128 KiB pages
+ * a pin at a 64 KiB boundary starts in the middle of entry 0, as on the real driver.
+ */
+#include <linux/delay.h>
+#include <linux/io.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+
+#include "emu.h"
+#include "nvp2p_emu.h"
+
+#define EMU_P2P_ALIGN (64ULL * 1024)
+
+static const u8 emu_uuid[16] = { 'v', 'r', 'a', 'm', 'i', 'o', '-', 'e',
+				 'm', 'u', '-', 'g', 'p', 'u', 0x00, 0x01 };
+
+static void emu_pin_free_struct(struct emu_pin *p)
+{
+	kfree(p->page_ptrs);
+	kfree(p->page_array);
+	kfree(p);
+}
+
+/* Build a pin of [va, va + len); caller holds emu_lock. */
+static int emu_make_pin(u64 va, u64 len, bool persistent, struct emu_pin **out)
+{
+	struct emu_alloc *a;
+	struct emu_pin *p;
+	unsigned long first, last, i;
+
+	if (!len || (va & (EMU_P2P_ALIGN - 1)) || (len & (EMU_P2P_ALIGN - 1)) || va + len < va)
+		return -EINVAL;
+	a = emu_find_alloc(va, len);
+	if (!a)
+		return -EINVAL;
+
+	first = (va - a->va) / a->chunk;
+	last = (va + len - 1 - a->va) / a->chunk;
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	p->page_array = kcalloc(last - first + 1, sizeof(*p->page_array), GFP_KERNEL);
+	p->page_ptrs = kcalloc(last - first + 1, sizeof(*p->page_ptrs), GFP_KERNEL);
+	if (!p->page_array || !p->page_ptrs) {
+		emu_pin_free_struct(p);
+		return -ENOMEM;
+	}
+	for (i = first; i <= last; i++) {
+		p->page_array[i - first].physical_address = page_to_phys(a->chunks[i]);
+		p->page_ptrs[i - first] = &p->page_array[i - first];
+	}
+	memcpy(p->uuid, emu_uuid, sizeof(p->uuid));
+	p->table.version = NVIDIA_P2P_PAGE_TABLE_VERSION;
+	p->table.page_size = a->page_kind;
+	p->table.pages = p->page_ptrs;
+	p->table.entries = last - first + 1;
+	p->table.gpu_uuid = p->uuid;
+	p->table.flags = (a->flags & NVP2P_EMU_ALLOC_CPU_CACHEABLE) ?
+			 NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE : 0;
+	p->alloc = a;
+	p->va = va;
+	p->persistent = persistent;
+	p->listed = true;
+	list_add_tail(&p->node, &emu_pins);
+	if (persistent)
+		a->persistent_pins++;
+	emu_live_pins++;
+	emu_total_pins++;
+	*out = p;
+	return 0;
+}
+
+static struct emu_pin *emu_find_pin(struct nvidia_p2p_page_table *table)
+{
+	struct emu_pin *p;
+
+	list_for_each_entry(p, &emu_pins, node)
+		if (&p->table == table)
+			return p;
+	return NULL;
+}
+
+/* Take a pin's table out of circulation; caller holds emu_lock. */
+static void emu_unlist_pin(struct emu_pin *p)
+{
+	list_del(&p->node);
+	p->listed = false;
+	emu_live_pins--;
+}
+
+int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address, u64 length,
+			 struct nvidia_p2p_page_table **page_table,
+			 void (*free_callback)(void *data), void *data)
+{
+	struct emu_pin *p;
+	int ret;
+
+	if (!page_table || !free_callback)
+		return -EINVAL;
+	mutex_lock(&emu_lock);
+	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES);
+	if (!ret)
+		ret = emu_make_pin(virtual_address, length, false, &p);
+	if (!ret) {
+		p->free_callback = free_callback;
+		p->data = data;
+		*page_table = &p->table;
+	}
+	mutex_unlock(&emu_lock);
+	return ret;
+}
+EXPORT_SYMBOL(nvidia_p2p_get_pages);
+
+int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
+				    struct nvidia_p2p_page_table **page_table, u32 flags)
+{
+	struct emu_pin *p;
+	int ret;
+
+	if (!page_table || (flags & ~NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING))
+		return -EINVAL;
+	mutex_lock(&emu_lock);
+	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT);
+	if (!ret)
+		ret = emu_make_pin(virtual_address, length, true, &p);
+	if (!ret)
+		*page_table = &p->table;
+	mutex_unlock(&emu_lock);
+	return ret;
+}
+EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
+
+/* True once the table is gone or its callback has finished; takes emu_lock. */
+static bool emu_cb_settled(struct nvidia_p2p_page_table *table)
+{
+	struct emu_pin *p;
+	bool settled;
+
+	mutex_lock(&emu_lock);
+	p = emu_find_pin(table);
+	settled = !p || p->cb_state != EMU_CB_RUNNING;
+	mutex_unlock(&emu_lock);
+	return settled;
+}
+
+int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+			 struct nvidia_p2p_page_table *page_table)
+{
+	struct emu_pin *p;
+
+	if (!page_table)
+		return -EINVAL;
+	/* Like the real driver: wait for a free callback running on this table. */
+	wait_event(emu_cb_wq, emu_cb_settled(page_table));
+
+	mutex_lock(&emu_lock);
+	p = emu_find_pin(page_table);
+	if (!p || p->persistent || p->va != virtual_address) {
+		mutex_unlock(&emu_lock);
+		return -EINVAL;
+	}
+	if (p->cb_state == EMU_CB_RUNNING) {
+		/* A second FREE cannot restart a callback, so this cannot happen. */
+		mutex_unlock(&emu_lock);
+		return -EBUSY;
+	}
+	if (p->cb_state == EMU_CB_DONE) {
+		/* The callback ran and the consumer kept the table: a consumer bug. */
+		mutex_unlock(&emu_lock);
+		pr_err("nvp2p_emu: put_pages on a table whose free callback already ran\n");
+		return -EINVAL;
+	}
+	emu_unlist_pin(p);
+	mutex_unlock(&emu_lock);
+	emu_pin_free_struct(p);
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_put_pages);
+
+int nvidia_p2p_put_pages_persistent(u64 virtual_address,
+				    struct nvidia_p2p_page_table *page_table, u32 flags)
+{
+	struct emu_pin *p;
+	struct emu_alloc *a;
+
+	if (!page_table || (flags & ~NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING))
+		return -EINVAL;
+	mutex_lock(&emu_lock);
+	p = emu_find_pin(page_table);
+	if (!p || !p->persistent || p->va != virtual_address) {
+		mutex_unlock(&emu_lock);
+		return -EINVAL;
+	}
+	a = p->alloc;
+	emu_unlist_pin(p);
+	a->persistent_pins--;
+	emu_alloc_maybe_release(a);
+	mutex_unlock(&emu_lock);
+	emu_pin_free_struct(p);
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_put_pages_persistent);
+
+int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
+{
+	struct emu_pin *p;
+	bool free_now;
+
+	if (!page_table)
+		return -EINVAL;
+	mutex_lock(&emu_lock);
+	p = emu_find_pin(page_table);
+	if (!p || p->cb_state == EMU_CB_NONE) {
+		/* Only valid for a table whose free callback fired. */
+		mutex_unlock(&emu_lock);
+		pr_err("nvp2p_emu: free_page_table on a table with no free callback\n");
+		return -EINVAL;
+	}
+	emu_unlist_pin(p);
+	/* While the callback runs, FREE still holds the pin; it frees it afterwards. */
+	free_now = p->cb_state == EMU_CB_DONE;
+	mutex_unlock(&emu_lock);
+	if (free_now)
+		emu_pin_free_struct(p);
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_free_page_table);
+
+/*
+ * The FREE ioctl: unlist the allocation, then run the free callback of every non-persistent
+ * pin outside emu_lock (the callback calls nvidia_p2p_free_page_table, and the consumer's
+ * callback may take locks that its own put_pages path holds). The RAM lives on while
+ * persistent pins hold it.
+ */
+int emu_free_allocation(u64 va)
+{
+	struct emu_alloc *a = NULL, *it;
+	struct emu_pin *p, *tmp;
+	LIST_HEAD(fire);
+	unsigned int delay;
+
+	mutex_lock(&emu_lock);
+	list_for_each_entry(it, &emu_allocs, node)
+		if (it->va == va) {
+			a = it;
+			break;
+		}
+	if (!a) {
+		mutex_unlock(&emu_lock);
+		return -EINVAL;
+	}
+	list_del(&a->node);
+	a->freed = true;
+	emu_live_allocs--;
+	list_for_each_entry(p, &emu_pins, node) {
+		if (p->alloc != a || p->persistent || p->cb_state != EMU_CB_NONE)
+			continue;
+		p->cb_state = EMU_CB_RUNNING;
+		list_add_tail(&p->fire_node, &fire);
+		a->running_cbs++;
+	}
+	delay = emu_cb_delay_ms;
+	mutex_unlock(&emu_lock);
+
+	/* A test may widen the window in which put_pages must wait for the callback. */
+	if (delay && !list_empty(&fire))
+		msleep(delay);
+
+	/* The pins on `fire` stay allocated while RUNNING, whatever free_page_table does. */
+	list_for_each_entry_safe(p, tmp, &fire, fire_node) {
+		bool free_now;
+
+		p->free_callback(p->data);
+		mutex_lock(&emu_lock);
+		list_del(&p->fire_node);
+		p->cb_state = EMU_CB_DONE;
+		emu_callbacks_fired++;
+		a->running_cbs--;
+		free_now = !p->listed;
+		mutex_unlock(&emu_lock);
+		if (free_now)
+			emu_pin_free_struct(p);
+		wake_up_all(&emu_cb_wq);
+	}
+
+	mutex_lock(&emu_lock);
+	emu_alloc_maybe_release(a);
+	mutex_unlock(&emu_lock);
+	return 0;
+}
+
+/* Module exit: the consumers are gone (they depend on us), so any table left is a leak. */
+void emu_drop_all_pins(void)
+{
+	struct emu_pin *p, *tmp;
+
+	mutex_lock(&emu_lock);
+	list_for_each_entry_safe(p, tmp, &emu_pins, node) {
+		pr_err("nvp2p_emu: leaked page table of va 0x%llx at unload\n", p->va);
+		emu_unlist_pin(p);
+		/* Only a persistent pin keeps its allocation alive; others may outlive it. */
+		if (p->persistent) {
+			p->alloc->persistent_pins--;
+			emu_alloc_maybe_release(p->alloc);
+		}
+		emu_pin_free_struct(p);
+	}
+	mutex_unlock(&emu_lock);
+}

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/kernel/run-qemu.sh - proves the gdrdrv module and the library inside QEMU guests running
+# Debian's own 6.1 and 6.12 kernels, on top of the emulated NVIDIA p2p provider
+# (tests/kernel/provider/, test only). Run by 'make check' through tests/run.sh; prints one
+# "ok <kernel>/<name>", "not ok <kernel>/<name>: why" or "skip <kernel>/<name>: why" line per
+# guest result. Exits 77 (skip, last line says why) when QEMU or headers are missing, except
+# under CI (CI set), where that is a failure: CI installs them (.ci/setup.d/kernel.sh).
+#
+# Per kernel series it builds, out of copies under $BUILD/kernel/<abi>/ (W=1, warnings fail):
+# the provider, then gdrdrv from driver/ (when driver/ has module sources) with
+# KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
+# the .deb in $VRAMIO_KERNEL_CACHE, default /var/cache/vramio-kernels, else
+# $BUILD/kernel/cache); packs busybox-static, the modules, the static guest programs
+# (tests/kernel/guest/*_test.c, linked with $BUILD/lib/libgdrapi.a when they use gdrapi.h)
+# and tests/kernel/guest/init.sh as /init into a gzip'd newc cpio, and boots it under TCG.
+#
+# Adding guest programs (other areas, e.g. the tools): list them in
+# tests/kernel/guest-extra.list, or in a file named by $VRAMIO_GUEST_EXTRA, one per line:
+#     NAME  HOST_PATH  [ARGS...]
+# HOST_PATH is a statically linked program (relative to the repository root; "$BUILD" in it
+# is replaced by the build folder). It is copied into the guest as /extra/<basename> and run
+# there, while gdrdrv (default parameters) and the provider are loaded, as
+# "/extra/<basename> ARGS". Its own ok/not ok/skip lines are passed through as
+# <kernel>/extra/NAME/<name>; without such lines its exit status counts (0 ok, 77 skip, other
+# not ok). A listed program that was not built is reported as "not ok". Blank lines and lines
+# starting with # are ignored.
+#
+# Environment: BUILD (build folder, default build), VRAMIO_KERNELS (space separated series to
+# run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 300), KEEP_LOGS=1
+# (print the whole serial log).
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$REPO" || exit 1
+BUILD=${BUILD:-build}
+mkdir -p "$BUILD" && BUILD=$(cd "$BUILD" && pwd)
+KROOT=$BUILD/kernel
+SERIES=${VRAMIO_KERNELS:-6.1 6.12}
+QEMU_TIMEOUT=${VRAMIO_QEMU_TIMEOUT:-300}
+t_start=$(date +%s)
+
+unavailable() {
+    if [ -n "${CI:-}" ]; then
+        echo "not ok kernel/prerequisites: $1 (CI must install them: .ci/setup.d/kernel.sh)"
+        exit 1
+    fi
+    echo "$1"
+    exit 77
+}
+
+for tool in qemu-system-x86_64 cpio gzip gcc dpkg-query dpkg-deb apt-get; do
+    command -v "$tool" >/dev/null || unavailable "kernel tests need $tool (qemu-system-x86, cpio)"
+done
+BUSYBOX=/bin/busybox
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' &&
+    [ -x "$BUSYBOX" ] || unavailable "kernel tests need busybox-static"
+[ -f "$(gcc -print-file-name=libc.a)" ] || unavailable "kernel tests need a static libc (libc6-dev)"
+
+CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
+mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$KROOT/cache
+mkdir -p "$CACHE" "$KROOT"
+
+# ---- which kernels: "label abi version" lines, derived from the installed headers ---------
+resolve_kernel() {
+    case "$1" in
+    6.1)
+        dpkg-query -W -f='${Depends}' linux-headers-amd64 2>/dev/null |
+            sed -nE 's/.*linux-headers-([^ ,]+) \(= ([^)]+)\).*/6.1 \1 \2/p' | head -n 1 ;;
+    6.12)
+        dpkg-query -W -f='${Package} ${Version} ${Status}\n' 'linux-headers-6.12.*+deb12-amd64' \
+            2>/dev/null | awk '/ok installed/ {sub("linux-headers-", "", $1); print $1, $2}' |
+            sort -V | tail -n 1 | sed 's/^/6.12 /' ;;
+    esac
+}
+
+# ---- the kernel image: boot/vmlinuz-<abi> out of the image package, cached -----------------
+fetch_image() {  # fetch_image ABI VERSION -> prints the vmlinuz path
+    local abi=$1 ver=$2 img=$CACHE/vmlinuz-$1 dl pkg deb
+    [ -s "$img" ] && { echo "$img"; return 0; }
+    dl=$CACHE/deb && mkdir -p "$dl"
+    for pkg in "linux-image-$abi-unsigned" "linux-image-$abi"; do
+        deb=$(ls "$dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
+        if [ -z "$deb" ]; then
+            (cd "$dl" && apt-get download -q "$pkg=$ver" >/dev/null 2>&1) || continue
+            deb=$(ls "$dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
+        fi
+        [ -n "$deb" ] || continue
+        dpkg-deb --fsys-tarfile "$deb" | tar -xO "./boot/vmlinuz-$abi" >"$img.tmp" 2>/dev/null &&
+            [ -s "$img.tmp" ] && mv "$img.tmp" "$img" && { echo "$img"; return 0; }
+        rm -f "$img.tmp"
+    done
+    return 1
+}
+
+# ---- modules: built out of copies so the source tree stays clean ---------------------------
+build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...]; log: DEST.log
+    local kdir=$1 dest=$2 src=$3 extra=$4
+    shift 4
+    rm -rf "$dest" && mkdir -p "$dest" && cp -r "$src"/. "$dest"/ || return 1
+    if [ -n "$extra" ]; then cp $extra "$dest"/ || return 1; fi
+    if ! make -C "$kdir" M="$dest" W=1 "$@" modules >"$dest.log" 2>&1; then
+        return 1
+    fi
+    # Warnings fail the build, including those of W=1 that Kbuild does not make errors.
+    ! grep -q 'warning:' "$dest.log"
+}
+
+# ---- guest programs: static, built once for all kernels ------------------------------------
+GUEST=$KROOT/guest
+build_guest() {
+    local src out libs rc=0
+    mkdir -p "$GUEST"
+    if [ ! -f "$BUILD/lib/libgdrapi.a" ]; then
+        make -C "$REPO" BUILD="$BUILD" lib >"$GUEST/lib.log" 2>&1
+    fi
+    for src in tests/kernel/guest/*.c; do
+        [ "$src" = tests/kernel/guest/common.c ] && continue
+        out=$GUEST/$(basename "$src" .c)
+        libs=
+        grep -q '<gdrapi.h>' "$src" && libs="$BUILD/lib/libgdrapi.a -ldl"
+        if ! gcc -static -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+            -Iinclude -Idriver/uapi -Itests/kernel -Itests/kernel/guest -o "$out" "$src" \
+            tests/kernel/guest/common.c $libs >"$out.log" 2>&1; then
+            echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
+            sed 's/^/    /' "$out.log" | head -n 30
+            rm -f "$out"
+            rc=1
+        fi
+    done
+    return $rc
+}
+
+# ---- extra guest programs listed by other areas ---------------------------------------------
+EXTRA_LIST=$KROOT/extra.list
+collect_extras() {  # writes "name<TAB>command" lines for the guest, copies the programs
+    local f name path args
+    : >"$EXTRA_LIST"
+    rm -rf "$KROOT/extra" && mkdir -p "$KROOT/extra"
+    for f in tests/kernel/guest-extra.list ${VRAMIO_GUEST_EXTRA:-}; do
+        [ -f "$f" ] || continue
+        while read -r name path args; do
+            case "$name" in ''|'#'*) continue ;; esac
+            path=${path//\$BUILD/$BUILD}
+            if [ ! -f "$path" ]; then
+                EXTRA_MISSING+=("$name: $path was not built")
+                continue
+            fi
+            cp "$path" "$KROOT/extra/" &&
+                printf '%s\t/extra/%s %s\n' "$name" "$(basename "$path")" "$args" >>"$EXTRA_LIST"
+        done <"$f"
+    done
+}
+
+# ---- one kernel: build, pack, boot, report ----------------------------------------------------
+run_kernel() {  # run_kernel LABEL ABI VERSION
+    local label=$1 abi=$2 ver=$3 kdir out img root serial rc line have_driver=0
+    kdir=/usr/lib/modules/$abi/build
+    out=$KROOT/$abi
+    mkdir -p "$out"
+    if [ ! -d "$kdir" ]; then
+        echo "not ok $label/headers: $kdir missing"; return
+    fi
+    echo "# $label: kernel $abi ($ver)"
+
+    if ! build_module "$kdir" "$out/provider" tests/kernel/provider \
+        "driver/nv_p2p.h tests/kernel/nvp2p_emu.h"; then
+        echo "not ok $label/build/provider: see below"
+        tail -n 30 "$out/provider.log" | sed 's/^/    /'
+        return
+    fi
+    echo "ok $label/build/provider"
+
+    if ls driver/*.c >/dev/null 2>&1; then
+        have_driver=1
+        if build_module "$kdir" "$out/driver" driver "" \
+            KBUILD_EXTRA_SYMBOLS="$out/provider/Module.symvers"; then
+            echo "ok $label/build/gdrdrv"
+        else
+            echo "not ok $label/build/gdrdrv: build failed or warned (W=1)"
+            grep -E 'warning:|error:' "$out/driver.log" | head -n 20 | sed 's/^/    /'
+            tail -n 10 "$out/driver.log" | sed 's/^/    /'
+            have_driver=0
+        fi
+    fi
+
+    if ! img=$(fetch_image "$abi" "$ver"); then
+        echo "not ok $label/image: could not download linux-image-$abi[-unsigned]=$ver"
+        return
+    fi
+
+    root=$out/initramfs
+    rm -rf "$root" && mkdir -p "$root"/{bin,dev,proc,sys,tmp,modules,tests,extra}
+    cp "$BUSYBOX" "$root/bin/busybox"
+    cp tests/kernel/guest/init.sh "$root/init" && chmod 755 "$root/init"
+    cp "$out/provider/nvp2p_emu.ko" "$root/modules/"
+    [ "$have_driver" = 1 ] && cp "$out/driver/gdrdrv.ko" "$root/modules/"
+    find "$GUEST" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/tests/" \;
+    cp "$KROOT/extra/." "$root/extra/" -r 2>/dev/null
+    [ -s "$EXTRA_LIST" ] && cp "$EXTRA_LIST" "$root/extra.list"
+    (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initramfs.cpio.gz"
+
+    serial=$out/serial.log
+    local t0=$SECONDS
+    timeout --kill-after=10 "$QEMU_TIMEOUT" qemu-system-x86_64 -machine pc,accel=tcg -cpu max \
+        -m 512 -smp 2 -nodefaults -display none -serial stdio -no-reboot \
+        -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+        -kernel "$img" -initrd "$out/initramfs.cpio.gz" \
+        -append 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 quiet' \
+        </dev/null >"$serial.raw" 2>&1
+    rc=$?
+    tr -d '\r' <"$serial.raw" >"$serial"
+    echo "# $label: qemu exited $rc after $((SECONDS - t0)) s"
+
+    sed -nE 's/^@@ (ok|not ok|skip) (.*)$/\1 '"$label"'\/\2/p' "$serial"
+    if [ "${KEEP_LOGS:-0}" = 1 ]; then sed 's/^/    | /' "$serial"; fi
+    if grep -q '^@@ DONE' "$serial" && [ "$rc" -eq 33 -o "$rc" -eq 35 ]; then
+        [ "$rc" -eq 33 ] && echo "ok $label/boot: complete run" ||
+            echo "ok $label/boot: complete run (failures above)"
+    else
+        line=$(grep '^@@ RUNNING' "$serial" | tail -n 1 | cut -d' ' -f3-)
+        case $rc in
+            124|137) why="timed out after ${QEMU_TIMEOUT}s" ;;
+            *) why="qemu exited $rc without a final result line" ;;
+        esac
+        grep -qE 'Kernel panic|Oops|BUG:|WARNING:' "$serial" && why="kernel panic/oops/warning ($why)"
+        echo "not ok $label/boot: $why, during '${line:-boot}'"
+        grep -v '^@@ ' "$serial" | tail -n 60 | sed 's/^/    /'
+    fi
+    grep '^## ' "$serial" | sed 's/^/    /' | head -n 200
+}
+
+EXTRA_MISSING=()
+build_guest
+collect_extras
+for m in "${EXTRA_MISSING[@]}"; do echo "not ok guest-extra/${m%%:*}:${m#*:}"; done
+
+found=0
+for s in $SERIES; do
+    k=$(resolve_kernel "$s")
+    if [ -z "$k" ]; then
+        [ -n "${CI:-}" ] && echo "not ok $s/headers: no installed headers for the $s series" ||
+            echo "skip $s/headers: no installed headers for the $s series"
+        continue
+    fi
+    found=1
+    run_kernel $k
+done
+[ "$found" = 1 ] || unavailable "no Debian kernel headers installed (linux-headers-amd64)"
+echo "# kernel tests took $(( $(date +%s) - t_start )) s"
