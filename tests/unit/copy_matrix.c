@@ -6,11 +6,38 @@
  * destination misalignments for sizes up to 256 (every head, bulk and tail combination of a
  * 64-byte kernel), sampled ones above. Ordinary memory stands in for the mapping.
  * One result line per kernel, direction and mapping type.
+ *
+ * Probe kernels (block 64 and 32, plain memcpy inside) check the promise copy.c makes to
+ * every bulk loop and 16-byte step: mapping side aligned, length a multiple of the block.
+ * They run on any CPU, so the shaping that the avx512 and movdir64b kernels receive is
+ * proven here even where the CPU cannot run those kernels.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "copy_test.h"
+
+/* Under AddressSanitizer the guard bytes are also poisoned during each copy, so an
+ * instrumented access outside the ranges (scalar heads and tails, unaligned vector loads
+ * of the host side) is reported even where it would not change a byte, e.g. a read before
+ * a misaligned start (to the 8-byte granules of ASan's shadow). Streaming loads and NT
+ * stores are builtins that ASan does not see; copy_guardpage.c covers those at page
+ * boundaries. */
+#if defined(__SANITIZE_ADDRESS__)
+#define COPY_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COPY_TEST_ASAN 1
+#endif
+#endif
+#ifdef COPY_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #define GUARD     128               /* bytes checked on each side of the destination range */
 #define MAX_SIZE  ((size_t)4 << 20)
@@ -20,6 +47,33 @@
 
 static unsigned char *src_buf, *src_ref, *dst_buf;
 static unsigned char fill_ref[GUARD];
+
+static unsigned long broken_promises, probe_calls;
+
+static void probe_check(const void *aligned_side, size_t n, size_t block)
+{
+    probe_calls++;
+    if (((uintptr_t)aligned_side & (block - 1)) || (n % block) || n == 0)
+        broken_promises++;
+}
+
+#define PROBE(name, block, side)                                           \
+    static void name(void *dst, const void *src, size_t n)                 \
+    {                                                                      \
+        probe_check(side, n, block);                                       \
+        memcpy(dst, src, n);                                               \
+    }
+PROBE(probe64_store, 64, dst)
+PROBE(probe64_load, 64, src)
+PROBE(probe32_store, 32, dst)
+PROBE(probe32_load, 32, src)
+PROBE(probe16_store, 16, dst)
+PROBE(probe16_load, 16, src)
+
+static const struct vr_copy_kernel probes[] = {
+    { "probe64", 0, { probe64_store, probe16_store, 64 }, { probe64_load, probe16_load, 64 } },
+    { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 } },
+};
 
 struct result {
     unsigned long copies, failures;
@@ -44,9 +98,19 @@ static void copy_and_check(const struct vr_copy_kernel *k, const struct copy_dir
     const char *why = NULL;
     size_t i;
 
+    unsigned long promises = broken_promises;
+
+    POISON(s - GUARD, GUARD);
+    POISON(s + n, GUARD);
+    POISON(d - GUARD, GUARD);
+    POISON(d + n, GUARD);
     dir->fn(k, type, d, s, n);
+    UNPOISON(s - GUARD, n + 2 * GUARD);
+    UNPOISON(d - GUARD, n + 2 * GUARD);
     r->copies++;
-    if (memcmp(d, s, n) != 0) {
+    if (broken_promises != promises) {
+        why = "a bulk loop or 16-byte step got a misaligned or partial block";
+    } else if (memcmp(d, s, n) != 0) {
         for (i = 0; i < n && d[i] == s[i]; i++)
             ;
         snprintf(wrong, sizeof(wrong), "wrong byte at offset %zu", i);
@@ -95,9 +159,40 @@ static void run_matrix(const struct vr_copy_kernel *k, const struct copy_directi
                        copy_test_rand(64), copy_test_rand(64), r);
 }
 
+static void run_kernel(const struct vr_copy_kernel *k, int probe)
+{
+    size_t t, d;
+    unsigned long calls;
+
+    for (d = 0; d < COPY_N_DIRECTIONS; d++)
+        for (t = 0; t < COPY_N_TYPES; t++) {
+            const gdr_mapping_type_t type = copy_types[t].type;
+            const int kernel_runs = type == GDR_MAPPING_TYPE_WC || type == GDR_MAPPING_TYPE_NONE;
+            struct result r = { 0, 0, "" };
+
+            /* The full grid where the kernel's own code runs (WC); NONE, CACHING and
+             * DEVICE take paths shared by all kernels, so a coarser grid each. */
+            calls = probe_calls;
+            run_matrix(k, &copy_directions[d], type, type == GDR_MAPPING_TYPE_WC, &r);
+            /* A probe also shows which code ran: its own for WC and NONE, never for
+             * CACHING (memcpy) or DEVICE (8-byte accesses only). */
+            if (probe && (probe_calls != calls) != kernel_runs && r.failures++ == 0)
+                snprintf(r.first, sizeof(r.first), "the kernel's loops %s",
+                         kernel_runs ? "never ran" : "ran for this mapping type");
+            if (r.failures)
+                printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n",
+                       k->name, copy_directions[d].name, copy_types[t].name, r.failures,
+                       r.copies, r.first);
+            else
+                printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", k->name,
+                       copy_directions[d].name, copy_types[t].name, r.copies);
+            fflush(stdout);
+        }
+}
+
 int main(void)
 {
-    size_t count, i, t, d;
+    size_t count, i;
     const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
 
     /* Page-aligned, so that an offset below 64 is the misalignment of the address. */
@@ -113,27 +208,11 @@ int main(void)
     memset(dst_buf, FILL, SPAN);
     memset(fill_ref, FILL, GUARD);
 
-    for (i = 0; i < count; i++) {
-        if (!copy_test_usable(&ks[i], "copy_matrix"))
-            continue;
-        for (d = 0; d < COPY_N_DIRECTIONS; d++)
-            for (t = 0; t < COPY_N_TYPES; t++) {
-                struct result r = { 0, 0, "" };
-
-                /* The full grid where the kernel's own code runs (WC); NONE, CACHING and
-                 * DEVICE take paths shared by all kernels, so a coarser grid each. */
-                run_matrix(&ks[i], &copy_directions[d], copy_types[t].type,
-                           copy_types[t].type == GDR_MAPPING_TYPE_WC, &r);
-                if (r.failures)
-                    printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n",
-                           ks[i].name, copy_directions[d].name, copy_types[t].name,
-                           r.failures, r.copies, r.first);
-                else
-                    printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", ks[i].name,
-                           copy_directions[d].name, copy_types[t].name, r.copies);
-                fflush(stdout);
-            }
-    }
+    for (i = 0; i < count; i++)
+        if (copy_test_usable(&ks[i], "copy_matrix"))
+            run_kernel(&ks[i], 0);
+    for (i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+        run_kernel(&probes[i], 1);
     free(src_buf);
     free(src_ref);
     free(dst_buf);

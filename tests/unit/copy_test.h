@@ -50,7 +50,12 @@ static const struct copy_direction copy_directions[] __attribute__((unused)) = {
     { "from_mapping", vr_copy_from_mapping_with, 0 },
 };
 
-static const struct { gdr_mapping_type_t type; const char *name; } copy_types[] __attribute__((unused)) = {
+struct copy_type {
+    gdr_mapping_type_t type;
+    const char *name;
+};
+
+static const struct copy_type copy_types[] __attribute__((unused)) = {
     { GDR_MAPPING_TYPE_WC, "WC" },
     { GDR_MAPPING_TYPE_NONE, "NONE" },
     { GDR_MAPPING_TYPE_CACHING, "CACHING" },
