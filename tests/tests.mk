@@ -37,6 +37,8 @@ $(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
 	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
+# Run again under TSan: the many-thread tests, and the white-box test of the handle table.
+TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
 KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh)
 
@@ -44,10 +46,10 @@ KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh)
 check: all tests
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=asan lib tests >/dev/null
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=tsan lib \
-	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(filter $(BUILD)/tests/stress_%,$(UNIT_API_BINS))) >/dev/null
+	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(TSAN_BINS)) >/dev/null
 	@BUILD=$(BUILD) CC=$(CC) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS) \
 	    $(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(UNIT_API_BINS) $(UNIT_COPY_BINS)) \
-	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(filter $(BUILD)/tests/stress_%,$(UNIT_API_BINS))) \
+	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(TSAN_BINS)) \
 	    $(KERNEL_TESTS)
 
 # The fast loop while developing: normal build only.

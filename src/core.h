@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h - what the core files of the library (gdrapi.c, open.c, errors.c) share: the objects
+ * behind gdr_t and gdr_mh_t, the reference-taking lookup of a gdr_t, and error reporting.
+ */
+#ifndef VRAMIO_CORE_H
+#define VRAMIO_CORE_H
+
+#include <stdint.h>
+#include "backend.h"
+#include "handles.h"
+#include "log.h"
+
+#ifndef VR_EXPORT
+#define VR_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define VR_REASON_LEN 256
+
+/* One usable backend of an open gdr_t. */
+struct vr_active {
+    const struct vr_backend_ops *ops;
+    void *ctx;
+};
+
+/* What a gdr_t names. Freed only by gdr_close, after every call using it has returned. */
+struct vr_gdr {
+    unsigned long token;                   /* the gdr_t value handed out */
+    struct vr_slot *slot;                  /* its slot in vr_gdrs */
+    int nactive;
+    struct vr_active active[VRAMIO_BACKEND_COUNT];   /* usable backends, in priority order */
+    int status[VRAMIO_BACKEND_COUNT];      /* by vramio_backend_t: 0 usable, else an errno */
+    char why[VRAMIO_BACKEND_COUNT][VR_REASON_LEN];
+};
+
+/* What a pin handle names; every field is under the pin slot's lock. */
+struct vr_pin {
+    const struct vr_backend_ops *ops;
+    void *ctx;
+    void *bpin;                            /* the backend's pin */
+    uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
+    void *map_ptr;                         /* NULL when not mapped */
+    size_t map_size;
+    gdr_mapping_type_t map_type;
+};
+
+/* The backends in probing order, indexed by vramio_backend_t - 1. */
+extern const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1];
+
+/* The object of a live gdr_t with a reference taken (gdr_close waits for it), or NULL. */
+struct vr_gdr *vr_gdr_get(gdr_t g);
+void vr_gdr_put(struct vr_gdr *gdr);
+
+/* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
+int vr_pin_release_locked(struct vr_slot *s);
+
+/* Record a failure as this thread's last error, log it at level, and return err. */
+__attribute__((format(printf, 3, 4)))
+int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...);
+/* Bad arguments are the caller's business: logged at debug level only. */
+#define vr_fail(err, ...)     vr_fail_at(VR_LOG_DEBUG, err, __VA_ARGS__)
+#define vr_fail_err(err, ...) vr_fail_at(VR_LOG_ERROR, err, __VA_ARGS__)
+
+/* Copy a reason into a caller's buffer (NUL-terminated when len > 0; dst may be NULL). */
+void vr_copy_reason(char *dst, size_t len, const char *src);
+
+#endif /* VRAMIO_CORE_H */

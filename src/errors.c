@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * errors.c - the per-thread "last error" line and error strings (vramio_last_error,
+ * vramio_strerror, vramio_backend_name).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "core.h"
+
+/* Per thread, so that a failure in one thread never overwrites another's explanation. */
+static __thread char last_error[512];
+
+int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+    vr_log(level, "%s", last_error);
+    return err;
+}
+
+void vr_copy_reason(char *dst, size_t len, const char *src)
+{
+    if (dst && len > 0)
+        snprintf(dst, len, "%s", src);
+}
+
+VR_EXPORT const char *vramio_last_error(void)
+{
+    return last_error;
+}
+
+VR_EXPORT const char *vramio_strerror(int err)
+{
+    const char *s;
+
+    if (err == 0)
+        return "Success";
+    if (err < 0)
+        return "Unknown error (negative value: gdrapi returns positive errno values)";
+    s = strerrordesc_np(err);
+    return s ? s : "Unknown error";
+}
+
+VR_EXPORT const char *vramio_backend_name(vramio_backend_t backend)
+{
+    switch (backend) {
+    case VRAMIO_BACKEND_NONE:   return "none";
+    case VRAMIO_BACKEND_GDRDRV: return "gdrdrv";
+    case VRAMIO_BACKEND_DMABUF: return "dmabuf";
+    case VRAMIO_BACKEND_VULKAN: return "vulkan";
+    case VRAMIO_BACKEND_COUNT:  break;
+    }
+    return NULL;
+}

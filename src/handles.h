@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handles.h - validated, thread-safe tables of opaque tokens (pin handles and gdr_t values).
+ *
+ * A token is  tag (16 bits) | generation (24 bits) | slot index (24 bits).  The tag differs per
+ * table, so zero, small integers, pointers and a token of the other table never decode; the
+ * generation is odd while a slot is live and is bumped on every allocation and free, so a
+ * stale token never matches. Slots live in chunks that are never freed: looking up any index
+ * is memory-safe, and a slot's mutex stays valid after the object it named is gone.
+ *
+ * Each slot carries a seqlock (`ver` = generation << 32 | sequence) that guards the mapping
+ * fields read by the copy fast path without any lock; everything else in a slot is protected
+ * by the slot's mutex.
+ */
+#ifndef VRAMIO_HANDLES_H
+#define VRAMIO_HANDLES_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VR_TOKEN_TAG_SHIFT  48
+#define VR_TOKEN_GEN_SHIFT  24
+#define VR_TOKEN_FIELD_MASK 0xffffffu
+#define VR_CHUNK_SHIFT      10
+#define VR_CHUNK_SLOTS      (1u << VR_CHUNK_SHIFT)
+#define VR_MAX_CHUNKS       ((VR_TOKEN_FIELD_MASK + 1) >> VR_CHUNK_SHIFT)
+
+#define VR_TAG_PIN 0x6d68u /* "mh" */
+#define VR_TAG_GDR 0x6764u /* "gd" */
+
+struct vr_slot {
+    /* Read by the lock-free copy path (published through ver). */
+    _Atomic uint64_t ver;          /* generation << 32 | seqlock sequence (odd: being written) */
+    _Atomic uintptr_t map_base;    /* CPU mapping of a pin, 0 when unmapped */
+    _Atomic size_t map_len;
+    _Atomic int map_type;          /* gdr_mapping_type_t */
+    /* Under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;           /* broadcast when refs drops to 0 while closing */
+    void *obj;                     /* what the token names (owned by the caller of the table) */
+    unsigned long owner;           /* for a pin: the token of the gdr_t that made it */
+    int refs;                      /* calls in progress that hold the object alive */
+    int closing;                   /* no new references are handed out */
+    uint32_t next_free;            /* free queue link (under the table lock) */
+    uint32_t index;                /* this slot's index (constant) */
+};
+
+struct vr_table {
+    _Atomic(struct vr_slot *) chunks[VR_MAX_CHUNKS];
+    pthread_mutex_t lock;          /* allocation and the free queue */
+    uint32_t nslots;               /* slots ever handed out (indices below it are initialised) */
+    uint32_t free_head, free_tail, nfree;
+    uint16_t tag;
+};
+
+extern struct vr_table vr_pins;    /* pin handles (gdr_mh_t.h) */
+extern struct vr_table vr_gdrs;    /* gdr_t values */
+
+/* Allocate a slot naming obj; the token is returned in *token. 0, ENOMEM or ENOSPC. */
+int vr_slot_alloc(struct vr_table *t, void *obj, unsigned long owner, unsigned long *token);
+
+/* The slot of a live token, locked; NULL (EINVAL) for anything else. */
+struct vr_slot *vr_slot_lock(struct vr_table *t, unsigned long token);
+void vr_slot_unlock(struct vr_slot *s);
+
+/* Retire a locked slot: every token of it becomes stale; the slot is unlocked on return. */
+void vr_slot_free_locked(struct vr_table *t, struct vr_slot *s);
+
+/* Publish (or clear, with base NULL) the mapping of a locked pin slot for the copy path. */
+void vr_slot_set_mapping(struct vr_slot *s, void *base, size_t len, int type);
+
+/* Call fn on every live slot of t whose owner is owner, with the slot locked; fn must unlock
+ * it (directly or through vr_slot_free_locked). */
+void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
+                           void (*fn)(struct vr_slot *s, void *arg), void *arg);
+
+/* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
+struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
+
+/* Test-only: register a mapping of ordinary memory as a pin, for the dispatch benchmark and the
+ * white-box tests (no backend involved). */
+int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token);
+int vr_handles_test_remove(unsigned long token);
+
+struct vr_mapping {
+    uintptr_t base;
+    size_t len;
+    int type;
+};
+
+/*
+ * The mapping of a pin handle, without taking a lock: the copy fast path. EINVAL when the
+ * token does not name a live pin. The mapping may be cleared right after this returns; a
+ * copy that races with gdr_unmap of the same handle is the caller's bug, as it would be with
+ * munmap.
+ */
+static inline int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
+{
+    uint32_t index = (uint32_t)(token & VR_TOKEN_FIELD_MASK);
+    uint32_t gen = (uint32_t)(token >> VR_TOKEN_GEN_SHIFT) & VR_TOKEN_FIELD_MASK;
+    struct vr_slot *chunk, *s;
+    uint64_t v;
+
+    if ((token >> VR_TOKEN_TAG_SHIFT) != VR_TAG_PIN || !(gen & 1))
+        return EINVAL;
+    chunk = atomic_load_explicit(&vr_pins.chunks[index >> VR_CHUNK_SHIFT], memory_order_acquire);
+    if (!chunk)
+        return EINVAL;
+    s = &chunk[index & (VR_CHUNK_SLOTS - 1)];
+    for (;;) {
+        v = atomic_load_explicit(&s->ver, memory_order_acquire);
+        if (((uint32_t)(v >> 32) & VR_TOKEN_FIELD_MASK) != gen)
+            return EINVAL;
+        if (v & 1)
+            continue; /* a writer is between its two stores: a few instructions */
+        /* Acquire loads (plain loads on x86, ldar on arm64) keep the re-read
+         * of ver after them; see slot_write_fields in handles.c for the writer's side. */
+        m->base = atomic_load_explicit(&s->map_base, memory_order_acquire);
+        m->len = atomic_load_explicit(&s->map_len, memory_order_acquire);
+        m->type = atomic_load_explicit(&s->map_type, memory_order_acquire);
+        if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v)
+            return 0;
+    }
+}
+
+#endif /* VRAMIO_HANDLES_H */

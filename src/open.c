@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * open.c - gdr_open / gdr_close: choosing the backends, the registry of live gdr_t values,
+ * and the vramio_* queries about backends.
+ *
+ * A gdr_t is a token of the vr_gdrs table, not a pointer: a stale or made-up value is
+ * rejected without being dereferenced. Every call on a gdr_t holds a reference for its
+ * duration, and gdr_close waits for those to drain before tearing anything down, so a close
+ * that races with a slow pin either sees the new pin (and releases it) or makes the pin fail.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "copy/copy.h"
+
+const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1] = {
+    &vr_backend_gdrdrv, &vr_backend_dmabuf, &vr_backend_vulkan,
+};
+
+#define ALL_BACKENDS ((1u << VRAMIO_BACKEND_COUNT) - 2)
+
+/*
+ * Which backends the environment allows, as a mask of (1 << vramio_backend_t). When one is
+ * forced, the others get the reason in off (len bytes). EINVAL for an unknown name.
+ */
+static int allowed_backends(unsigned *mask, char *off, size_t len)
+{
+    const char *name = getenv("GDRCOPY_BACKEND");
+    const char *dmabuf = getenv("GDRCOPY_USE_DMABUF_MMAP");
+    int b;
+
+    *mask = ALL_BACKENDS;
+    if (name && *name) {
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+            if (strcmp(name, vramio_backend_name((vramio_backend_t)b)) == 0) {
+                *mask = 1u << b;
+                snprintf(off, len, "not selected (GDRCOPY_BACKEND=%s)", name);
+                return 0;
+            }
+        }
+        snprintf(off, len, "GDRCOPY_BACKEND=%s is not a backend name (use gdrdrv, dmabuf or "
+                 "vulkan)", name);
+        return EINVAL;
+    }
+    if (dmabuf && atoi(dmabuf) != 0) {
+        *mask = 1u << VRAMIO_BACKEND_DMABUF;
+        snprintf(off, len, "not selected (GDRCOPY_USE_DMABUF_MMAP=%s)", dmabuf);
+    }
+    return 0;
+}
+
+/* Decide about one backend as gdr_open would; on success also make its context (ctx). */
+static int consider_backend(const struct vr_backend_ops *ops, unsigned mask, const char *off,
+                            void **ctx, char *why, size_t len)
+{
+    int rc;
+
+    if (!(mask & (1u << ops->id))) {
+        snprintf(why, len, "%s", off);
+        return ENODEV;
+    }
+    why[0] = '\0';
+    rc = ops->probe(why, len);
+    if (rc == 0 && ctx)
+        rc = ops->open(ctx, why, len);
+    if (rc == 0)
+        snprintf(why, len, "usable");
+    else if (!why[0])
+        snprintf(why, len, "unusable (%s)", vramio_strerror(rc));
+    return rc;
+}
+
+VR_EXPORT gdr_t gdr_open(void)
+{
+    struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
+    char off[VR_REASON_LEN];
+    unsigned mask;
+    void *ctx;
+    int b, rc;
+
+    if (!gdr) {
+        vr_fail_err(ENOMEM, "gdr_open: out of memory");
+        return NULL;
+    }
+    if (allowed_backends(&mask, off, sizeof(off))) {
+        vr_fail_err(EINVAL, "gdr_open: %s", off);
+        free(gdr);
+        return NULL;
+    }
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        const struct vr_backend_ops *ops = vr_backend_table[b - 1];
+
+        ctx = NULL;
+        rc = consider_backend(ops, mask, off, &ctx, gdr->why[b], VR_REASON_LEN);
+        gdr->status[b] = rc;
+        if (rc == 0)
+            gdr->active[gdr->nactive++] = (struct vr_active){ ops, ctx };
+    }
+    /* Why each backend is unusable: an error when that leaves none, else a detail. */
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+        if (gdr->status[b])
+            vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
+                   vr_backend_table[b - 1]->name, gdr->why[b]);
+    if (gdr->nactive == 0) {
+        vr_fail_err(ENODEV, "gdr_open: no usable backend (gdrdrv: %s; dmabuf: %s; vulkan: %s)",
+                    gdr->why[1], gdr->why[2], gdr->why[3]);
+        free(gdr);
+        return NULL;
+    }
+    rc = vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token);
+    if (rc) {
+        for (b = 0; b < gdr->nactive; b++)
+            gdr->active[b].ops->close(gdr->active[b].ctx);
+        vr_fail_err(rc, "gdr_open: cannot register the instance: %s", vramio_strerror(rc));
+        free(gdr);
+        return NULL;
+    }
+    gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
+    vr_info("gdr_open: backend %s%s%s%s%s", gdr->active[0].ops->name,
+            gdr->nactive > 1 ? ", then " : "", gdr->nactive > 1 ? gdr->active[1].ops->name : "",
+            gdr->nactive > 2 ? ", then " : "", gdr->nactive > 2 ? gdr->active[2].ops->name : "");
+    return (gdr_t)(uintptr_t)gdr->token;
+}
+
+struct vr_gdr *vr_gdr_get(gdr_t g)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+    struct vr_gdr *gdr;
+
+    if (!s)
+        return NULL;
+    if (s->closing) {
+        vr_slot_unlock(s);
+        return NULL;
+    }
+    s->refs++;
+    gdr = s->obj;
+    vr_slot_unlock(s);
+    return gdr;
+}
+
+void vr_gdr_put(struct vr_gdr *gdr)
+{
+    struct vr_slot *s = gdr->slot;
+
+    pthread_mutex_lock(&s->lock);
+    if (--s->refs == 0 && s->closing)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void release_pin(struct vr_slot *s, void *arg)
+{
+    (void)arg;
+    vr_pin_release_locked(s);
+}
+
+VR_EXPORT int gdr_close(gdr_t g)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+    struct vr_gdr *gdr;
+    int i;
+
+    if (!s)
+        return vr_fail(EINVAL, "gdr_close: %p is not an open gdr_t", (void *)g);
+    if (s->closing) {
+        vr_slot_unlock(s);
+        return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
+    }
+    s->closing = 1;
+    while (s->refs > 0)
+        pthread_cond_wait(&s->idle, &s->lock);
+    gdr = s->obj;
+    vr_slot_unlock(s);
+
+    /* No call on g is in progress and none can start: release what it still holds. */
+    vr_slot_foreach_owned(&vr_pins, gdr->token, release_pin, NULL);
+    for (i = 0; i < gdr->nactive; i++)
+        gdr->active[i].ops->close(gdr->active[i].ctx);
+
+    pthread_mutex_lock(&s->lock);
+    vr_slot_free_locked(&vr_gdrs, s);
+    free(gdr);
+    return 0;
+}
+
+static int backend_id_ok(vramio_backend_t backend)
+{
+    return backend > VRAMIO_BACKEND_NONE && backend < VRAMIO_BACKEND_COUNT;
+}
+
+VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
+{
+    struct vr_gdr *gdr;
+
+    if (!backend)
+        return vr_fail(EINVAL, "vramio_get_backend: backend is NULL");
+    gdr = vr_gdr_get(g);
+    if (!gdr)
+        return vr_fail(EINVAL, "vramio_get_backend: %p is not an open gdr_t", (void *)g);
+    *backend = gdr->active[0].ops->id;
+    vr_gdr_put(gdr);
+    return 0;
+}
+
+VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
+{
+    struct vr_gdr *gdr;
+    int rc;
+
+    if (!backend_id_ok(backend)) {
+        vr_copy_reason(reason, len, "not a backend");
+        return vr_fail(EINVAL, "vramio_backend_status: %d is not a backend", (int)backend);
+    }
+    gdr = vr_gdr_get(g);
+    if (!gdr) {
+        vr_copy_reason(reason, len, "not an open gdr_t");
+        return vr_fail(EINVAL, "vramio_backend_status: %p is not an open gdr_t", (void *)g);
+    }
+    vr_copy_reason(reason, len, gdr->why[backend]);
+    rc = gdr->status[backend];
+    vr_gdr_put(gdr);
+    return rc;
+}
+
+VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
+{
+    char off[VR_REASON_LEN], why[VR_REASON_LEN];
+    unsigned mask;
+    int rc;
+
+    if (!backend_id_ok(backend)) {
+        vr_copy_reason(reason, len, "not a backend");
+        return vr_fail(EINVAL, "vramio_backend_probe: %d is not a backend", (int)backend);
+    }
+    rc = allowed_backends(&mask, off, sizeof(off));
+    if (rc) {
+        vr_copy_reason(reason, len, off);
+        return vr_fail(rc, "vramio_backend_probe: %s", off);
+    }
+    rc = consider_backend(vr_backend_table[backend - 1], mask, off, NULL, why, sizeof(why));
+    vr_copy_reason(reason, len, why);
+    if (rc)
+        vr_fail(rc, "vramio_backend_probe: %s: %s", vramio_backend_name(backend), why);
+    return rc;
+}
+
+VR_EXPORT const char *vramio_copy_kernel(void)
+{
+    return vr_copy_kernel_name();
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_exports.sh - the dynamic symbols of libgdrapi.so.2.6 are exactly the 17 gdr_* names of
+# GDRCopy 2.6 plus vramio_* ones, and every function declared in include/vramio.h is exported.
+set -u
+cd "$(dirname "$0")/../.."
+lib=${BUILD:-build}/lib/libgdrapi.so.2.6
+[ -f "$lib" ] || { echo "not ok exports: $lib is not built"; exit 1; }
+
+want_gdr="gdr_close gdr_copy_from_mapping gdr_copy_to_mapping gdr_driver_get_version
+gdr_get_attribute gdr_get_callback_flag gdr_get_info gdr_get_info_v2 gdr_get_mapping_type_string
+gdr_map gdr_map_v2 gdr_open gdr_pin_buffer gdr_pin_buffer_v2 gdr_runtime_get_version
+gdr_unmap gdr_unpin_buffer"
+syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+got_gdr=$(echo "$syms" | grep '^gdr_' | sort)
+want_sorted=$(echo $want_gdr | tr ' ' '\n' | sort)
+
+if [ "$got_gdr" = "$want_sorted" ]; then
+    echo "ok exports_gdr_exactly_17"
+else
+    echo "not ok exports_gdr_exactly_17: differences (< missing, > extra):"
+    diff <(echo "$want_sorted") <(echo "$got_gdr") | grep '^[<>]'
+fi
+
+others=$(echo "$syms" | grep -v '^gdr_' | grep -v '^vramio_' | grep -v '^$')
+if [ -z "$others" ]; then
+    echo "ok exports_nothing_else"
+else
+    echo "not ok exports_nothing_else: $(echo $others)"
+fi
+
+declared=$(sed 's|/\*.*\*/||' include/vramio.h | grep -o 'vramio_[a-z_0-9]* *(' | tr -d ' (' | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$syms" | grep '^vramio_'))
+if [ -n "$declared" ] && [ -z "$missing" ]; then
+    echo "ok exports_every_vramio_function"
+else
+    echo "not ok exports_every_vramio_function: missing $(echo $missing)"
+fi

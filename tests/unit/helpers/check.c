@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* check.c - result lines and self re-execution for the unit tests (see check.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check.h"
+
+static int failures;
+
+int check(int cond, const char *name, const char *why_fmt, ...)
+{
+    va_list ap;
+
+    if (cond) {
+        printf("ok %s\n", name);
+    } else {
+        failures++;
+        printf("not ok %s: ", name);
+        va_start(ap, why_fmt);
+        vprintf(why_fmt, ap);
+        va_end(ap);
+        putchar('\n');
+    }
+    fflush(stdout);
+    return cond;
+}
+
+void check_skip(const char *name, const char *why_fmt, ...)
+{
+    va_list ap;
+
+    printf("skip %s: ", name);
+    va_start(ap, why_fmt);
+    vprintf(why_fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+int check_status(void)
+{
+    return failures ? 1 : 0;
+}
+
+const char *child_mode(int argc, char **argv)
+{
+    return argc == 3 && strcmp(argv[1], "--child") == 0 ? argv[2] : NULL;
+}
+
+static const char *const gdrcopy_vars[] = {
+    "GDRCOPY_BACKEND", "GDRCOPY_USE_DMABUF_MMAP", "GDRCOPY_ENABLE_LOGGING",
+    "GDRCOPY_LOG_LEVEL", NULL,
+};
+
+int run_self(const char *mode, const char *const *env, char *out, size_t len, int *sig)
+{
+    char self[4096];
+    size_t used = 0;
+    ssize_t n, got;
+    int fds[2], status, i;
+    pid_t pid;
+
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n < 0 || pipe(fds) != 0)
+        return -1;
+    self[n] = '\0';
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        for (i = 0; gdrcopy_vars[i]; i++)
+            unsetenv(gdrcopy_vars[i]);
+        for (i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execl(self, self, "--child", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    for (;;) {
+        char sink[4096];
+        char *dst = used + 1 < len ? out + used : sink;
+        size_t room = used + 1 < len ? len - 1 - used : sizeof(sink);
+
+        got = read(fds[0], dst, room);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        if (dst != sink)
+            used += (size_t)got;
+    }
+    close(fds[0]);
+    if (len)
+        out[used] = '\0';
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (sig)
+        *sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return -1;
+}
