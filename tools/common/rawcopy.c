@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* rawcopy.c - inline reference loops for the benchmarks (see rawcopy.h). */
+#include "rawcopy.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+static void sfence(void)
+{
+    _mm_sfence();
+}
+
+/* Unaligned heads and tails of the bulk loops are done with plain stores: WC combines them. */
+static size_t head_to_align(const void *p, size_t align, size_t n)
+{
+    size_t h = (align - ((uintptr_t)p & (align - 1))) & (align - 1);
+
+    return h < n ? h : n;
+}
+
+__attribute__((target("avx512f")))
+static void write_avx512(char *d, const char *s, size_t n)
+{
+    for (; n >= 256; n -= 256, d += 256, s += 256) {
+        __m512i a = _mm512_loadu_si512(s), b = _mm512_loadu_si512(s + 64);
+        __m512i c = _mm512_loadu_si512(s + 128), e = _mm512_loadu_si512(s + 192);
+        _mm512_stream_si512((void *)d, a);
+        _mm512_stream_si512((void *)(d + 64), b);
+        _mm512_stream_si512((void *)(d + 128), c);
+        _mm512_stream_si512((void *)(d + 192), e);
+    }
+    for (; n >= 64; n -= 64, d += 64, s += 64)
+        _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
+    memcpy(d, s, n);
+}
+
+__attribute__((target("avx2")))
+static void write_avx2(char *d, const char *s, size_t n)
+{
+    for (; n >= 128; n -= 128, d += 128, s += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)s);
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
+        __m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
+        _mm256_stream_si256((__m256i *)d, a);
+        _mm256_stream_si256((__m256i *)(d + 32), b);
+        _mm256_stream_si256((__m256i *)(d + 64), c);
+        _mm256_stream_si256((__m256i *)(d + 96), e);
+    }
+    for (; n >= 32; n -= 32, d += 32, s += 32)
+        _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
+    memcpy(d, s, n);
+}
+
+static void write_sse(char *d, const char *s, size_t n)
+{
+    for (; n >= 16; n -= 16, d += 16, s += 16)
+        _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+    memcpy(d, s, n);
+}
+
+__attribute__((target("avx512f")))
+static void read_avx512(char *d, const char *s, size_t n)
+{
+    for (; n >= 256; n -= 256, d += 256, s += 256) {
+        __m512i a = _mm512_stream_load_si512((void *)s);
+        __m512i b = _mm512_stream_load_si512((void *)(s + 64));
+        __m512i c = _mm512_stream_load_si512((void *)(s + 128));
+        __m512i e = _mm512_stream_load_si512((void *)(s + 192));
+        _mm512_storeu_si512(d, a);
+        _mm512_storeu_si512(d + 64, b);
+        _mm512_storeu_si512(d + 128, c);
+        _mm512_storeu_si512(d + 192, e);
+    }
+    for (; n >= 64; n -= 64, d += 64, s += 64)
+        _mm512_storeu_si512(d, _mm512_stream_load_si512((void *)s));
+    memcpy(d, s, n);
+}
+
+__attribute__((target("avx2")))
+static void read_avx2(char *d, const char *s, size_t n)
+{
+    for (; n >= 128; n -= 128, d += 128, s += 128) {
+        __m256i a = _mm256_stream_load_si256((const __m256i *)s);
+        __m256i b = _mm256_stream_load_si256((const __m256i *)(s + 32));
+        __m256i c = _mm256_stream_load_si256((const __m256i *)(s + 64));
+        __m256i e = _mm256_stream_load_si256((const __m256i *)(s + 96));
+        _mm256_storeu_si256((__m256i *)d, a);
+        _mm256_storeu_si256((__m256i *)(d + 32), b);
+        _mm256_storeu_si256((__m256i *)(d + 64), c);
+        _mm256_storeu_si256((__m256i *)(d + 96), e);
+    }
+    for (; n >= 32; n -= 32, d += 32, s += 32)
+        _mm256_storeu_si256((__m256i *)d, _mm256_stream_load_si256((const __m256i *)s));
+    memcpy(d, s, n);
+}
+
+__attribute__((target("sse4.1")))
+static void read_sse41(char *d, const char *s, size_t n)
+{
+    for (; n >= 16; n -= 16, d += 16, s += 16)
+        _mm_storeu_si128((__m128i *)d, _mm_stream_load_si128((__m128i *)s));
+    memcpy(d, s, n);
+}
+
+enum raw_isa { RAW_C, RAW_SSE, RAW_AVX2, RAW_AVX512 };
+
+static enum raw_isa raw_isa(void)
+{
+    static int isa = -1;
+
+    if (isa < 0) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f"))
+            isa = RAW_AVX512;
+        else if (__builtin_cpu_supports("avx2"))
+            isa = RAW_AVX2;
+        else if (__builtin_cpu_supports("sse4.1"))
+            isa = RAW_SSE;
+        else
+            isa = RAW_C;
+    }
+    return (enum raw_isa)isa;
+}
+
+void raw_write_nt(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t h = head_to_align(d, 64, n);
+
+    memcpy(d, s, h);
+    d += h, s += h, n -= h;
+    switch (raw_isa()) {
+    case RAW_AVX512: write_avx512(d, s, n); break;
+    case RAW_AVX2: write_avx2(d, s, n); break;
+    default: write_sse(d, s, n); break;
+    }
+    sfence();
+}
+
+void raw_read_nt(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t h = head_to_align(s, 64, n);
+
+    memcpy(d, s, h);
+    d += h, s += h, n -= h;
+    switch (raw_isa()) {
+    case RAW_AVX512: read_avx512(d, s, n); break;
+    case RAW_AVX2: read_avx2(d, s, n); break;
+    case RAW_SSE: read_sse41(d, s, n); break;
+    default: memcpy(d, s, n); break;
+    }
+}
+
+const char *raw_kernel_name(void)
+{
+    static const char *const names[] = { "c", "sse", "avx2", "avx512" };
+
+    return names[raw_isa()];
+}
+
+#else /* other CPUs: plain loops; the figures are then only indicative */
+
+static void sfence(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void raw_write_nt(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+    sfence();
+}
+
+void raw_read_nt(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+const char *raw_kernel_name(void)
+{
+    return "c";
+}
+#endif
+
+void raw_store_small(void *dst, const void *src, size_t n)
+{
+    volatile uint64_t *d = dst;
+    const char *s = src;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8, d++) {
+        uint64_t v;
+
+        memcpy(&v, s + i, 8);
+        *d = v;
+    }
+    for (; i < n; i++)
+        ((volatile char *)dst)[i] = s[i];
+    sfence();
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.h - small helpers shared by the tools: argument parsing, clocks, CPU binding and
+ * the open-pin-map sequence that every benchmark starts with.
+ */
+#ifndef TOOLS_UTIL_H
+#define TOOLS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gdrapi.h"
+
+/* Parse "4096", "0x1000", "64K", "1M", "2G" into bytes; 0 or EINVAL. */
+int parse_size(const char *s, size_t *out);
+/* Parse a non-negative integer (decimal or 0x hex) up to max; 0 or EINVAL. */
+int parse_uint(const char *s, unsigned long max, unsigned long *out);
+/* Parse a mapping-type request: default, wc, cache (caching), device; 0 or EINVAL. */
+int parse_map_flag(const char *s, int *flags);
+
+/* Print "PROG: message" to stderr with a hint to --help, and exit 2 (usage error). */
+__attribute__((noreturn, format(printf, 2, 3)))
+void usage_error(const char *prog, const char *fmt, ...);
+/* Print "PROG: ERROR: message" to stderr and exit 1. */
+__attribute__((noreturn, format(printf, 2, 3)))
+void die(const char *prog, const char *fmt, ...);
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Bind the calling thread to one CPU (ignored when cpu < 0); 0 or an errno. */
+int bind_cpu(int cpu);
+
+/* Print the CUDA devices as upstream's tools do ("GPU id:0; name: ...; Bus id: ...") and
+ * "selecting device N". Returns the number of devices (0 when CUDA is missing). */
+int print_gpus(int selected);
+
+/* An open, pinned and mapped buffer: what copylat, copybw, apiperf and pplat measure. */
+struct tool_map {
+    gdr_t g;
+    gdr_mh_t mh;
+    void *map;         /* what gdr_map returned (corresponds to info.va) */
+    char *ptr;         /* the buffer's own start inside the mapping */
+    size_t size;       /* mapped size */
+    gdr_info_t info;
+};
+/* gdr_open + pin + map_v2 of [dptr, dptr+size), printing upstream's lines (map_d_ptr,
+ * info.*, page offset, user-space pointer) unless quiet. Dies with the reason on failure. */
+void tool_map_open(struct tool_map *m, const char *prog, uint64_t dptr, size_t size,
+                   int map_flags, int quiet);
+void tool_map_close(struct tool_map *m, const char *prog, int quiet);
+
+#endif /* TOOLS_UTIL_H */

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdrcopy_sanity - GDRCopy 2.6's sanity suite and vramio's own tests, through the public API.
+ *
+ * Every test runs once per allocation kind (cuda, vmm-rdma, vmm-fd, vramio, emu), each in its
+ * own child process, so a crash or a leak stays inside one test. A kind that cannot be used
+ * here (no CUDA, no emulated provider) or that the backend does not serve is skipped with the
+ * reason. Output: one line per test in the test runner's protocol (ok / not ok / skip), then a
+ * summary; the exit status is 0 when nothing failed, 1 on any failure, 2 when it cannot run.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/gpumem.h"
+#include "common/util.h"
+#include "sanity/sanity.h"
+
+static const char *prog = "gdrcopy_sanity";
+
+const struct t_case t_cases[] = {
+    { "basic", test_basic, 0, "pin with gdr_pin_buffer, unpin, close" },
+    { "basic_v2", test_basic_v2, 0, "pin with gdr_pin_buffer_v2; info of an unmapped pin" },
+    { "basic_v2_forcepci", test_basic_v2_forcepci, 0, "FORCE_PCIE works where supported, is refused cleanly elsewhere" },
+    { "basic_with_tokens", test_basic_with_tokens, 0, "legacy pin with CUDA P2P tokens" },
+    { "basic_unaligned_mapping", test_basic_unaligned_mapping, 0, "a pin off a GPU page boundary; a hand-aligned pin maps" },
+    { "basic_small_buffers_mapping", test_basic_small_buffers_mapping, 0, "small buffers sharing a GPU page map independently" },
+    { "basic_child_thread_pins_buffer", test_basic_child_thread_pins_buffer, 0, "a pin made by another thread is usable after it exits" },
+    { "data_validation", test_data_validation, 0, "data through the mapping, checked through the GPU side (legacy pin)" },
+    { "data_validation_v2", test_data_validation_v2, 0, "the same with gdr_pin_buffer_v2" },
+    { "data_validation_forcepci", test_data_validation_forcepci, 0, "the same with GDR_PIN_FLAG_FORCE_PCIE" },
+    { "data_validation_mix_mappings", test_data_validation_mix_mappings, 0, "buffers mapped with different mapping types used in turn" },
+    { "invalidation_access_after_gdr_close", test_invalidation_access_after_gdr_close, 0, "a mapping faults after gdr_close" },
+    { "invalidation_access_after_free", test_invalidation_access_after_free, 0, "freeing GPU memory under a mapping: invalidated or persistent" },
+    { "invalidation_two_mappings", test_invalidation_two_mappings, 0, "two gdr_t map the same memory; closing one spares the other" },
+    { "invalidation_fork_access_after_free", test_invalidation_fork_access_after_free, 0, "a child's exit spares the parent; then free under the mapping" },
+    { "invalidation_fork_after_gdr_map", test_invalidation_fork_after_gdr_map, 0, "a forked child cannot use its parent's gdr_t or mappings" },
+    { "invalidation_fork_child_gdr_map_parent", test_invalidation_fork_child_gdr_map_parent, 0, "a child's refused gdr_map leaves the parent's pin usable" },
+    { "invalidation_fork_child_gdr_open", test_invalidation_fork_child_gdr_open, 0, "a forked child opens its own gdr_t and maps" },
+    { "invalidation_unix_sock_shared_fd_gdr_pin_buffer", test_invalidation_unix_sock_shared_fd_gdr_pin_buffer, 0, "a /dev/gdrdrv fd passed to another process cannot pin" },
+    { "invalidation_unix_sock_shared_fd_gdr_map", test_invalidation_unix_sock_shared_fd_gdr_map, 0, "a /dev/gdrdrv fd passed to another process cannot map" },
+    { "attributes_sanity", test_attributes_sanity, T_ONCE, "attributes, mapping type names, versions, unknown values" },
+    { "leakage_extended", test_leakage_extended, 0, "no fd, mapping or provider pin leaks over open/pin/map/close cycles" },
+    { "thread_stress", test_thread_stress, 0, "many threads pin, map, copy and release on one gdr_t" },
+    { "stale_handles", test_stale_handles, 0, "released handles and closed gdr_t are refused, never aliased" },
+    { "foreign_handles", test_foreign_handles, 0, "handles of another gdr_t, pointers outside the mapping" },
+    { "bad_arguments", test_bad_arguments, 0, "NULL, zero, unknown flags and sizes get EINVAL" },
+};
+const size_t t_case_count = sizeof(t_cases) / sizeof(t_cases[0]);
+
+struct opts {
+    int verbose, silent, gpu;
+    unsigned kinds;           /* bit per gm_kind */
+    const char *filters[64];
+    int nfilters;
+    unsigned timeout_s;
+};
+
+struct tally {
+    int pass, fail, skip;
+};
+
+static void usage(void)
+{
+    printf("Usage: %s [-h] [-v] [-s] [-l] [-e] [-t NAME]... [-d GPU] [--kind LIST]\n"
+           "Check that libgdrapi pins, maps and copies GPU memory correctly here.\n\n"
+           "Options:\n"
+           "  -h          print this help and exit\n"
+           "  -v          verbose: print what each test does\n"
+           "  -s          silent: print only failures and the summary\n"
+           "  -l          list the tests and exit\n"
+           "  -t NAME     run only tests matching NAME (a test name, NAME.KIND, or a shell\n"
+           "              pattern such as 'data_*'); may be repeated\n"
+           "  -d GPU      CUDA device ordinal to allocate on (default 0)\n"
+           "  -e          the emulated p2p provider only (kind emu; inside the QEMU guest)\n"
+           "  --kind LIST comma-separated allocation kinds to test (default: all):\n"
+           "              %s\n"
+           "  --timeout S seconds before a test is killed (default 120)\n\n"
+           "Each test runs once per allocation kind, in its own process, and prints\n"
+           "'ok NAME.KIND', 'not ok NAME.KIND: why' or 'skip NAME.KIND: why', then a summary.\n"
+           "Exit status: 0 all passed or skipped, 1 a test failed, 2 nothing could run.\n",
+           prog, gm_kind_help());
+}
+
+static void parse_kinds(struct opts *o, const char *list)
+{
+    char buf[256], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", list);
+    o->kinds = 0;
+    for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        enum gm_kind kind;
+
+        if (gm_kind_parse(k, &kind))
+            usage_error(prog, "unknown allocation kind '%s' (one of: %s)", k, gm_kind_help());
+        o->kinds |= 1u << kind;
+    }
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' }, { "kind", required_argument, NULL, 'K' },
+        { "timeout", required_argument, NULL, 'T' }, { 0 },
+    };
+    unsigned long v;
+    int c;
+
+    *o = (struct opts){ .kinds = (1u << GM_KIND_COUNT) - 1, .timeout_s = 120 };
+    while ((c = getopt_long(argc, argv, "hvslet:d:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(); exit(0);
+        case 'v': o->verbose = 1; break;
+        case 's': o->silent = 1; break;
+        case 'l':
+            for (size_t i = 0; i < t_case_count; i++)
+                printf("%-50s %s%s\n", t_cases[i].name, t_cases[i].what,
+                       t_cases[i].flags & T_ONCE ? " (once)" : " (per kind)");
+            exit(0);
+        case 'e': o->kinds = 1u << GM_EMU; break;
+        case 't':
+            if (o->nfilters == (int)(sizeof(o->filters) / sizeof(o->filters[0])))
+                usage_error(prog, "too many -t options");
+            o->filters[o->nfilters++] = optarg;
+            break;
+        case 'd':
+            if (parse_uint(optarg, 1024, &v))
+                usage_error(prog, "-d needs a GPU ordinal, not '%s'", optarg);
+            o->gpu = (int)v;
+            break;
+        case 'K': parse_kinds(o, optarg); break;
+        case 'T':
+            if (parse_uint(optarg, 86400, &v) || v == 0)
+                usage_error(prog, "--timeout needs a number of seconds, not '%s'", optarg);
+            o->timeout_s = (unsigned)v;
+            break;
+        default: usage_error(prog, "invalid option");
+        }
+    }
+    if (optind < argc)
+        usage_error(prog, "unexpected argument '%s'", argv[optind]);
+}
+
+static int selected(const struct opts *o, const char *name, const char *full)
+{
+    if (!o->nfilters)
+        return 1;
+    for (int i = 0; i < o->nfilters; i++)
+        if (fnmatch(o->filters[i], name, 0) == 0 || fnmatch(o->filters[i], full, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Run fn in a child with its report pipe; returns 0 pass, 77 skip, else fail, and the
+ * reported line in why. */
+static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *why, size_t len)
+{
+    int pfd[2], status;
+    size_t got = 0;
+    ssize_t n;
+    pid_t pid;
+
+    if (pipe(pfd))
+        die(prog, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        die(prog, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(pfd[0]);
+        T.report_fd = pfd[1];
+        alarm(o->timeout_s);
+        fn(arg);
+        fflush(NULL);
+        _exit(0);
+    }
+    close(pfd[1]);
+    while (got + 1 < len && (n = read(pfd[0], why + got, len - 1 - got)) > 0)
+        got += (size_t)n;
+    why[got] = '\0';
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status)) {
+        snprintf(why + got, len - got, "%skilled by signal %d (%s)%s", got ? " [" : "",
+                 WTERMSIG(status), WTERMSIG(status) == SIGALRM ? "timed out" : strsignal(WTERMSIG(status)),
+                 got ? "]" : "");
+        return 128 + WTERMSIG(status);
+    }
+    if (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 77 && !got)
+        snprintf(why, len, "exited with status %d", WEXITSTATUS(status));
+    if (WEXITSTATUS(status) == 77 && !got)
+        snprintf(why, len, "skipped without a reason");
+    return WEXITSTATUS(status);
+}
+
+/* Child side of the kind probe: can this kind be allocated and pinned here? */
+static void probe_kind(void *arg)
+{
+    struct gm_buf b;
+    gdr_mh_t mh;
+    char why[512];
+    gdr_t g;
+    int rc;
+
+    rc = gm_init(T.kind, T.gpu, why, sizeof(why));
+    if (rc)
+        t_skip("%s", why);
+    (void)arg;
+    g = gdr_open();
+    if (!g)
+        t_fail("gdr_open() failed: %s", vramio_last_error());
+    t_alloc(2 * GPU_PAGE_SIZE, &b);
+    rc = gdr_pin_buffer_v2(g, b.dptr, 2 * GPU_PAGE_SIZE, 0, &mh);
+    if (rc)
+        t_skip("the %s backend does not pin %s memory: %s", t_backend(g), gm_kind_name(T.kind),
+               vramio_last_error());
+    gdr_unpin_buffer(g, mh);
+    gdr_close(g);
+    gm_free(&b);
+}
+
+/* Child side of the backend probe: is any backend usable? Reports its name or why not. */
+static void probe_backend(void *arg)
+{
+    char line[1024];
+    size_t used;
+    gdr_t g = gdr_open();
+
+    (void)arg;
+    if (g) {
+        const char *name = t_backend(g);
+        ssize_t w = write(T.report_fd, name, strlen(name));
+
+        (void)w;
+        gdr_close(g);
+        _exit(0);
+    }
+    used = (size_t)snprintf(line, sizeof(line), "no backend can map GPU memory here:");
+    for (int b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && used < sizeof(line); b++) {
+        char why[256] = "";
+
+        vramio_backend_probe((vramio_backend_t)b, why, sizeof(why));
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "\n  %s: %s",
+                                 vramio_backend_name((vramio_backend_t)b), why);
+    }
+    if (T.report_fd >= 0) {
+        ssize_t w = write(T.report_fd, line, strlen(line));
+        (void)w;
+    }
+    _exit(3);
+}
+
+static void run_test(void *arg)
+{
+    const struct t_case *tc = arg;
+    char why[512];
+    int rc;
+
+    if (!(tc->flags & T_ONCE)) {
+        rc = gm_init(T.kind, T.gpu, why, sizeof(why));
+        if (rc)
+            t_skip("%s", why);
+    }
+    tc->fn();
+}
+
+static void result(const struct opts *o, struct tally *t, const char *name, int rc, const char *why)
+{
+    if (rc == 0) {
+        t->pass++;
+        if (!o->silent)
+            printf("ok %s\n", name);
+    } else if (rc == 77) {
+        t->skip++;
+        if (!o->silent)
+            printf("skip %s: %s\n", name, why);
+    } else {
+        t->fail++;
+        printf("not ok %s: %s\n", name, why);
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct tally t = { 0 };
+    char kind_skip[GM_KIND_COUNT][1100];
+    char why[1024];
+    int rc, first_kind = -1;
+
+    parse_args(argc, argv, &o);
+    T.verbose = o.verbose;
+    T.gpu = o.gpu;
+
+    rc = run_child(probe_backend, NULL, &o, why, sizeof(why));
+    if (rc != 0) {
+        fprintf(stderr, "%s: cannot run: %s\nRun gdrcopy_info for details.\n", prog, why);
+        return 2;
+    }
+    if (!o.silent)
+        printf("# %s: backend %s\n", prog, why);
+
+    /* Which kinds can be used here; each unusable kind's tests are skipped with the reason. */
+    for (int k = 0; k < GM_KIND_COUNT; k++) {
+        kind_skip[k][0] = '\0';
+        if (!(o.kinds & (1u << k)))
+            continue;
+        T.kind = (enum gm_kind)k;
+        rc = run_child(probe_kind, NULL, &o, why, sizeof(why));
+        if (rc)
+            snprintf(kind_skip[k], sizeof(kind_skip[k]), "%s%s", rc == 77 ? "" : "kind probe failed: ", why);
+        else if (first_kind < 0)
+            first_kind = k;
+        if (!o.silent)
+            printf("# kind %-8s %s\n", gm_kind_name((enum gm_kind)k), rc ? kind_skip[k] : "usable");
+    }
+
+    for (size_t i = 0; i < t_case_count; i++) {
+        const struct t_case *tc = &t_cases[i];
+
+        if (tc->flags & T_ONCE) {
+            if (!selected(&o, tc->name, tc->name))
+                continue;
+            T.kind = first_kind >= 0 ? (enum gm_kind)first_kind : GM_EMU;
+            rc = run_child(run_test, (void *)tc, &o, why, sizeof(why));
+            result(&o, &t, tc->name, rc, why);
+            continue;
+        }
+        for (int k = 0; k < GM_KIND_COUNT; k++) {
+            char full[128];
+
+            if (!(o.kinds & (1u << k)))
+                continue;
+            snprintf(full, sizeof(full), "%s.%s", tc->name, gm_kind_name((enum gm_kind)k));
+            if (!selected(&o, tc->name, full))
+                continue;
+            if (kind_skip[k][0]) {
+                result(&o, &t, full, 77, kind_skip[k]);
+                continue;
+            }
+            T.kind = (enum gm_kind)k;
+            rc = run_child(run_test, (void *)tc, &o, why, sizeof(why));
+            result(&o, &t, full, rc, why);
+        }
+    }
+    printf("%s summary: %d tests, %d passed, %d failed, %d skipped\n", prog,
+           t.pass + t.fail + t.skip, t.pass, t.fail, t.skip);
+    if (t.pass + t.fail + t.skip == 0)
+        fprintf(stderr, "%s: no test matched the -t filter\n", prog);
+    return t.fail ? 1 : 0;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* harness.c - reporting, allocation, pin/map and fault helpers of gdrcopy_sanity tests. */
+#include "sanity.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct t_env T = { .report_fd = -1 };
+
+static void report(const char *prefix, const char *fmt, va_list ap)
+{
+    char line[1024];
+    int n = 0;
+
+    if (prefix)
+        n = snprintf(line, sizeof(line), "%s", prefix);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    for (char *p = line; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    if (T.report_fd >= 0) {
+        ssize_t w = write(T.report_fd, line, strlen(line));
+        (void)w;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+}
+
+void t_fail_at(const char *file, int line, const char *fmt, ...)
+{
+    char where[256];
+    const char *base = strrchr(file, '/');
+    va_list ap;
+
+    snprintf(where, sizeof(where), "%s:%d: ", base ? base + 1 : file, line);
+    va_start(ap, fmt);
+    report(where, fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    _exit(1);
+}
+
+void t_skip(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    report(NULL, fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    _exit(77);
+}
+
+void t_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!T.verbose)
+        return;
+    va_start(ap, fmt);
+    printf("    # ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+}
+
+gdr_t t_open(void)
+{
+    char why[256];
+    gdr_t g = gdr_open();
+
+    if (g)
+        return g;
+    snprintf(why, sizeof(why), "%s", vramio_last_error());
+    t_fail("gdr_open() returned NULL: %s", why);
+}
+
+void t_alloc(size_t size, struct gm_buf *buf)
+{
+    char why[256];
+    int rc = gm_alloc(T.kind, size, buf, why, sizeof(why));
+
+    if (rc == ENOMEM || rc == EOPNOTSUPP || rc == ENODEV)
+        t_skip("cannot allocate %zu bytes of %s memory: %s", size, gm_kind_name(T.kind), why);
+    T_ASSERT(rc == 0, "allocating %zu bytes of %s memory: %s", size, gm_kind_name(T.kind), why);
+    t_log("allocated %zu bytes of %s memory at 0x%" PRIx64, buf->alloc_size,
+          gm_kind_name(T.kind), buf->dptr);
+}
+
+void t_free(struct gm_buf *buf)
+{
+    T_OK(gm_free(buf));
+}
+
+const char *t_backend(gdr_t g)
+{
+    vramio_backend_t b = VRAMIO_BACKEND_NONE;
+
+    vramio_get_backend(g, &b);
+    return vramio_backend_name(b) ? vramio_backend_name(b) : "?";
+}
+
+char *t_pin_map(gdr_t g, uint64_t addr, size_t size, gdr_mh_t *mh, void **map, size_t *map_size)
+{
+    gdr_info_t info;
+
+    T_OK(gdr_pin_buffer_v2(g, addr, size, GDR_PIN_FLAG_DEFAULT, mh));
+    T_ASSERT(mh->h != 0, "gdr_pin_buffer_v2 succeeded but returned the null handle");
+    T_OK(gdr_get_info(g, *mh, &info));
+    T_ASSERT(info.va <= addr && addr + size <= info.va + info.mapped_size,
+             "info (va 0x%" PRIx64 ", size %" PRIu64 ") does not cover [0x%" PRIx64 ", +%zu)",
+             info.va, info.mapped_size, addr, size);
+    *map_size = info.mapped_size;
+    T_OK(gdr_map(g, *mh, map, *map_size));
+    T_ASSERT(*map != NULL, "gdr_map succeeded but returned NULL");
+    return (char *)*map + (addr - info.va);
+}
+
+void t_unmap_unpin(gdr_t g, gdr_mh_t mh, void *map, size_t map_size)
+{
+    T_OK(gdr_unmap(g, mh, map, map_size));
+    T_OK(gdr_unpin_buffer(g, mh));
+}
+
+/* xorshift32: cheap, and every 4-byte word differs from its neighbours. */
+void t_pattern(void *buf, size_t n, uint32_t seed)
+{
+    uint32_t x = seed ? seed : 0x9e3779b9u;
+    unsigned char *p = buf;
+
+    for (size_t i = 0; i < n; i++) {
+        if ((i & 3) == 0) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+        }
+        p[i] = (unsigned char)(x >> ((i & 3) * 8));
+    }
+}
+
+void t_compare(const void *want, const void *got, size_t n, const char *what)
+{
+    const unsigned char *a = want, *b = got;
+
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            t_fail("%s: data differs at offset %zu of %zu (want 0x%02x, got 0x%02x)", what, i, n,
+                   a[i], b[i]);
+}
+
+void t_check_gpu(const struct gm_buf *b, size_t off, const void *want, size_t n, const char *what)
+{
+    void *got = malloc(n);
+
+    T_ASSERT(got, "out of memory");
+    memset(got, 0x5a, n);
+    T_OK(gm_read(b, off, got, n));
+    t_compare(want, got, n, what);
+    free(got);
+}
+
+static sigjmp_buf access_jmp;
+static volatile sig_atomic_t access_sig;
+
+static void access_handler(int sig)
+{
+    access_sig = sig;
+    siglongjmp(access_jmp, 1);
+}
+
+int t_access(volatile char *p, int write)
+{
+    struct sigaction sa, old_segv, old_bus;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = access_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+    access_sig = 0;
+    if (sigsetjmp(access_jmp, 1) == 0) {
+        if (write)
+            *p = 0x42;
+        else
+            (void)*p;
+    }
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    return access_sig;
+}
+
+int t_in_child(int (*fn)(void *), void *arg)
+{
+    int status;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    T_ASSERT(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        alarm(60);
+        _exit(fn(arg));
+    }
+    T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}

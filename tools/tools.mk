@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+# tools/tools.mk - the gdrcopy_* tools. Included by the top Makefile.
+#
+#   $(BUILD)/bin/gdrcopy_{sanity,copybw,copylat,apiperf,pplat,info}   linked with libgdrapi.so
+#   $(BUILD)/bin/gdrcopy_sanity_static   the same sanity suite, static, for the QEMU guest
+#   make bench    runs the benchmarks on a GPU machine, writes docs/benchmarks.{md,svg}
+#
+# CUDA is reached only through dlopen (src/cuda_loader.c is compiled in), so every tool starts
+# on a machine without a GPU and says what is missing. pplat's GPU kernel is built with nvcc
+# when nvcc is found; otherwise pplat is still built and says why its kernel is missing.
+
+TOOL_NAMES  := $(basename $(notdir $(wildcard tools/*.c)))
+TOOL_BINS   := $(patsubst %,$(BUILD)/bin/gdrcopy_%,$(TOOL_NAMES))
+TOOL_STATIC := $(BUILD)/bin/gdrcopy_sanity_static
+TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c)) \
+                    $(BUILD)/obj/src/cuda_loader.o
+SANITY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/sanity/*.c))
+TOOL_LIBS   := -ldl -lpthread -lm
+NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
+
+.PHONY: bench
+.SECONDARY: $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/*.c))
+tools: $(TOOL_BINS) $(TOOL_STATIC)
+
+# The tools find the library beside them in the build tree ($ORIGIN/../lib).
+$(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/lib -lgdrapi \
+	    -Wl,-rpath,'$$ORIGIN/../lib' $(TOOL_LIBS)
+
+$(BUILD)/bin/gdrcopy_sanity: $(SANITY_OBJS)
+$(BUILD)/bin/gdrcopy_pplat: $(BUILD)/obj/gen/pplat_kernel.o
+
+# glibc warns that dlopen in a static program needs the shared libraries at run time: true and
+# intended (CUDA kinds are skipped in the guest, which has no libcuda).
+$(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	rm -f $@; $(CC) -static $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_STATIC) $(TOOL_LIBS) 2>&1 | \
+	    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }
+	@test -x $@
+
+# pplat's kernel: a fatbin embedded as bytes, or the reason it is missing.
+$(PPLAT_GEN): tools/pplat_kernel.cu tools/gen_fatbin.sh
+	@mkdir -p $(dir $@)
+	NVCC="$(NVCC)" sh tools/gen_fatbin.sh $< $@
+
+$(BUILD)/obj/gen/pplat_kernel.o: $(PPLAT_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+bench: lib tools
+	BUILD=$(BUILD) tools/bench/run.sh
