@@ -28,8 +28,8 @@ udevrulesdir?= /etc/udev/rules.d
 modprobedir ?= /etc/modprobe.d
 
 INSTALL      ?= install
-TOOL_NAMES   := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
-                gdrcopy_info
+INSTALL_TOOLS := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
+                 gdrcopy_info
 PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
 PC_FILE      := $(BUILD)/pkgconfig/gdrapi.pc
 DKMS_CONF    := $(BUILD)/dkms/dkms.conf
@@ -60,8 +60,8 @@ install: all $(PC_FILE)
 	ln -sfn $(LIB_SONAME) $(DESTDIR)$(libdir)/libgdrapi.so
 	$(INSTALL) -m 644 $(addprefix include/,$(PUB_HEADERS)) $(DESTDIR)$(includedir)/
 	$(INSTALL) -m 644 $(PC_FILE) $(DESTDIR)$(pkgconfigdir)/
-	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(TOOL_NAMES)) $(DESTDIR)$(bindir)/
-	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(TOOL_NAMES)) $(DESTDIR)$(man1dir)/
+	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_TOOLS)) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_TOOLS)) $(DESTDIR)$(man1dir)/
 	@# A live install (no DESTDIR, as root) must be found by the loader at once.
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
@@ -69,8 +69,8 @@ uninstall:
 	rm -f $(DESTDIR)$(libdir)/$(notdir $(LIB_REAL)) $(DESTDIR)$(libdir)/$(LIB_SONAME) \
 	    $(DESTDIR)$(libdir)/libgdrapi.so $(DESTDIR)$(pkgconfigdir)/gdrapi.pc \
 	    $(addprefix $(DESTDIR)$(includedir)/,$(PUB_HEADERS)) \
-	    $(addprefix $(DESTDIR)$(bindir)/,$(TOOL_NAMES)) \
-	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(TOOL_NAMES))
+	    $(addprefix $(DESTDIR)$(bindir)/,$(INSTALL_TOOLS)) \
+	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(INSTALL_TOOLS))
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # The module source as DKMS wants it: the kbuild files and headers of driver/, never build
