@@ -29,17 +29,19 @@
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
  * the choice depends only on the CPU's features (deterministic).
  *
- * Order, from the WC BAR figures of the GPU machine (docs: shared/spec/gpu-machine.md):
- *  avx512    writes 19.5 GB/s (as avx2: the PCIe link is the limit), reads 0.91 GB/s with
- *            64-byte streaming loads against 0.76 for avx2: first, for the reads.
+ * Order, from the WC BAR figures measured on the GPU machine (shared/spec/gpu-machine.md;
+ * H200 on PCIe Gen5, Xeon with AVX-512 and MOVDIR64B):
+ *  avx512    writes 19.5 GB/s, the same as avx2 (the link is the limit there), and reads
+ *            0.91 GB/s with 64-byte streaming loads against 0.76 for avx2: first, for reads.
  *  avx2      writes 19.5 GB/s, reads 0.76 GB/s.
- *  sse41     reads 0.69 GB/s; 16-byte NT stores fill a WC buffer in four stores instead of one.
- *  c         8-byte volatile accesses (reads 0.008 GB/s): always usable, so nothing after
- *            it is ever chosen automatically.
- *  movdir64b after c, hence by name only: 64-byte direct stores reach just 11-12 GB/s on
- *            that machine, below the NT stores; its reads are sse41's streaming loads.
- * A 16-byte step (sse41) leads the wider kernels to their alignment; AVX2 and AVX-512 CPUs
- * all have SSE4.1, and each kernel's 'needs' says so.
+ *  sse41     reads 0.69 GB/s; no write figure, but a 16-byte store fills a quarter of a
+ *            WC line where the wider kernels fill a half or all of it.
+ *  c         8-byte volatile accesses (8-byte reads: 0.008 GB/s). Always usable, so no entry
+ *            after it is ever chosen automatically.
+ *  movdir64b after c, so by name only: its 64-byte direct stores reach 11-12 GB/s there,
+ *            well below the NT stores; its reads are sse41's streaming loads.
+ * A 16-byte step (sse41) leads the wider kernels to their alignment; every AVX2 or AVX-512
+ * CPU has SSE4.1, and each kernel's 'needs' says so all the same.
  */
 #if defined(__x86_64__)
 #define VR_STEP16_STORE vr_copy_sse41_store

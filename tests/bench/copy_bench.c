@@ -9,7 +9,13 @@
  * on the GPU machine for that). Each sample times a batch of copies long enough to dwarf
  * the clock; min, median and 99th percentile are over the samples, per copy.
  *
- *   copy_bench [-k kernel] [-s samples] [-m misalignment of the mapping side, 0..63]
+ * By default every copy of a batch uses the same addresses, which flatters reads: the
+ * data sits in the caches here, and on a WC BAR repeated streaming loads of one line can be
+ * answered from the CPU's streaming-load buffer. -w walks the copies of a batch through a
+ * window of that many MiB instead (each copy at the next 64-byte boundary, misalignment
+ * kept), so each copy touches lines the previous ones did not.
+ *
+ *   copy_bench [-k kernel] [-s samples] [-m misalignment 0..63] [-w window MiB]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,29 +68,40 @@ static void libc_memcpy(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
 typedef void (*bench_fn)(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
                          const void *src, size_t n);
 
-/* Per-copy times of 'samples' batches, sorted. */
-static void time_copies(bench_fn fn, const struct vr_copy_kernel *k, void *dst,
-                            const void *src, size_t n, double *t, int samples)
+static size_t window;    /* bytes the copies of a batch walk through; 0: same addresses */
+
+/* One batch of 'reps' copies; returns nanoseconds. */
+static double batch(bench_fn fn, const struct vr_copy_kernel *k, unsigned char *dst,
+                    const unsigned char *src, size_t n, unsigned reps)
 {
-    unsigned reps = 1, r;
-    double start;
+    const size_t step = (n + 63) & ~(size_t)63;
+    size_t off = 0;
+    double start = now_ns();
+    unsigned r;
+
+    for (r = 0; r < reps; r++) {
+        fn(k, GDR_MAPPING_TYPE_WC, dst + off, src + off, n);
+        if (window) {
+            off += step;
+            if (off + n > window)
+                off = 0;
+        }
+    }
+    return now_ns() - start;
+}
+
+/* Per-copy times of 'samples' batches, sorted. */
+static void time_copies(bench_fn fn, const struct vr_copy_kernel *k, unsigned char *dst,
+                        const unsigned char *src, size_t n, double *t, int samples)
+{
+    unsigned reps = 1;
     int i;
 
     /* Grow the batch until one takes 20 us, so clock reads are under 1% of a sample. */
-    for (;;) {
-        start = now_ns();
-        for (r = 0; r < reps; r++)
-            fn(k, GDR_MAPPING_TYPE_WC, dst, src, n);
-        if (now_ns() - start > 20000 || reps >= (1u << 20))
-            break;
+    while (batch(fn, k, dst, src, n, reps) < 20000 && reps < (1u << 20))
         reps *= 2;
-    }
-    for (i = 0; i < samples; i++) {
-        start = now_ns();
-        for (r = 0; r < reps; r++)
-            fn(k, GDR_MAPPING_TYPE_WC, dst, src, n);
-        t[i] = (now_ns() - start) / reps;
-    }
+    for (i = 0; i < samples; i++)
+        t[i] = batch(fn, k, dst, src, n, reps) / reps;
     qsort(t, (size_t)samples, sizeof(*t), by_value);
 }
 
@@ -111,38 +128,44 @@ int main(int argc, char **argv)
 {
     const char *only = NULL;
     int samples = 200, misalign = 0, opt;
+    size_t span;
     size_t count, i;
     const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
     unsigned char *map, *host;
     double *t;
 
-    while ((opt = getopt(argc, argv, "k:s:m:")) != -1) {
+    while ((opt = getopt(argc, argv, "k:s:m:w:")) != -1) {
         if (opt == 'k')
             only = optarg;
         else if (opt == 's')
             samples = atoi(optarg);
         else if (opt == 'm')
             misalign = atoi(optarg) & 63;
+        else if (opt == 'w')
+            window = (size_t)strtoul(optarg, NULL, 10) << 20;
         else {
-            fprintf(stderr, "usage: %s [-k kernel] [-s samples] [-m misalignment]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-k kernel] [-s samples] [-m misalignment 0..63] "
+                    "[-w window MiB]\n", argv[0]);
             return 2;
         }
     }
     if (samples < 1)
         samples = 1;
+    span = (window > MAX_SIZE ? window : MAX_SIZE) + 64;
     t = calloc((size_t)samples, sizeof(*t));
-    if (!t || posix_memalign((void **)&map, 4096, MAX_SIZE + 64) ||
-        posix_memalign((void **)&host, 4096, MAX_SIZE + 64)) {
+    if (!t || posix_memalign((void **)&map, 4096, span) ||
+        posix_memalign((void **)&host, 4096, span)) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    memset(map, 1, MAX_SIZE + 64);
-    memset(host, 2, MAX_SIZE + 64);
+    memset(map, 1, span);
+    memset(host, 2, span);
     map += misalign;
 
     printf("# ordinary cached memory standing in for the mapping: not WC BAR speed\n");
-    printf("# chosen kernel here: %s; mapping side misaligned by %d; %d samples\n",
-           vr_copy_kernel_name(), misalign, samples);
+    printf("# chosen kernel here: %s; mapping side misaligned by %d; %d samples; %s\n",
+           vr_copy_kernel_name(), misalign, samples,
+           window ? "copies walk through a window" : "same addresses every copy");
     printf("%-9s %-12s %8s %10s %10s %10s %8s\n", "kernel", "direction", "bytes", "min_ns",
            "p50_ns", "p99_ns", "GB/s@p50");
     for (i = 0; i < count; i++) {
