@@ -189,6 +189,11 @@ const char *raw_kernel_name(void)
 }
 #endif
 
+void raw_sfence(void)
+{
+    sfence();
+}
+
 void raw_store_small(void *dst, const void *src, size_t n)
 {
     volatile uint64_t *d = dst;

@@ -15,6 +15,8 @@ void raw_store_small(void *dst, const void *src, size_t n);
 void raw_write_nt(void *dst, const void *src, size_t n);
 /* Read: streaming (non-temporal) loads of the widest vector, plain stores to dst. */
 void raw_read_nt(void *dst, const void *src, size_t n);
+/* Store fence: orders write-combined stores before what follows. */
+void raw_sfence(void);
 /* Which vector width the raw loops use ("avx512", "avx2", "sse", "c"). */
 const char *raw_kernel_name(void);
 

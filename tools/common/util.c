@@ -13,6 +13,7 @@
 
 #include "cuda_loader.h"
 #include "vramio.h"
+#include "gpumem.h"
 
 int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -212,4 +213,48 @@ void tool_map_close(struct tool_map *m, const char *prog, int quiet)
     rc = gdr_close(m->g);
     if (rc)
         die(prog, "gdr_close failed: %s", vramio_strerror(rc));
+}
+
+void tool_gpu_setup(const char *prog, int kind, int gpu, int quiet)
+{
+    char why[512];
+    int rc = gm_init((enum gm_kind)kind, gpu, why, sizeof(why));
+
+    if (rc)
+        die(prog, "cannot use %s memory on GPU %d: %s", gm_kind_name((enum gm_kind)kind), gpu, why);
+    if (!quiet && gm_kind_is_cuda((enum gm_kind)kind))
+        print_gpus(gpu);
+}
+
+void tool_alloc(const char *prog, int kind, size_t size, struct gm_buf *buf, int quiet)
+{
+    char why[512];
+
+    if (gm_alloc((enum gm_kind)kind, size, buf, why, sizeof(why)))
+        die(prog, "%s", why);
+    if (!quiet) {
+        printf("gpu alloc fn: %s\n", gm_kind_name((enum gm_kind)kind));
+        printf("device ptr: 0x%" PRIx64 "\n", buf->dptr);
+        printf("allocated size: %zu\n", buf->alloc_size);
+    }
+}
+
+void *tool_host_alloc(const char *prog, size_t size)
+{
+    const struct vr_cuda *cu = gm_cuda();
+    void *p = NULL;
+
+    if (cu && cu->cuMemAllocHost(&p, size) == CUDA_SUCCESS)
+        return p;
+    if (posix_memalign(&p, 4096, size))
+        die(prog, "out of host memory (%zu bytes)", size);
+    return p;
+}
+
+void tool_host_free(void *p)
+{
+    const struct vr_cuda *cu = gm_cuda();
+
+    if (!cu || cu->cuMemFreeHost(p) != CUDA_SUCCESS)
+        free(p);
 }

@@ -56,4 +56,14 @@ void tool_map_open(struct tool_map *m, const char *prog, uint64_t dptr, size_t s
                    int map_flags, int quiet);
 void tool_map_close(struct tool_map *m, const char *prog, int quiet);
 
+
+struct gm_buf;
+/* gm_init + device listing; dies with the reason when the kind cannot be used. */
+void tool_gpu_setup(const char *prog, int kind, int gpu, int quiet);
+/* gm_alloc or die; prints upstream's "device ptr" and "allocated size" lines unless quiet. */
+void tool_alloc(const char *prog, int kind, size_t size, struct gm_buf *buf, int quiet);
+/* Host memory for copies: pinned (cuMemAllocHost) where CUDA is up, else aligned malloc. */
+void *tool_host_alloc(const char *prog, size_t size);
+void tool_host_free(void *p);
+
 #endif /* TOOLS_UTIL_H */

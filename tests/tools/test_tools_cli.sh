@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_tools_cli.sh - every gdrcopy_* tool's --help lists its options and exits 0, and bad
+# options or values are usage errors (exit 2, a message naming the problem, a hint to -h),
+# never a crash. Runs anywhere: no GPU needed.
+set -u
+BIN=${BUILD:-build}/bin
+
+ok()   { echo "ok $1"; }
+fail() { echo "not ok $1: $2"; }
+
+# tool: the options its help must list
+declare -A OPTS=(
+    [gdrcopy_sanity]="-h -v -s -l -t -d -e --kind"
+    [gdrcopy_copybw]="-h -s -c -o -l -w -r -d -a -M --json"
+    [gdrcopy_copylat]="-h -s -w -r -c -C -d -a -M --json"
+    [gdrcopy_apiperf]="-h -s -n -w -d -a --json"
+    [gdrcopy_pplat]="-h -t -u -s -B -T -m -G -C -D -d --json"
+    [gdrcopy_info]="-h --json"
+)
+
+for tool in gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info; do
+    exe=$BIN/$tool
+    if [ ! -x "$exe" ]; then fail "$tool/built" "$exe is missing"; continue; fi
+    for flag in -h --help; do
+        out=$("$exe" "$flag" 2>&1); rc=$?
+        if [ $rc -ne 0 ]; then fail "$tool/help$flag" "exit $rc"; continue; fi
+        if ! grep -q "^Usage: $tool" <<<"$out"; then fail "$tool/help$flag" "no 'Usage: $tool' line"; continue; fi
+        ok "$tool/help$flag"
+    done
+    missing=""
+    for o in ${OPTS[$tool]}; do
+        # an option is listed when it starts an option line of the help ("  -s SIZE ...")
+        grep -qE "^  (-., )?$o([ ,=]|$)" <<<"$out" || missing="$missing $o"
+    done
+    [ -z "$missing" ] && ok "$tool/help-lists-options" || fail "$tool/help-lists-options" "missing:$missing"
+
+    out=$("$exe" --no-such-option 2>&1); rc=$?
+    if [ $rc -eq 2 ] && grep -q "Try '$tool -h'" <<<"$out"; then ok "$tool/bad-option"
+    else fail "$tool/bad-option" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+
+    out=$("$exe" stray-argument 2>&1); rc=$?
+    if [ $rc -eq 2 ] && grep -q "unexpected argument 'stray-argument'" <<<"$out"; then ok "$tool/stray-argument"
+    else fail "$tool/stray-argument" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+done
+
+# Bad values: each must be refused before anything is opened.
+bad_value() {  # name tool args... (expects exit 2 and the tool's name in the message)
+    local name=$1 tool=$2; shift 2
+    local out rc
+    out=$("$BIN/$tool" "$@" 2>&1); rc=$?
+    if [ $rc -eq 2 ] && grep -q "^$tool: " <<<"$out"; then ok "$tool/bad-value/$name"
+    else fail "$tool/bad-value/$name" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+}
+bad_value size-not-a-number gdrcopy_copylat -s abc
+bad_value size-bad-suffix   gdrcopy_copylat -s 4X
+bad_value zero-iterations   gdrcopy_copylat -w 0
+bad_value unknown-kind      gdrcopy_copylat -a bogus
+bad_value unknown-maptype   gdrcopy_copylat -M fancy
+bad_value negative-size     gdrcopy_copybw -s -5
+bad_value unaligned-offset  gdrcopy_copybw -s 4096 -o 2
+bad_value past-the-end      gdrcopy_copybw -s 4096 -c 4096 -o 4
+bad_value small-size        gdrcopy_apiperf -s 4096
+bad_value unknown-mode      gdrcopy_pplat -m sideways
+bad_value size-too-large    gdrcopy_pplat -s 100000
+bad_value emu-not-cuda      gdrcopy_pplat -G emu
+bad_value unknown-kind      gdrcopy_sanity --kind nothing
+bad_value gpu-not-a-number  gdrcopy_sanity -d x
+
+# sanity -l lists every test once, with a description.
+out=$("$BIN/gdrcopy_sanity" -l 2>&1); rc=$?
+n=$(grep -c . <<<"$out")
+for t in basic basic_v2 basic_v2_forcepci basic_with_tokens basic_unaligned_mapping \
+         basic_small_buffers_mapping basic_child_thread_pins_buffer data_validation \
+         data_validation_v2 data_validation_forcepci data_validation_mix_mappings \
+         invalidation_access_after_gdr_close invalidation_access_after_free \
+         invalidation_two_mappings invalidation_unix_sock_shared_fd_gdr_pin_buffer \
+         invalidation_unix_sock_shared_fd_gdr_map attributes_sanity leakage_extended \
+         thread_stress stale_handles foreign_handles; do
+    grep -qE "^$t +[a-zA-Z]" <<<"$out" || { fail "gdrcopy_sanity/list" "test $t not listed"; rc=1; }
+done
+[ $rc -eq 0 ] && [ "$n" -ge 21 ] && ok "gdrcopy_sanity/list" || true
+exit 0

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * measure.h - timing of one operation repeated many times, as latency samples.
+ *
+ * Operations shorter than the clock's resolution are timed in batches: a sample is the time of
+ * a batch divided by its length, the batch sized so that it lasts about 2 us. Each size stops
+ * after `iters` operations or `budget_s` seconds, whichever comes first (at least 8 samples).
+ */
+#ifndef TOOLS_MEASURE_H
+#define TOOLS_MEASURE_H
+
+#include <stddef.h>
+
+#include "stats.h"
+
+/* One operation; i counts from 0 (use it to vary the address). */
+typedef void (*op_fn)(void *ctx, size_t i);
+
+/* Latency in microseconds of fn(ctx, i). Returns the number of operations run. */
+size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struct stats *st);
+
+/* Bandwidth in MB/s (2^20 bytes, as GDRCopy's tools) of `iters` operations of `bytes` each,
+ * timed as one run; per-operation latencies go to st when st != NULL. */
+double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct stats *st);
+
+#endif /* TOOLS_MEASURE_H */

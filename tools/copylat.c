@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdrcopy_copylat - latency of gdr_copy_to_mapping / gdr_copy_from_mapping for sizes from 1 B
+ * up to the buffer size, beside the raw reference (the same copy done by an inline loop on
+ * the same mapping) and, with -c, cuMemcpy from pinned host memory.
+ *
+ * Output keeps GDRCopy 2.6's table lines ("gdr_copy_to_mapping <size> <avg us>") and adds
+ * min/p50/p99 columns. Small reads move through the buffer (a 4 KiB stride) so that no read is
+ * answered by the CPU's streaming-load buffer from a previous one.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdrapi.h"
+#include "vramio.h"
+#include "cuda_loader.h"
+#include "common/gpumem.h"
+#include "common/measure.h"
+#include "common/rawcopy.h"
+#include "common/stats.h"
+#include "common/util.h"
+
+static const char *prog = "gdrcopy_copylat";
+
+struct opts {
+    size_t size;
+    unsigned long witers, riters;
+    int cumemcpy, cpu, gpu, kind, map_flags;
+    double budget_s;
+    const char *json;
+};
+
+struct ctx {
+    gdr_mh_t mh;
+    char *dev;          /* the buffer in the mapping */
+    size_t span;        /* bytes of the mapping that reads may move through */
+    char *src, *dst;    /* host buffers */
+    size_t n;
+    uint64_t dptr;
+    const struct vr_cuda *cu;
+};
+
+/* Reads move by 4 KiB + 64 B per operation, wrapping inside the buffer. */
+static size_t read_offset(const struct ctx *c, size_t i)
+{
+    size_t room = c->span > c->n ? c->span - c->n : 0;
+
+    return room ? (i * (4096 + 64)) % room & ~(size_t)63 : 0;
+}
+
+static void op_lib_write(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    gdr_copy_to_mapping(c->mh, c->dev, c->src, c->n);
+}
+
+static void op_raw_write(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    if (c->n < 256)
+        raw_store_small(c->dev, c->src, c->n);
+    else
+        raw_write_nt(c->dev, c->src, c->n);
+}
+
+static void op_lib_read(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    gdr_copy_from_mapping(c->mh, c->dst, c->dev + read_offset(c, i), c->n);
+}
+
+static void op_raw_read(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    raw_read_nt(c->dst, c->dev + read_offset(c, i), c->n);
+}
+
+static void op_cu_h2d(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    c->cu->cuMemcpyHtoD((CUdeviceptr)c->dptr, c->src, c->n);
+}
+
+static void op_cu_d2h(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    c->cu->cuMemcpyDtoH(c->dst, (CUdeviceptr)c->dptr, c->n);
+}
+
+static void usage(void)
+{
+    printf("Usage: %s [-h] [-s SIZE] [-w ITERS] [-r ITERS] [-c] [-C CPU] [-d GPU] [-a KIND]\n"
+           "       [-M TYPE] [--json FILE]\n"
+           "Latency of gdr_copy_to_mapping / gdr_copy_from_mapping for sizes 1 B .. SIZE.\n\n"
+           "Options:\n"
+           "  -h          print this help and exit\n"
+           "  -s SIZE     buffer size, the largest copy (default 16M; K, M, G suffixes)\n"
+           "  -w ITERS    write iterations per size (default 10000)\n"
+           "  -r ITERS    read iterations per size (default 100)\n"
+           "  -c          also measure cuMemcpy (H2D, D2H from pinned memory) and print the ratio\n"
+           "  -C CPU      bind the measuring thread to this CPU\n"
+           "  -d GPU      CUDA device ordinal (default 0)\n"
+           "  -a KIND     GPU memory: %s\n"
+           "              (default vramio; upstream's cuMemAlloc and cuMemCreate are accepted)\n"
+           "  -M TYPE     mapping type to request: default, wc, cache, device (default: default)\n"
+           "  --json FILE write the results as JSON to FILE ('-' for stdout)\n"
+           "  --budget S  stop each size after S seconds even if ITERS are not done (default 0.5)\n\n"
+           "Each size is also measured with the raw reference: the same copy by an inline loop\n"
+           "(8-byte stores + sfence below 256 B, non-temporal stores above; streaming loads).\n",
+           prog, gm_kind_help());
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' }, { "json", required_argument, NULL, 'J' },
+        { "budget", required_argument, NULL, 'B' }, { 0 },
+    };
+    enum gm_kind kind;
+    unsigned long v;
+    int c;
+
+    *o = (struct opts){ .size = 16u << 20, .witers = 10000, .riters = 100, .cpu = -1,
+                        .kind = GM_VRAMIO, .budget_s = 0.5 };
+    while ((c = getopt_long(argc, argv, "hs:w:r:cC:d:a:M:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(); exit(0);
+        case 's':
+            if (parse_size(optarg, &o->size) || o->size == 0)
+                usage_error(prog, "-s needs a size such as 4096 or 16M, not '%s'", optarg);
+            break;
+        case 'w':
+            if (parse_uint(optarg, 1ul << 32, &o->witers) || !o->witers)
+                usage_error(prog, "-w needs a positive count, not '%s'", optarg);
+            break;
+        case 'r':
+            if (parse_uint(optarg, 1ul << 32, &o->riters) || !o->riters)
+                usage_error(prog, "-r needs a positive count, not '%s'", optarg);
+            break;
+        case 'c': o->cumemcpy = 1; break;
+        case 'C':
+            if (parse_uint(optarg, 65535, &v))
+                usage_error(prog, "-C needs a CPU number, not '%s'", optarg);
+            o->cpu = (int)v;
+            break;
+        case 'd':
+            if (parse_uint(optarg, 1024, &v))
+                usage_error(prog, "-d needs a GPU ordinal, not '%s'", optarg);
+            o->gpu = (int)v;
+            break;
+        case 'a':
+            if (gm_kind_parse(optarg, &kind))
+                usage_error(prog, "-a: unknown allocation kind '%s' (one of: %s)", optarg, gm_kind_help());
+            o->kind = (int)kind;
+            break;
+        case 'M':
+            if (parse_map_flag(optarg, &o->map_flags))
+                usage_error(prog, "-M needs default, wc, cache or device, not '%s'", optarg);
+            break;
+        case 'J': o->json = optarg; break;
+        case 'B':
+            o->budget_s = strtod(optarg, NULL);
+            if (o->budget_s <= 0)
+                usage_error(prog, "--budget needs a positive number of seconds, not '%s'", optarg);
+            break;
+        default: usage_error(prog, "invalid option");
+        }
+    }
+    if (optind < argc)
+        usage_error(prog, "unexpected argument '%s'", argv[optind]);
+}
+
+struct row {
+    size_t size;
+    struct stats lib, raw, cu;
+};
+
+static void print_header(const char *title, unsigned long iters)
+{
+    printf("\n%s num iters for each size: %lu\n", title, iters);
+    printf("Test \t\t\t Size(B) \t Avg.Time(us) \t Min(us) \t P50(us) \t P99(us)\n");
+}
+
+static void print_row(const char *name, size_t size, const struct stats *st)
+{
+    printf("%s \t %8zu \t %11.4f \t %8.4f \t %8.4f \t %8.4f\n", name, size, st->avg, st->min,
+           st->p50, st->p99);
+}
+
+static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu)
+{
+    json_arr(j, key);
+    for (int i = 0; i < n; i++) {
+        json_obj(j, NULL);
+        json_int(j, "size", (long long)rows[i].size);
+        json_stats(j, "vramio", &rows[i].lib);
+        json_stats(j, "raw", &rows[i].raw);
+        if (with_cu)
+            json_stats(j, "cumemcpy", &rows[i].cu);
+        json_end(j);
+    }
+    json_end(j);
+}
+
+/* One direction: every size, library then raw then cuMemcpy, tables in upstream's shape. */
+static int sweep(struct ctx *c, const struct opts *o, int write, struct row *rows)
+{
+    op_fn lib = write ? op_lib_write : op_lib_read, raw = write ? op_raw_write : op_raw_read;
+    op_fn cu = write ? op_cu_h2d : op_cu_d2h;
+    unsigned long iters = write ? o->witers : o->riters;
+    int n = 0;
+
+    for (size_t sz = 1; sz <= o->size; sz <<= 1, n++) {
+        c->n = sz;
+        rows[n].size = sz;
+        measure_latency(lib, c, iters, o->budget_s, &rows[n].lib);
+        measure_latency(raw, c, iters, o->budget_s, &rows[n].raw);
+        if (o->cumemcpy && c->cu)
+            measure_latency(cu, c, iters, o->budget_s, &rows[n].cu);
+    }
+    print_header(write ? "gdr_copy_to_mapping" : "gdr_copy_from_mapping", iters);
+    if (write)
+        printf("WARNING: Measuring the issue overhead as observed by the CPU. Data might not be "
+               "ordered all the way to the GPU internal visibility.\n");
+    for (int i = 0; i < n; i++)
+        print_row(write ? "gdr_copy_to_mapping" : "gdr_copy_from_mapping", rows[i].size, &rows[i].lib);
+    print_header(write ? "raw_copy_to_mapping" : "raw_copy_from_mapping", iters);
+    for (int i = 0; i < n; i++)
+        print_row(write ? "raw_copy_to_mapping" : "raw_copy_from_mapping", rows[i].size, &rows[i].raw);
+    if (o->cumemcpy && c->cu) {
+        print_header(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", iters);
+        for (int i = 0; i < n; i++)
+            print_row(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", rows[i].size, &rows[i].cu);
+    }
+    printf("\n%s summary (p50):\n  Size(B)   vramio(us)   raw(us)   vramio/raw%s\n",
+           write ? "write" : "read", o->cumemcpy && c->cu ? "   cuMemcpy(us)   cuMemcpy/vramio" : "");
+    for (int i = 0; i < n; i++) {
+        printf("  %7zu   %10.4f   %7.4f   %10.3f", rows[i].size, rows[i].lib.p50, rows[i].raw.p50,
+               rows[i].raw.p50 > 0 ? rows[i].lib.p50 / rows[i].raw.p50 : 0);
+        if (o->cumemcpy && c->cu)
+            printf("   %12.4f   %14.1fx", rows[i].cu.p50,
+                   rows[i].lib.p50 > 0 ? rows[i].cu.p50 / rows[i].lib.p50 : 0);
+        printf("\n");
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct ctx c = { 0 };
+    struct tool_map m;
+    struct gm_buf buf;
+    struct json j;
+    struct row wrows[64], rrows[64];
+    int nw, nr;
+    vramio_backend_t be = VRAMIO_BACKEND_NONE;
+
+    parse(argc, argv, &o);
+    if (json_open(&j, o.json))
+        die(prog, "cannot write %s: %s", o.json, strerror(errno));
+    if (bind_cpu(o.cpu))
+        die(prog, "cannot bind to CPU %d", o.cpu);
+    tool_gpu_setup(prog, o.kind, o.gpu, 0);
+    tool_alloc(prog, o.kind, o.size, &buf, 0);
+    if (o.cumemcpy && !gm_kind_is_cuda((enum gm_kind)o.kind))
+        die(prog, "-c needs CUDA memory (-a cuda, vmm-rdma, vmm-fd or vramio)");
+    c.cu = gm_kind_is_cuda((enum gm_kind)o.kind) ? gm_cuda() : NULL;
+    c.src = tool_host_alloc(prog, o.size);
+    c.dst = tool_host_alloc(prog, o.size);
+    memset(c.src, 0xa5, o.size);
+    memset(c.dst, 0, o.size);
+    c.dptr = buf.dptr;
+    tool_map_open(&m, prog, buf.dptr, o.size, o.map_flags, 0);
+    vramio_handle_backend(m.g, m.mh, &be);
+    c.mh = m.mh;
+    c.dev = m.ptr;
+    c.span = o.size;
+    printf("copy kernel: %s, raw reference: %s\n", vramio_copy_kernel(), raw_kernel_name());
+
+    nw = sweep(&c, &o, 1, wrows);
+    nr = sweep(&c, &o, 0, rrows);
+
+    json_str(&j, "tool", "copylat");
+    json_str(&j, "backend", vramio_backend_name(be));
+    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.kind));
+    json_str(&j, "copy_kernel", vramio_copy_kernel());
+    json_str(&j, "raw_kernel", raw_kernel_name());
+    json_str(&j, "unit", "us");
+    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu);
+    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu);
+    if (json_close(&j))
+        die(prog, "writing %s failed", o.json);
+
+    tool_map_close(&m, prog, 0);
+    tool_host_free(c.src);
+    tool_host_free(c.dst);
+    gm_free(&buf);
+    return 0;
+}
