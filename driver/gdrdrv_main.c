@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * gdrdrv_main.c - module init/exit, the /dev/gdrdrv node, open/release, parameters and
+ * /proc/driver/gdrdrv/params.
+ *
+ * The device node is made by the kernel (devtmpfs, then udev), with the mode and group of
+ * the dev_mode and dev_gid parameters. Two ways, chosen at build time by the NVIDIA driver
+ * flavour (GDRDRV_FLAVOUR, see README.md):
+ *  - open (default): a class device whose device_type sets mode and group;
+ *  - proprietary: a misc device (mode only). A module that imports symbols from the
+ *    proprietary nvidia.ko must not use GPL-only kernel exports, and the class-device
+ *    calls are GPL-only. dev_gid is then left to a udev rule.
+ * Every file holds the module (fops.owner), so the module cannot go while a pin exists.
+ */
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/proc_fs.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "gdrdrv.h"
+
+int gdrdrv_dbg_enabled;
+int gdrdrv_info_enabled;
+int gdrdrv_use_persistent_mapping = 1;
+static unsigned int gdrdrv_dev_mode = 0666;
+static unsigned int gdrdrv_dev_gid;
+
+module_param_named(dbg_enabled, gdrdrv_dbg_enabled, int, 0644);
+MODULE_PARM_DESC(dbg_enabled, "log debug messages (rate limited)");
+module_param_named(info_enabled, gdrdrv_info_enabled, int, 0644);
+MODULE_PARM_DESC(info_enabled, "log informational messages (rate limited)");
+module_param_named(use_persistent_mapping, gdrdrv_use_persistent_mapping, int, 0644);
+MODULE_PARM_DESC(use_persistent_mapping,
+		 "1 (default): persistent pins; 0: legacy pins invalidated by a free callback");
+module_param_named(dev_mode, gdrdrv_dev_mode, uint, 0444);
+MODULE_PARM_DESC(dev_mode, "permission bits of /dev/gdrdrv (default 0666)");
+module_param_named(dev_gid, gdrdrv_dev_gid, uint, 0444);
+MODULE_PARM_DESC(dev_gid, "group of /dev/gdrdrv (default 0; open flavour only)");
+
+#ifdef GDRDRV_FLAVOUR_PROPRIETARY
+#define GDRDRV_FLAVOUR_NAME "proprietary"
+#else
+#define GDRDRV_FLAVOUR_NAME "open"
+#endif
+#ifdef GDRDRV_OWN_NV_P2P
+#define GDRDRV_P2P_SOURCE "vramio declarations (driver/nv_p2p.h)"
+#else
+#define GDRDRV_P2P_SOURCE "NVIDIA nv-p2p.h"
+#endif
+
+bool gdrdrv_same_process(const struct gdrdrv_file *gf)
+{
+	return current->mm == gf->mm && current->tgid == gf->tgid;
+}
+
+static int gdrdrv_open(struct inode *inode, struct file *filp)
+{
+	struct gdrdrv_file *gf;
+
+	if (!current->mm)
+		return -EACCES;         /* kernel threads have nothing to map */
+	gf = kzalloc(sizeof(*gf), GFP_KERNEL);
+	if (!gf)
+		return -ENOMEM;
+	/* The mm pointer is kept for identity only (no reference: mmdrop is GPL-only); the
+	 * tgid check keeps a recycled mm_struct from passing for the opener. */
+	gf->mm = current->mm;
+	gf->tgid = current->tgid;
+	gf->mapping = filp->f_mapping;
+	mutex_init(&gf->lock);
+	INIT_LIST_HEAD(&gf->pins);
+	filp->private_data = gf;
+	return 0;
+}
+
+static int gdrdrv_release(struct inode *inode, struct file *filp)
+{
+	struct gdrdrv_file *gf = filp->private_data;
+
+	gdrdrv_pin_release_all(gf);
+	mutex_destroy(&gf->lock);
+	kfree(gf);
+	return 0;
+}
+
+static const struct file_operations gdrdrv_fops = {
+	.owner = THIS_MODULE,
+	.open = gdrdrv_open,
+	.release = gdrdrv_release,
+	.unlocked_ioctl = gdrdrv_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,   /* fixed-width structs: same layout for 32-bit */
+	.mmap = gdrdrv_mmap,
+	.llseek = noop_llseek,
+};
+
+#ifdef GDRDRV_FLAVOUR_PROPRIETARY
+static struct miscdevice gdrdrv_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gdrdrv",
+	.fops = &gdrdrv_fops,
+};
+
+static int gdrdrv_node_create(void)
+{
+	if (gdrdrv_dev_gid)
+		pr_warn("gdrdrv: dev_gid needs the open flavour build; use a udev rule\n");
+	gdrdrv_misc.mode = gdrdrv_dev_mode & 0777;
+	return misc_register(&gdrdrv_misc);
+}
+
+static void gdrdrv_node_destroy(void)
+{
+	misc_deregister(&gdrdrv_misc);
+}
+#else
+static dev_t gdrdrv_devt;
+static struct cdev gdrdrv_cdev;
+static struct device *gdrdrv_device;
+static struct class gdrdrv_class = { .name = "gdrdrv" };
+
+static char *gdrdrv_devnode(GDRDRV_DEVNODE_CONST struct device *dev, umode_t *mode,
+			    kuid_t *uid, kgid_t *gid)
+{
+	if (mode)
+		*mode = gdrdrv_dev_mode & 0777;
+	if (gid)
+		*gid = KGIDT_INIT(gdrdrv_dev_gid);
+	return NULL;                    /* the node is named after the device */
+}
+
+static const struct device_type gdrdrv_device_type = {
+	.name = "gdrdrv",
+	.devnode = gdrdrv_devnode,
+};
+
+static void gdrdrv_device_free(struct device *dev)
+{
+	kfree(dev);
+}
+
+static int gdrdrv_node_create(void)
+{
+	int ret;
+
+	ret = alloc_chrdev_region(&gdrdrv_devt, 0, 1, "gdrdrv");
+	if (ret)
+		return ret;
+	cdev_init(&gdrdrv_cdev, &gdrdrv_fops);
+	gdrdrv_cdev.owner = THIS_MODULE;
+	ret = cdev_add(&gdrdrv_cdev, gdrdrv_devt, 1);
+	if (ret)
+		goto out_region;
+	ret = class_register(&gdrdrv_class);
+	if (ret)
+		goto out_cdev;
+	gdrdrv_device = kzalloc(sizeof(*gdrdrv_device), GFP_KERNEL);
+	if (!gdrdrv_device) {
+		ret = -ENOMEM;
+		goto out_class;
+	}
+	device_initialize(gdrdrv_device);
+	gdrdrv_device->devt = gdrdrv_devt;
+	gdrdrv_device->class = &gdrdrv_class;
+	gdrdrv_device->type = &gdrdrv_device_type;
+	gdrdrv_device->release = gdrdrv_device_free;
+	ret = dev_set_name(gdrdrv_device, "gdrdrv");
+	if (!ret)
+		ret = device_add(gdrdrv_device);
+	if (ret) {
+		put_device(gdrdrv_device);
+		goto out_class;
+	}
+	return 0;
+out_class:
+	class_unregister(&gdrdrv_class);
+out_cdev:
+	cdev_del(&gdrdrv_cdev);
+out_region:
+	unregister_chrdev_region(gdrdrv_devt, 1);
+	return ret;
+}
+
+static void gdrdrv_node_destroy(void)
+{
+	device_unregister(gdrdrv_device);
+	class_unregister(&gdrdrv_class);
+	cdev_del(&gdrdrv_cdev);
+	unregister_chrdev_region(gdrdrv_devt, 1);
+}
+#endif
+
+static struct proc_dir_entry *gdrdrv_proc_dir;
+
+static int gdrdrv_params_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "version: %d.%d\n", GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION);
+	seq_printf(m, "flavour: %s\n", GDRDRV_FLAVOUR_NAME);
+	seq_printf(m, "p2p_interface: %s\n", GDRDRV_P2P_SOURCE);
+	seq_printf(m, "persistent_api: %d\n", GDRDRV_HAVE_PERSISTENT);
+	seq_printf(m, "force_bar1_flag: %d\n", GDRDRV_HAVE_FORCE_BAR1);
+	seq_printf(m, "use_persistent_mapping: %d\n", READ_ONCE(gdrdrv_use_persistent_mapping));
+	seq_printf(m, "dbg_enabled: %d\n", READ_ONCE(gdrdrv_dbg_enabled));
+	seq_printf(m, "info_enabled: %d\n", READ_ONCE(gdrdrv_info_enabled));
+	seq_printf(m, "dev_mode: 0%o\n", gdrdrv_dev_mode & 0777);
+	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
+	seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
+	return 0;
+}
+
+static int __init gdrdrv_init(void)
+{
+	int ret;
+
+	ret = gdrdrv_node_create();
+	if (ret) {
+		pr_err("gdrdrv: cannot create /dev/gdrdrv: %d\n", ret);
+		return ret;
+	}
+	gdrdrv_proc_dir = proc_mkdir("driver/gdrdrv", NULL);
+	if (gdrdrv_proc_dir)
+		proc_create_single("params", 0444, gdrdrv_proc_dir, gdrdrv_params_show);
+	else
+		pr_warn("gdrdrv: cannot create /proc/driver/gdrdrv\n");
+	pr_info("gdrdrv: version %d.%d (%s flavour, %s pins by default)\n",
+		GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION, GDRDRV_FLAVOUR_NAME,
+		gdrdrv_persistent_supported() ? "persistent" : "callback");
+	return 0;
+}
+
+static void __exit gdrdrv_exit(void)
+{
+	proc_remove(gdrdrv_proc_dir);
+	gdrdrv_node_destroy();
+	gdrdrv_pin_module_exit();
+}
+
+module_init(gdrdrv_init);
+module_exit(gdrdrv_exit);
+
+MODULE_AUTHOR("vramio");
+MODULE_DESCRIPTION("gdrdrv: CPU mappings of GPU memory through NVIDIA GPUDirect RDMA (gdrdrv 2.6 ABI)");
+MODULE_LICENSE("Dual MIT/GPL");
+MODULE_VERSION(__stringify(GDRDRV_MAJOR_VERSION) "." __stringify(GDRDRV_MINOR_VERSION));
