@@ -26,7 +26,7 @@ static const char *const api_names[API_COUNT] = {
 struct opts {
     size_t size;
     unsigned long iters, warmup;
-    int gpu, kind;
+    struct common_opts co;
     const char *json;
 };
 
@@ -51,11 +51,9 @@ static void parse(int argc, char **argv, struct opts *o)
     static const struct option longopts[] = {
         { "help", no_argument, NULL, 'h' }, { "json", required_argument, NULL, 'J' }, { 0 },
     };
-    enum gm_kind kind;
-    unsigned long v;
     int c;
 
-    *o = (struct opts){ .size = 4u << 20, .iters = 100, .warmup = 10, .kind = GM_VRAMIO };
+    *o = (struct opts){ .size = 4u << 20, .iters = 100, .warmup = 10, .co = { .kind = GM_VRAMIO } };
     while ((c = getopt_long(argc, argv, "hs:n:w:d:a:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
@@ -63,24 +61,12 @@ static void parse(int argc, char **argv, struct opts *o)
             if (parse_size(optarg, &o->size) || o->size < GPU_PAGE_SIZE)
                 usage_error(prog, "-s needs a size of at least 64K, not '%s'", optarg);
             break;
-        case 'n':
-            if (parse_uint(optarg, 1ul << 24, &o->iters) || !o->iters)
-                usage_error(prog, "-n needs a positive count, not '%s'", optarg);
-            break;
+        case 'n': o->iters = count_opt(prog, c, optarg, 1ul << 24); break;
         case 'w':
             if (parse_uint(optarg, 1ul << 24, &o->warmup))
                 usage_error(prog, "-w needs a count, not '%s'", optarg);
             break;
-        case 'd':
-            if (parse_uint(optarg, 1024, &v))
-                usage_error(prog, "-d needs a GPU ordinal, not '%s'", optarg);
-            o->gpu = (int)v;
-            break;
-        case 'a':
-            if (gm_kind_parse(optarg, &kind))
-                usage_error(prog, "-a: unknown allocation kind '%s' (one of: %s)", optarg, gm_kind_help());
-            o->kind = (int)kind;
-            break;
+        case 'd': case 'a': common_opt(prog, c, optarg, &o->co); break;
         case 'J': o->json = optarg; break;
         default: usage_error(prog, "invalid option");
         }
@@ -134,8 +120,8 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    tool_gpu_setup(prog, o.kind, o.gpu, 0);
-    tool_alloc(prog, o.kind, o.size, &buf, 0);
+    tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
+    tool_alloc(prog, o.co.kind, o.size, &buf, 0);
     for (int k = 0; k < API_COUNT; k++)
         samples[k] = malloc(o.iters * sizeof(double));
     osamp = malloc(o.iters * sizeof(double));
@@ -168,7 +154,7 @@ int main(int argc, char **argv)
 
     json_str(&j, "tool", "apiperf");
     json_str(&j, "backend", vramio_backend_name(be));
-    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.kind));
+    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
     json_str(&j, "unit", "us");
     json_num(&j, "first_gdr_open", first_open);
     json_stats(&j, "gdr_open", &open_st);

@@ -25,7 +25,8 @@ static const char *prog = "gdrcopy_copybw";
 struct opts {
     size_t size, copy, offset;
     unsigned long witers, riters;
-    int sweep, gpu, kind, map_flags, cpu;
+    int sweep;
+    struct common_opts co;
     const char *json;
 };
 
@@ -68,26 +69,15 @@ static void usage(void)
            prog, gm_kind_help());
 }
 
-static unsigned long count_arg(const char *opt, const char *s)
-{
-    unsigned long v;
-
-    if (parse_uint(s, 1ul << 32, &v) || !v)
-        usage_error(prog, "%s needs a positive count, not '%s'", opt, s);
-    return v;
-}
-
 static void parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
         { "help", no_argument, NULL, 'h' }, { "json", required_argument, NULL, 'J' }, { 0 },
     };
-    enum gm_kind kind;
-    unsigned long v;
     int c;
 
-    *o = (struct opts){ .size = 128 << 10, .witers = 10000, .riters = 100, .kind = GM_VRAMIO,
-                        .cpu = -1 };
+    *o = (struct opts){ .size = 128 << 10, .witers = 10000, .riters = 100,
+                        .co = { .kind = GM_VRAMIO, .cpu = -1 } };
     while ((c = getopt_long(argc, argv, "hs:c:o:lw:r:d:a:M:C:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
@@ -104,27 +94,9 @@ static void parse(int argc, char **argv, struct opts *o)
                 usage_error(prog, "-o needs a byte offset, not '%s'", optarg);
             break;
         case 'l': o->sweep = 1; break;
-        case 'w': o->witers = count_arg("-w", optarg); break;
-        case 'r': o->riters = count_arg("-r", optarg); break;
-        case 'd':
-            if (parse_uint(optarg, 1024, &v))
-                usage_error(prog, "-d needs a GPU ordinal, not '%s'", optarg);
-            o->gpu = (int)v;
-            break;
-        case 'a':
-            if (gm_kind_parse(optarg, &kind))
-                usage_error(prog, "-a: unknown allocation kind '%s' (one of: %s)", optarg, gm_kind_help());
-            o->kind = (int)kind;
-            break;
-        case 'M':
-            if (parse_map_flag(optarg, &o->map_flags))
-                usage_error(prog, "-M needs default, wc, cache or device, not '%s'", optarg);
-            break;
-        case 'C':
-            if (parse_uint(optarg, 65535, &v))
-                usage_error(prog, "-C needs a CPU number, not '%s'", optarg);
-            o->cpu = (int)v;
-            break;
+        case 'w': o->witers = count_opt(prog, c, optarg, 1ul << 32); break;
+        case 'r': o->riters = count_opt(prog, c, optarg, 1ul << 32); break;
+        case 'C': case 'd': case 'a': case 'M': common_opt(prog, c, optarg, &o->co); break;
         case 'J': o->json = optarg; break;
         default: usage_error(prog, "invalid option");
         }
@@ -210,16 +182,16 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.cpu))
-        die(prog, "cannot bind to CPU %d", o.cpu);
-    tool_gpu_setup(prog, o.kind, o.gpu, 0);
+    if (bind_cpu(o.co.cpu))
+        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     printf("testing size: %zu\n", o.size);
-    tool_alloc(prog, o.kind, o.size, &buf, 0);
-    c.cu = gm_kind_is_cuda((enum gm_kind)o.kind) ? gm_cuda() : NULL;
+    tool_alloc(prog, o.co.kind, o.size, &buf, 0);
+    c.cu = gm_kind_is_cuda((enum gm_kind)o.co.kind) ? gm_cuda() : NULL;
     c.host = tool_host_alloc(prog, o.size);
     memset(c.host, 0x3c, o.size);
     c.dptr = buf.dptr + o.offset;
-    tool_map_open(&m, prog, buf.dptr, o.size, o.map_flags, 0);
+    tool_map_open(&m, prog, buf.dptr, o.size, o.co.map_flags, 0);
     vramio_handle_backend(m.g, m.mh, &be);
     c.mh = m.mh;
     c.dev = m.ptr + o.offset;
@@ -234,7 +206,7 @@ int main(int argc, char **argv)
 
     json_str(&j, "tool", "copybw");
     json_str(&j, "backend", vramio_backend_name(be));
-    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.kind));
+    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "MiB/s");

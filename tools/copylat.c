@@ -28,7 +28,8 @@ static const char *prog = "gdrcopy_copylat";
 struct opts {
     size_t size;
     unsigned long witers, riters;
-    int cumemcpy, cpu, gpu, kind, map_flags;
+    int cumemcpy;
+    struct common_opts co;
     double budget_s;
     const char *json;
 };
@@ -129,12 +130,10 @@ static void parse(int argc, char **argv, struct opts *o)
         { "help", no_argument, NULL, 'h' }, { "json", required_argument, NULL, 'J' },
         { "budget", required_argument, NULL, 'B' }, { 0 },
     };
-    enum gm_kind kind;
-    unsigned long v;
     int c;
 
-    *o = (struct opts){ .size = 16u << 20, .witers = 10000, .riters = 100, .cpu = -1,
-                        .kind = GM_VRAMIO, .budget_s = 0.5 };
+    *o = (struct opts){ .size = 16u << 20, .witers = 10000, .riters = 100,
+                        .co = { .cpu = -1, .kind = GM_VRAMIO }, .budget_s = 0.5 };
     while ((c = getopt_long(argc, argv, "hs:w:r:cC:d:a:M:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
@@ -142,34 +141,10 @@ static void parse(int argc, char **argv, struct opts *o)
             if (parse_size(optarg, &o->size) || o->size == 0)
                 usage_error(prog, "-s needs a size such as 4096 or 16M, not '%s'", optarg);
             break;
-        case 'w':
-            if (parse_uint(optarg, 1ul << 32, &o->witers) || !o->witers)
-                usage_error(prog, "-w needs a positive count, not '%s'", optarg);
-            break;
-        case 'r':
-            if (parse_uint(optarg, 1ul << 32, &o->riters) || !o->riters)
-                usage_error(prog, "-r needs a positive count, not '%s'", optarg);
-            break;
+        case 'w': o->witers = count_opt(prog, c, optarg, 1ul << 32); break;
+        case 'r': o->riters = count_opt(prog, c, optarg, 1ul << 32); break;
         case 'c': o->cumemcpy = 1; break;
-        case 'C':
-            if (parse_uint(optarg, 65535, &v))
-                usage_error(prog, "-C needs a CPU number, not '%s'", optarg);
-            o->cpu = (int)v;
-            break;
-        case 'd':
-            if (parse_uint(optarg, 1024, &v))
-                usage_error(prog, "-d needs a GPU ordinal, not '%s'", optarg);
-            o->gpu = (int)v;
-            break;
-        case 'a':
-            if (gm_kind_parse(optarg, &kind))
-                usage_error(prog, "-a: unknown allocation kind '%s' (one of: %s)", optarg, gm_kind_help());
-            o->kind = (int)kind;
-            break;
-        case 'M':
-            if (parse_map_flag(optarg, &o->map_flags))
-                usage_error(prog, "-M needs default, wc, cache or device, not '%s'", optarg);
-            break;
+        case 'C': case 'd': case 'a': case 'M': common_opt(prog, c, optarg, &o->co); break;
         case 'J': o->json = optarg; break;
         case 'B':
             o->budget_s = strtod(optarg, NULL);
@@ -272,19 +247,19 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.cpu))
-        die(prog, "cannot bind to CPU %d", o.cpu);
-    tool_gpu_setup(prog, o.kind, o.gpu, 0);
-    tool_alloc(prog, o.kind, o.size, &buf, 0);
-    if (o.cumemcpy && !gm_kind_is_cuda((enum gm_kind)o.kind))
+    if (bind_cpu(o.co.cpu))
+        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
+    tool_alloc(prog, o.co.kind, o.size, &buf, 0);
+    if (o.cumemcpy && !gm_kind_is_cuda((enum gm_kind)o.co.kind))
         die(prog, "-c needs CUDA memory (-a cuda, vmm-rdma, vmm-fd or vramio)");
-    c.cu = gm_kind_is_cuda((enum gm_kind)o.kind) ? gm_cuda() : NULL;
+    c.cu = gm_kind_is_cuda((enum gm_kind)o.co.kind) ? gm_cuda() : NULL;
     c.src = tool_host_alloc(prog, o.size);
     c.dst = tool_host_alloc(prog, o.size);
     memset(c.src, 0xa5, o.size);
     memset(c.dst, 0, o.size);
     c.dptr = buf.dptr;
-    tool_map_open(&m, prog, buf.dptr, o.size, o.map_flags, 0);
+    tool_map_open(&m, prog, buf.dptr, o.size, o.co.map_flags, 0);
     vramio_handle_backend(m.g, m.mh, &be);
     c.mh = m.mh;
     c.dev = m.ptr;
@@ -296,7 +271,7 @@ int main(int argc, char **argv)
 
     json_str(&j, "tool", "copylat");
     json_str(&j, "backend", vramio_backend_name(be));
-    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.kind));
+    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "us");

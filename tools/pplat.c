@@ -34,7 +34,8 @@ enum { MODE_GDR = 1, MODE_RAWMAP = 2, MODE_HOST = 4, MODE_ALL = 7 };
 
 struct opts {
     unsigned long iters, timeout_s, size, blocks, threads, delay_ns;
-    int mode, kind, cpu, gpu, debug;
+    int mode;
+    struct common_opts co;
     const char *json;
 };
 
@@ -75,11 +76,10 @@ static void parse(int argc, char **argv, struct opts *o)
     static const struct option longopts[] = {
         { "help", no_argument, NULL, 'h' }, { "json", required_argument, NULL, 'J' }, { 0 },
     };
-    enum gm_kind kind;
     int c;
 
     *o = (struct opts){ .iters = 10000, .timeout_s = 10, .size = 4, .blocks = 1, .threads = 1,
-                        .mode = MODE_ALL, .kind = GM_VRAMIO, .cpu = -1 };
+                        .mode = MODE_ALL, .co = { .kind = GM_VRAMIO, .cpu = -1 } };
     while ((c = getopt_long(argc, argv, "ht:u:s:B:T:m:G:C:D:d:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
@@ -96,13 +96,12 @@ static void parse(int argc, char **argv, struct opts *o)
             else usage_error(prog, "-m needs gdr, rawmap, host or all, not '%s'", optarg);
             break;
         case 'G':
-            if (gm_kind_parse(optarg, &kind) || kind == GM_EMU)
-                usage_error(prog, "-G: '%s' is not a CUDA allocation kind (%s)", optarg, gm_kind_help());
-            o->kind = (int)kind;
+            common_opt(prog, 'a', optarg, &o->co);
+            if (!gm_kind_is_cuda((enum gm_kind)o->co.kind))
+                usage_error(prog, "-G: '%s' is not a CUDA allocation kind", optarg);
             break;
-        case 'C': o->cpu = (int)num_arg("-C", optarg, 0, 65535); break;
+        case 'C': case 'd': common_opt(prog, c, optarg, &o->co); break;
         case 'D': o->delay_ns = num_arg("-D", optarg, 0, 1000000000); break;
-        case 'd': o->gpu = (int)num_arg("-d", optarg, 0, 1024); break;
         case 'J': o->json = optarg; break;
         default: usage_error(prog, "invalid option");
         }
@@ -220,9 +219,9 @@ int main(int argc, char **argv)
     }
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.cpu))
-        die(prog, "cannot bind to CPU %d", o.cpu);
-    tool_gpu_setup(prog, o.kind, o.gpu, 0);
+    if (bind_cpu(o.co.cpu))
+        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     pp.cu = gm_cuda();
     pp.cx = cudax_load(why, sizeof(why));
     if (!pp.cx)
@@ -240,7 +239,7 @@ int main(int argc, char **argv)
     cu_check(pp.cu->cuMemHostGetDevicePointer(&hreq_dev, hreq, 0), "cuMemHostGetDevicePointer");
     memset(hreq, 0, 4096);
 
-    tool_alloc(prog, o.kind, GPU_PAGE_SIZE, &buf, 0);
+    tool_alloc(prog, o.co.kind, GPU_PAGE_SIZE, &buf, 0);
     cu_check(pp.cu->cuMemsetD8((CUdeviceptr)buf.dptr, 0, GPU_PAGE_SIZE), "cuMemsetD8");
     cu_check(pp.cu->cuCtxSynchronize(), "cuCtxSynchronize");
     tool_map_open(&m, prog, buf.dptr, GPU_PAGE_SIZE, GDR_MAP_FLAG_DEFAULT, 0);
@@ -255,7 +254,7 @@ int main(int argc, char **argv)
     memset(st, 0, sizeof(st));
     json_str(&j, "tool", "pplat");
     json_str(&j, "backend", vramio_backend_name(be));
-    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.kind));
+    json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
     json_str(&j, "unit", "us");
     json_int(&j, "size", (long long)o.size);
     /* The flag is the last 4 bytes of the message: the kernel polls there. */

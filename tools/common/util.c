@@ -258,3 +258,42 @@ void tool_host_free(void *p)
     if (!cu || cu->cuMemFreeHost(p) != CUDA_SUCCESS)
         free(p);
 }
+
+void common_opt(const char *prog, int c, const char *arg, struct common_opts *co)
+{
+    enum gm_kind kind;
+    unsigned long v;
+
+    switch (c) {
+    case 'd':
+        if (parse_uint(arg, 1024, &v))
+            usage_error(prog, "-d needs a GPU ordinal, not '%s'", arg);
+        co->gpu = (int)v;
+        break;
+    case 'a':
+        if (gm_kind_parse(arg, &kind))
+            usage_error(prog, "unknown allocation kind '%s' (one of: %s)", arg, gm_kind_help());
+        co->kind = (int)kind;
+        break;
+    case 'M':
+        if (parse_map_flag(arg, &co->map_flags))
+            usage_error(prog, "-M needs default, wc, cache or device, not '%s'", arg);
+        break;
+    case 'C':
+        if (parse_uint(arg, 65535, &v))
+            usage_error(prog, "-C needs a CPU number, not '%s'", arg);
+        co->cpu = (int)v;
+        break;
+    default:
+        usage_error(prog, "invalid option");
+    }
+}
+
+unsigned long count_opt(const char *prog, int c, const char *arg, unsigned long max)
+{
+    unsigned long v;
+
+    if (parse_uint(arg, max, &v) || v == 0)
+        usage_error(prog, "-%c needs a positive count, not '%s'", c, arg);
+    return v;
+}

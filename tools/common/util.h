@@ -66,4 +66,17 @@ void tool_alloc(const char *prog, int kind, size_t size, struct gm_buf *buf, int
 void *tool_host_alloc(const char *prog, size_t size);
 void tool_host_free(void *p);
 
+/* The options the benchmarks share. */
+struct common_opts {
+    int gpu;        /* -d */
+    int kind;       /* -a (pplat: -G), an enum gm_kind */
+    int map_flags;  /* -M */
+    int cpu;        /* -C, -1 = not bound */
+    unsigned long count; /* scratch for count options */
+};
+/* Parse option letter c ('d', 'a', 'M' or 'C') into co; usage error on a bad value. */
+void common_opt(const char *prog, int c, const char *arg, struct common_opts *co);
+/* A positive count option (-w, -r, -n, ...) up to max; usage error otherwise. */
+unsigned long count_opt(const char *prog, int c, const char *arg, unsigned long max);
+
 #endif /* TOOLS_UTIL_H */
