@@ -4,14 +4,15 @@
  *
  * The environment is read once, on the first message, under pthread_once: getenv is not safe
  * against a concurrent setenv, and a level that changed halfway through a run would make logs
- * hard to trust. Each line is formatted into a local buffer and written with one call so that
- * lines from several threads do not interleave.
+ * hard to trust. Each line is formatted into a local buffer and written with one write(2) so
+ * that lines from several threads do not interleave.
  */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "log.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -65,6 +66,11 @@ void vr_log(enum vr_log_level level, const char *fmt, ...)
     va_end(ap);
     n = (int)strlen(line);
     while (n > 0 && line[n - 1] == '\n')
-        line[--n] = '\0';
-    fprintf(stderr, "%s\n", line);
+        n--;
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    /* One write(2) per line: atomic for a pipe up to PIPE_BUF bytes, whole in a terminal. */
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        return; /* nowhere left to report it */
 }

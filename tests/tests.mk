@@ -55,3 +55,7 @@ check: all tests
 # The fast loop while developing: normal build only.
 check-unit: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS)
+
+# GPU-only programs (tests/gpu): built by "make gpu-tests", never run by "make check".
+-include tests/gpu/gpu.mk
+-include tests/bench/bench.mk
