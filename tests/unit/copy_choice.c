@@ -68,6 +68,8 @@ static void policy(void)
 #endif
 }
 
+#define CHILD_NO_EXEC 2   /* this program could not be run again (e.g. under qemu-user) */
+
 /* Runs this program with GDRCOPY_COPY_KERNEL=value (unset if NULL); reads "NAME WARNINGS". */
 static int child_choice(const char *value, char name[64], int *warnings)
 {
@@ -95,6 +97,8 @@ static int child_choice(const char *value, char name[64], int *warnings)
     got = read(fds[0], line, sizeof(line) - 1);
     close(fds[0]);
     waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        return CHILD_NO_EXEC;
     if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
     line[got] = '\0';
@@ -104,9 +108,13 @@ static int child_choice(const char *value, char name[64], int *warnings)
 static void expect_env(const char *test, const char *value, const char *want, int warns)
 {
     char name[64], why[200];
-    int warnings = 0;
+    int warnings = 0, rc = child_choice(value, name, &warnings);
 
-    if (child_choice(value, name, &warnings)) {
+    if (rc == CHILD_NO_EXEC) {
+        printf("skip copy_choice/%s: cannot run /proc/self/exe again here\n", test);
+        return;
+    }
+    if (rc) {
         result(0, test, "the child did not report");
         return;
     }
