@@ -89,11 +89,6 @@ __attribute__((constructor)) static void vr_copy_init(void)
     vr_dbg("copy kernel: %s", active->name);
 }
 
-const struct vr_copy_kernel *vr_copy_active(void)
-{
-    return active;
-}
-
 const char *vr_copy_kernel_name(void)
 {
     return active->name;

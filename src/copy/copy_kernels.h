@@ -67,9 +67,6 @@ int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features);
  * first usable kernel in table order; an unusable or unknown name is logged (vr_warn). */
 const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced);
 
-/* The kernel chosen for this process (set once by a constructor before main). */
-const struct vr_copy_kernel *vr_copy_active(void);
-
 /* vr_copy_to/from_mapping with an explicit kernel. */
 void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
                              void *dst, const void *src, size_t n);

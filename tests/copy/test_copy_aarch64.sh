@@ -6,8 +6,8 @@
 # Skips without the cross compiler or the emulator (.ci/packages.d/copy.txt installs both).
 set -u
 cc=aarch64-linux-gnu-gcc
-command -v "$cc" >/dev/null || { echo "no $cc (Debian package gcc-aarch64-linux-gnu)"; exit 77; }
-command -v qemu-aarch64 >/dev/null || { echo "no qemu-aarch64 (Debian package qemu-user)"; exit 77; }
+command -v "$cc" >/dev/null || { echo "no $cc (Debian: gcc-aarch64-linux-gnu)"; exit 77; }
+command -v qemu-aarch64 >/dev/null || { echo "no qemu-aarch64 (Debian: qemu-user)"; exit 77; }
 
 out=${BUILD:-build}/aarch64
 tests="copy_choice copy_guardpage copy_matrix"
