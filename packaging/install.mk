@@ -10,7 +10,8 @@
 #
 # Every path follows the GNU names so that distribution builds can pass their own
 # (debian/rules passes libdir=/usr/lib/<multiarch>, udevrulesdir=/lib/udev/rules.d).
-# The version comes from the top Makefile only: gdrapi.pc and dkms.conf are generated from it.
+# The version comes from the top Makefile only: gdrapi.pc (here) and dkms.conf (driver/driver.mk)
+# are generated from it.
 
 PREFIX      ?= /usr/local
 prefix      ?= $(PREFIX)
@@ -21,10 +22,10 @@ includedir  ?= $(prefix)/include
 datarootdir ?= $(prefix)/share
 mandir      ?= $(datarootdir)/man
 man1dir     ?= $(mandir)/man1
-pkgconfigdir?= $(libdir)/pkgconfig
+pkgconfigdir ?= $(libdir)/pkgconfig
 # Module files live where the kernel tools look, whatever PREFIX is.
 dkmssrcdir  ?= /usr/src/gdrdrv-$(VERSION)
-udevrulesdir?= /etc/udev/rules.d
+udevrulesdir ?= /etc/udev/rules.d
 modprobedir ?= /etc/modprobe.d
 
 INSTALL      ?= install
@@ -32,9 +33,6 @@ INSTALL_TOOLS := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf g
                  gdrcopy_info
 PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
 PC_FILE      := $(BUILD)/pkgconfig/gdrapi.pc
-DKMS_CONF    := $(BUILD)/dkms/dkms.conf
-# The driver's dkms.conf when the module has one, else the packaging default.
-DKMS_CONF_IN := $(firstword $(wildcard driver/dkms.conf) packaging/dkms/dkms.conf)
 
 .PHONY: install uninstall install-dkms uninstall-dkms
 
@@ -44,10 +42,6 @@ $(PC_FILE): packaging/gdrapi.pc.in FORCE
 	@mkdir -p $(dir $@)
 	sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
 	    -e 's|@includedir@|$(includedir)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
-
-$(DKMS_CONF): $(DKMS_CONF_IN) FORCE
-	@mkdir -p $(dir $@)
-	sed -e 's|#MODULE_VERSION#|$(VERSION)|g' $< > $@
 
 .PHONY: FORCE
 FORCE:
@@ -73,16 +67,14 @@ uninstall:
 	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(INSTALL_TOOLS))
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
-# The module source as DKMS wants it: the kbuild files and headers of driver/, never build
-# outputs (the working tree may hold some).
-DKMS_SRC_FILES = $(filter-out %.mod.c,$(wildcard driver/*.c driver/*.h driver/Makefile \
-                   driver/Kbuild)) $(wildcard driver/uapi/*.h)
+# The module source tree as DKMS takes it, with its dkms.conf: made by driver/driver.mk
+# (dkms-source), which owns the list of module files and fills in the version.
+DKMS_TREE = $(BUILD)/dkms/gdrdrv-$(VERSION)
 
-install-dkms: $(DKMS_CONF)
-	$(INSTALL) -d $(DESTDIR)$(dkmssrcdir)/uapi $(DESTDIR)$(udevrulesdir) $(DESTDIR)$(modprobedir)
-	$(INSTALL) -m 644 $(filter-out driver/uapi/%,$(DKMS_SRC_FILES)) $(DESTDIR)$(dkmssrcdir)/
-	$(INSTALL) -m 644 $(filter driver/uapi/%,$(DKMS_SRC_FILES)) $(DESTDIR)$(dkmssrcdir)/uapi/
-	$(INSTALL) -m 644 $(DKMS_CONF) $(DESTDIR)$(dkmssrcdir)/dkms.conf
+install-dkms: dkms-source
+	$(INSTALL) -d $(DESTDIR)$(dkmssrcdir) $(DESTDIR)$(udevrulesdir) $(DESTDIR)$(modprobedir)
+	cp -R $(DKMS_TREE)/. $(DESTDIR)$(dkmssrcdir)/
+	chmod -R u=rwX,go=rX $(DESTDIR)$(dkmssrcdir)
 	$(INSTALL) -m 644 packaging/udev/60-gdrdrv.rules $(DESTDIR)$(udevrulesdir)/
 	$(INSTALL) -m 644 packaging/modprobe/gdrdrv.conf $(DESTDIR)$(modprobedir)/
 

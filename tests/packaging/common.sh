@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# tests/packaging/common.sh - sourced by the packaging tests: result lines in the format of
+# tests/run.sh, the project's version, and a clean clone of the committed tree.
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$REPO/tests/packaging
+
+ok()     { echo "ok $1"; }
+not_ok() { echo "not ok $1: $2"; FAILED=1; }
+skip()   { echo "skip $1: $2"; }
+FAILED=0
+
+# The one version source: the top Makefile.
+project_version() {
+    local maj min
+    maj=$(sed -n 's/^VERSION_MAJOR *:= *//p' "$REPO/Makefile")
+    min=$(sed -n 's/^VERSION_MINOR *:= *//p' "$REPO/Makefile")
+    echo "$maj.$min"
+}
+
+# clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.
+clean_clone() {
+    git clone -q --no-hardlinks "$REPO" "$1" 2>&1
+}
+
+# The ABI of Debian's default kernel headers (linux-headers-<arch>) (never uname -r: the running kernel is not the
+# one whose headers are installed).
+debian_headers_abi() {
+    dpkg-query -W -f='${Depends}' "linux-headers-$(dpkg --print-architecture)" 2>/dev/null |
+        grep -o 'linux-headers-[^ ,]*' | head -n 1 | sed 's/^linux-headers-//'
+}

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/packaging/test_deb.sh - the Debian packages, as a user gets them: built with
+# dpkg-buildpackage from a clean clone of HEAD, checked by lintian, installed with dpkg, used
+# (pkg-config, a compiled client, dlopen by both names, the tools, a DKMS build of gdrdrv against
+# Debian's kernel headers), then purged, after which nothing they installed may remain.
+# Needs root and the packages of .ci/packages.d/packaging.txt; installs and purges packages.
+set -u
+. "$(dirname "$0")/common.sh"
+
+PKGS="libgdrapi2 libgdrapi-dev gdrcopy-tools gdrdrv-dkms"
+[ "$(id -u)" = 0 ] || { echo "needs root: it installs and purges the packages it builds"; exit 77; }
+for t in dpkg-buildpackage dh dh_dkms dkms lintian git pkg-config; do
+    command -v "$t" >/dev/null || { echo "$t is missing (see .ci/packages.d/packaging.txt)"; exit 77; }
+done
+for p in $PKGS; do
+    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed; then
+        echo "$p is already installed here; this test installs and purges its own build"; exit 77
+    fi
+done
+[ ! -e /var/lib/dkms/gdrdrv ] || { echo "gdrdrv is already known to DKMS here; not touching it"; exit 77; }
+
+VERSION=$(project_version)
+MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+work=$(mktemp -d /tmp/vramio-deb.XXXXXX)
+installed=0
+
+cleanup() {
+    if [ "$installed" = 1 ]; then
+        dpkg --purge $PKGS $(cat "$work/pulled" 2>/dev/null) >"$work/purge.log" 2>&1 ||
+            { echo "purge at exit failed:"; tail -n 20 "$work/purge.log"; }
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- build -------------------------------------------------------------------------------
+if ! clean_clone "$work/vramio" >"$work/clone.log"; then
+    not_ok deb-build "git clone failed: $(tail -n 3 "$work/clone.log")"; exit 1
+fi
+(cd "$work/vramio" && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc) \
+    >"$work/build.log" 2>&1
+rc=$?
+debs=()
+for p in $PKGS; do
+    f=$(ls "$work"/${p}_"$VERSION"_*.deb 2>/dev/null | head -n 1)
+    [ -n "$f" ] && debs+=("$f")
+done
+if [ $rc -ne 0 ] || [ ${#debs[@]} -ne 4 ]; then
+    not_ok deb-build "dpkg-buildpackage exit $rc, ${#debs[@]} of 4 packages"
+    tail -n 40 "$work/build.log"; exit 1
+fi
+ok deb-build
+# dpkg-gensymbols prints a diff when the exported symbols and debian/libgdrapi2.symbols differ.
+if grep -q 'dpkg-gensymbols: warning' "$work/build.log"; then
+    not_ok deb-symbols "the library's symbols differ from debian/libgdrapi2.symbols"
+    grep -A 30 'dpkg-gensymbols: warning' "$work/build.log" | head -n 40
+else
+    ok deb-symbols
+fi
+
+# ---- lintian -----------------------------------------------------------------------------
+lintian --tag-display-limit 0 "$work"/vramio_"$VERSION"_*.changes >"$work/lintian.log" 2>&1
+if grep -q '^E: ' "$work/lintian.log"; then
+    not_ok lintian "$(grep -c '^E: ' "$work/lintian.log") errors"; grep '^E: ' "$work/lintian.log"
+else
+    ok lintian
+    grep '^W: ' "$work/lintian.log" | sed 's/^/  lintian /'
+fi
+
+# ---- no mknod anywhere in what is shipped (the kernel creates /dev/gdrdrv) ---------------
+mkdir -p "$work/unpacked"
+for d in "${debs[@]}"; do
+    dpkg-deb -R "$d" "$work/unpacked/$(basename "$d" .deb)"
+done
+if grep -rlw mknod "$work/unpacked" >"$work/mknod.txt"; then
+    not_ok no-mknod "found in $(tr '\n' ' ' <"$work/mknod.txt")"
+else
+    ok no-mknod
+fi
+
+# ---- install -----------------------------------------------------------------------------
+dpkg-query -W -f='${Package}\n' | sort >"$work/before"
+# The packages' directories, and which of them exist already (those stay after the purge).
+for u in "$work"/unpacked/*; do (cd "$u" && find . -mindepth 1 -type d ! -path './DEBIAN*'); done |
+    sed 's|^\.||' | sort -u >"$work/pkg-dirs"
+while read -r d; do [ -d "$d" ] && echo "$d"; done <"$work/pkg-dirs" >"$work/dirs-before"
+installed=1
+if ! dpkg -i "${debs[@]}" >"$work/install.log" 2>&1; then
+    # Missing dependencies: let apt bring them, as a user would.
+    DEBIAN_FRONTEND=noninteractive apt-get -f install -y -qq >>"$work/install.log" 2>&1
+fi
+dpkg-query -W -f='${Package}\n' | sort >"$work/after"
+comm -13 "$work/before" "$work/after" | grep -vxF -f <(tr ' ' '\n' <<<"$PKGS") >"$work/pulled"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    not_ok deb-install "not installed:$missing"; tail -n 30 "$work/install.log"; exit 1
+fi
+ok deb-install
+for p in $PKGS; do dpkg -L "$p"; done | sort -u >"$work/files"
+
+# ---- pkg-config, a client built against the installed header, dlopen by both names -------
+pc=$(pkg-config --cflags --libs gdrapi 2>&1)
+pcver=$(pkg-config --modversion gdrapi 2>&1)
+if [ "$pcver" = "$VERSION" ] && grep -qw -- -lgdrapi <<<"$pc"; then
+    ok pkg-config
+else
+    not_ok pkg-config "cflags/libs '$pc', version '$pcver' (expected $VERSION)"
+fi
+
+cc=${CC:-cc}
+if $cc -Wall -Wextra -Werror -o "$work/use_gdrapi" "$HERE/use_gdrapi.c" \
+        $(pkg-config --cflags --libs gdrapi) >"$work/cc.log" 2>&1; then
+    lib=$(readlink -f "$(ldd "$work/use_gdrapi" | awk '/libgdrapi/ {print $3}')")
+    out=$(env -u LD_LIBRARY_PATH "$work/use_gdrapi" 2>&1); rc=$?
+    if [ $rc -eq 0 ] && [ "$lib" = "$(readlink -f "/usr/lib/$MA/libgdrapi.so.2")" ]; then
+        ok installed-client; echo "  $(tail -n 1 <<<"$out")"
+    else
+        not_ok installed-client "exit $rc, library '$lib': $out"
+    fi
+else
+    not_ok installed-client "does not compile against the installed header: $(head -c 600 "$work/cc.log")"
+fi
+
+if $cc -Wall -Wextra -Werror -o "$work/dlopen_gdrapi" "$HERE/dlopen_gdrapi.c" -ldl \
+        >"$work/cc2.log" 2>&1; then
+    out=$(env -u LD_LIBRARY_PATH "$work/dlopen_gdrapi" libgdrapi.so libgdrapi.so.2 2>&1) &&
+        ok dlopen-both-names || not_ok dlopen-both-names "$out"
+else
+    not_ok dlopen-both-names "$(head -c 600 "$work/cc2.log")"
+fi
+
+# ---- the tools: on PATH, each with its man page, runnable --------------------------------
+bad=""
+for t in gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info; do
+    [ -x "/usr/bin/$t" ] || bad="$bad $t(binary)"
+    man -w "$t" >/dev/null 2>&1 || bad="$bad $t(man page)"
+done
+[ -z "$bad" ] && ok tools-installed || not_ok tools-installed "missing:$bad"
+out=$(env -u LD_LIBRARY_PATH timeout 60 gdrcopy_info 2>&1); rc=$?
+# Without a GPU it reports why nothing is usable; it must not crash or hang.
+if [ $rc -lt 124 ] && [ -n "$out" ]; then ok tools-run; else not_ok tools-run "gdrcopy_info exit $rc: $out"; fi
+
+# ---- the module: DKMS build for Debian's kernel headers, udev rule, modprobe.d ------------
+abi=$(debian_headers_abi)
+if [ -z "$abi" ] || [ ! -d "/usr/lib/modules/$abi/build" ]; then
+    skip dkms-build "linux-headers-$(dpkg --print-architecture) is not installed"
+else
+    dkms build -m gdrdrv -v "$VERSION" -k "$abi" --force >"$work/dkms.log" 2>&1; rc=$?
+    ko=$(find "/var/lib/dkms/gdrdrv/$VERSION/$abi" -name 'gdrdrv.ko*' 2>/dev/null | head -n 1)
+    magic=$( [ -n "$ko" ] && modinfo -F vermagic "$ko" 2>/dev/null)
+    if [ $rc -eq 0 ] && [ "${magic%% *}" = "$abi" ]; then
+        ok "dkms-build ($abi)"
+    else
+        not_ok "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic'"
+        grep -v '^$' "$work/dkms.log" | tail -n 15
+        log=$(ls /var/lib/dkms/gdrdrv/"$VERSION"/build/make.log 2>/dev/null) && tail -n 25 "$log"
+    fi
+    # The package's postinst installed it for this kernel: modprobe must find it there.
+    dep=$(modprobe -S "$abi" --show-depends gdrdrv 2>&1)
+    grep -q "/updates/dkms/gdrdrv.ko" <<<"$dep" && ok modprobe-finds-module ||
+        not_ok modprobe-finds-module "$dep"
+fi
+rule=/lib/udev/rules.d/60-gdrdrv.rules
+if grep -E '^KERNEL=="gdrdrv"' "$rule" 2>/dev/null | grep 'MODE="0660"' | grep -q 'GROUP="video"'; then
+    ok udev-rule
+else
+    not_ok udev-rule "$rule does not give /dev/gdrdrv mode 0660 group video"
+fi
+conf=$(modprobe -c 2>/dev/null)
+grep -qx 'softdep gdrdrv pre: nvidia' <<<"$conf" && grep -qx 'options gdrdrv dev_mode=0660' <<<"$conf" &&
+    ok modprobe-conf || not_ok modprobe-conf "modprobe does not read /etc/modprobe.d/gdrdrv.conf"
+
+# ---- purge: everything the packages installed is gone -----------------------------------
+dpkg --purge $PKGS >"$work/purge.log" 2>&1; rc=$?
+installed=0
+left=""
+while read -r f; do
+    [ "$f" = "/." ] && continue
+    if grep -qxF "$f" "$work/pkg-dirs"; then
+        # A directory must go when the packages created it.
+        [ -d "$f" ] && ! grep -qxF "$f" "$work/dirs-before" && left="$left $f/"
+    elif [ -e "$f" ] || [ -L "$f" ]; then
+        left="$left $f"
+    fi
+done <"$work/files"
+for d in /var/lib/dkms/gdrdrv /usr/src/gdrdrv-"$VERSION"; do [ -e "$d" ] && left="$left $d"; done
+left="$left $(find /lib/modules/ -name 'gdrdrv.ko*' 2>/dev/null | tr '\n' ' ')"
+left=$(echo $left)
+if [ $rc -ne 0 ]; then
+    not_ok deb-purge "dpkg --purge exit $rc: $(tail -n 5 "$work/purge.log")"
+elif [ -n "$left" ]; then
+    not_ok deb-purge "left behind: $left"
+else
+    ok deb-purge
+fi
+if [ -s "$work/pulled" ]; then
+    dpkg --purge $(cat "$work/pulled") >/dev/null 2>&1
+fi
+exit $FAILED

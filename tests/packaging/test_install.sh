@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/packaging/test_install.sh - 'make install' honours PREFIX, DESTDIR and libdir, installs
+# a usable library (a client builds with its gdrapi.pc and runs), and 'make uninstall' removes
+# every file it installed; the same for 'make install-dkms' / 'uninstall-dkms'. Works in
+# staging directories only, as any user.
+set -u
+. "$(dirname "$0")/common.sh"
+
+BUILD=${BUILD:-build}
+VERSION=$(project_version)
+TOOLS="gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info"
+work=$(mktemp -d /tmp/vramio-install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# Run the project's make as a user would, not as a child of the 'make check' that runs us.
+pmake() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$REPO" -s BUILD="$BUILD" "$@"; }
+
+# left_in DIR: files and links under DIR (directories do not count).
+left_in() { find "$1" ! -type d | sed "s|^$1||" | tr '\n' ' '; }
+
+# check_install NAME DESTDIR PREFIX LIBDIR [make variables]
+check_install() {
+    local name=$1 d=$2 prefix=$3 libdir=$4; shift 4
+    if ! pmake install DESTDIR="$d" "$@" >"$work/$name.log" 2>&1; then
+        not_ok "$name" "make install failed: $(tail -n 5 "$work/$name.log")"; return
+    fi
+    local miss="" f
+    for f in "$libdir/libgdrapi.so.$VERSION" "$prefix/include/gdrapi.h" \
+             "$prefix/include/gdrconfig.h" "$prefix/include/vramio.h" "$libdir/pkgconfig/gdrapi.pc"; do
+        [ -f "$d$f" ] || miss="$miss $f"
+    done
+    for f in $TOOLS; do
+        [ -x "$d$prefix/bin/$f" ] || miss="$miss $prefix/bin/$f"
+        [ -f "$d$prefix/share/man/man1/$f.1" ] || miss="$miss $prefix/share/man/man1/$f.1"
+    done
+    [ "$(readlink "$d$libdir/libgdrapi.so.2")" = "libgdrapi.so.$VERSION" ] || miss="$miss libgdrapi.so.2->"
+    [ "$(readlink "$d$libdir/libgdrapi.so")" = "libgdrapi.so.2" ] || miss="$miss libgdrapi.so->"
+    [ -z "$miss" ] || { not_ok "$name" "missing or wrong:$miss"; return; }
+
+    # The .pc names the final paths (not DESTDIR); pkg-config's sysroot maps them to the stage.
+    local pc=$d$libdir/pkgconfig/gdrapi.pc
+    if ! grep -qx "prefix=$prefix" "$pc" || ! grep -qx "libdir=$libdir" "$pc" ||
+       ! grep -qx "Version: $VERSION" "$pc"; then
+        not_ok "$name" "gdrapi.pc: $(tr '\n' ' ' <"$pc")"; return
+    fi
+    local flags
+    flags=$(PKG_CONFIG_PATH=$d$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$d \
+            pkg-config --cflags --libs gdrapi)
+    if ! ${CC:-cc} -Wall -Wextra -Werror -o "$work/client" "$HERE/use_gdrapi.c" $flags \
+            >"$work/$name.cc.log" 2>&1; then
+        not_ok "$name" "client does not build with '$flags': $(head -c 400 "$work/$name.cc.log")"
+        return
+    fi
+    local out lib
+    lib=$(LD_LIBRARY_PATH=$d$libdir ldd "$work/client" | awk '/libgdrapi/ {print $3}')
+    out=$(LD_LIBRARY_PATH=$d$libdir "$work/client" 2>&1) ||
+        { not_ok "$name" "client: $out"; return; }
+    [ "$lib" = "$d$libdir/libgdrapi.so.2" ] || { not_ok "$name" "client loaded '$lib'"; return; }
+    ok "$name"
+
+    if ! pmake uninstall DESTDIR="$d" "$@" >"$work/$name.un.log" 2>&1; then
+        not_ok "$name-uninstall" "make uninstall failed: $(tail -n 5 "$work/$name.un.log")"
+    elif [ -n "$(left_in "$d")" ]; then
+        not_ok "$name-uninstall" "left behind: $(left_in "$d")"
+    else
+        ok "$name-uninstall"
+    fi
+}
+
+MA=$(gcc -print-multiarch 2>/dev/null); MA=${MA:-x86_64-linux-gnu}
+check_install install-usr-multiarch "$work/a" /usr "/usr/lib/$MA" PREFIX=/usr libdir="/usr/lib/$MA"
+check_install install-prefix "$work/b" /opt/vramio /opt/vramio/lib PREFIX=/opt/vramio
+
+# The module files of a source install: DKMS tree, udev rule, modprobe.d.
+d=$work/c
+if pmake install-dkms DESTDIR="$d" >"$work/dkms.log" 2>&1; then
+    src=$d/usr/src/gdrdrv-$VERSION
+    conf_ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$src/dkms.conf")
+    miss=""
+    [ "$conf_ver" = "$VERSION" ] || miss="$miss dkms.conf version '$conf_ver'"
+    [ -f "$src/uapi/gdrdrv.h" ] || miss="$miss uapi/gdrdrv.h"
+    ls "$src"/*.c >/dev/null 2>&1 || miss="$miss module sources"
+    [ -f "$src/Makefile" ] || [ -f "$src/Kbuild" ] || miss="$miss kbuild file"
+    [ -f "$d/etc/udev/rules.d/60-gdrdrv.rules" ] || miss="$miss udev rule"
+    [ -f "$d/etc/modprobe.d/gdrdrv.conf" ] || miss="$miss modprobe.d file"
+    [ -z "$miss" ] && ok install-dkms || not_ok install-dkms "missing or wrong:$miss"
+    pmake uninstall-dkms DESTDIR="$d" >>"$work/dkms.log" 2>&1
+    [ -z "$(left_in "$d")" ] && ok uninstall-dkms || not_ok uninstall-dkms "left: $(left_in "$d")"
+else
+    not_ok install-dkms "make install-dkms failed: $(tail -n 5 "$work/dkms.log")"
+fi
+exit $FAILED
