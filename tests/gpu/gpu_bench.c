@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu_bench.c - the library against raw code on the same mapping, and against cuMemcpy, in
+ * one run: small writes (8-byte stores + sfence), write bandwidth (non-temporal stores), read
+ * bandwidth (streaming loads, a new address every time so that the streaming-load buffer
+ * cannot answer), the cost of gdr_open, of a first pin (import) and of a repeated pin inside
+ * an imported allocation. Prints min / median / p99 and the ratios, then each target with
+ * MET or MISSED. A benchmark, not a test: it fails only when it cannot run. With --costs only
+ * the last part (open and pin costs) runs.
+ */
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu_common.h"
+
+#define MiB (1ull << 20)
+#define AREA (64 * MiB) /* the mapping the bandwidth and read loops move through */
+
+struct stats {
+    double min, p50, p99;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static struct stats stats_of(double *v, int n)
+{
+    struct stats s;
+
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    s.min = v[0];
+    s.p50 = v[n / 2];
+    s.p99 = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+    return s;
+}
+
+/* ---- raw reference loops ------------------------------------------------------------ */
+
+static void raw_store8_sfence(void *dst, const void *src, size_t n)
+{
+    volatile uint64_t *d = dst;
+    const uint64_t *s = src;
+    size_t i;
+
+    for (i = 0; i < n / 8; i++)
+        d[i] = s[i];
+    _mm_sfence();
+}
+
+__attribute__((target("avx512f")))
+static void raw_nt_store512(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i;
+
+    for (i = 0; i + 256 <= n; i += 256) {
+        __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64),
+                c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
+        _mm512_stream_si512((void *)(d + i), a);
+        _mm512_stream_si512((void *)(d + i + 64), b);
+        _mm512_stream_si512((void *)(d + i + 128), c);
+        _mm512_stream_si512((void *)(d + i + 192), e);
+    }
+    _mm_sfence();
+}
+
+__attribute__((target("avx2")))
+static void raw_nt_store256(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i;
+
+    for (i = 0; i + 128 <= n; i += 128) {
+        __m256i a = _mm256_loadu_si256((const void *)(s + i)),
+                b = _mm256_loadu_si256((const void *)(s + i + 32)),
+                c = _mm256_loadu_si256((const void *)(s + i + 64)),
+                e = _mm256_loadu_si256((const void *)(s + i + 96));
+        _mm256_stream_si256((void *)(d + i), a);
+        _mm256_stream_si256((void *)(d + i + 32), b);
+        _mm256_stream_si256((void *)(d + i + 64), c);
+        _mm256_stream_si256((void *)(d + i + 96), e);
+    }
+    _mm_sfence();
+}
+
+__attribute__((target("avx512f")))
+static void raw_nt_load512(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i;
+
+    for (i = 0; i + 256 <= n; i += 256) {
+        __m512i a = _mm512_stream_load_si512((void *)(s + i)),
+                b = _mm512_stream_load_si512((void *)(s + i + 64)),
+                c = _mm512_stream_load_si512((void *)(s + i + 128)),
+                e = _mm512_stream_load_si512((void *)(s + i + 192));
+        _mm512_storeu_si512(d + i, a);
+        _mm512_storeu_si512(d + i + 64, b);
+        _mm512_storeu_si512(d + i + 128, c);
+        _mm512_storeu_si512(d + i + 192, e);
+    }
+}
+
+__attribute__((target("avx2")))
+static void raw_nt_load256(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i;
+
+    for (i = 0; i + 128 <= n; i += 128) {
+        __m256i a = _mm256_stream_load_si256((void *)(s + i)),
+                b = _mm256_stream_load_si256((void *)(s + i + 32)),
+                c = _mm256_stream_load_si256((void *)(s + i + 64)),
+                e = _mm256_stream_load_si256((void *)(s + i + 96));
+        _mm256_storeu_si256((void *)(d + i), a);
+        _mm256_storeu_si256((void *)(d + i + 32), b);
+        _mm256_storeu_si256((void *)(d + i + 64), c);
+        _mm256_storeu_si256((void *)(d + i + 96), e);
+    }
+}
+
+static void raw_load8(void *dst, const void *src, size_t n)
+{
+    const volatile uint64_t *s = src;
+    uint64_t *d = dst;
+    size_t i;
+
+    for (i = 0; i < n / 8; i++)
+        d[i] = s[i];
+}
+
+/* The reference loop behind an out-of-line call through a pointer, as a library call is:
+ * shows how much of a difference is the call itself. */
+static void (*volatile raw_call)(void *, const void *, size_t) = raw_store8_sfence;
+
+/* ---- what is being timed ------------------------------------------------------------ */
+
+static gdr_mh_t mh;
+static char *map;            /* CPU mapping of AREA */
+static CUdeviceptr dev;      /* its GPU address */
+static char *host;           /* ordinary host memory */
+static char *pinned;         /* cuMemAllocHost memory */
+static int have_avx512;
+
+enum op { RAW_ST8, RAW_ST8_CALL, RAW_NT512, RAW_NT256, GDR_TO, CU_HTOD, RAW_LD8, RAW_NTLD512, RAW_NTLD256,
+          GDR_FROM, CU_DTOH };
+static const char *const op_name[] = { "raw 8B store+sfence", "raw, via a call",
+    "raw NT store avx512",
+    "raw NT store avx2", "gdr_copy_to_mapping", "cuMemcpyHtoD pinned", "raw 8B load",
+    "raw NT load avx512", "raw NT load avx2", "gdr_copy_from_mapping", "cuMemcpyDtoH pinned" };
+
+static void do_op(enum op o, size_t off, size_t n)
+{
+    switch (o) {
+    case RAW_ST8: raw_store8_sfence(map + off, host, n); break;
+    case RAW_ST8_CALL: raw_call(map + off, host, n); break;
+    case RAW_NT512: raw_nt_store512(map + off, host, n); break;
+    case RAW_NT256: raw_nt_store256(map + off, host, n); break;
+    case GDR_TO: gdr_copy_to_mapping(mh, map + off, host, n); break;
+    case CU_HTOD: cuMemcpyHtoD(dev + off, pinned, n); break;
+    case RAW_LD8: raw_load8(host, map + off, n); break;
+    case RAW_NTLD512: raw_nt_load512(host, map + off, n); break;
+    case RAW_NTLD256: raw_nt_load256(host, map + off, n); break;
+    case GDR_FROM: gdr_copy_from_mapping(mh, host, map + off, n); break;
+    case CU_DTOH: cuMemcpyDtoH(pinned, dev + off, n); break;
+    }
+}
+
+static int is_read(enum op o)
+{
+    return o >= RAW_LD8;
+}
+
+/* Time per op in ns: batches of `batch` back-to-back ops, `nb` batches. Reads move to a new
+ * address (4 KiB apart at least) for every op, writes stay at one place. */
+static struct stats time_op(enum op o, size_t n, int batch, int nb)
+{
+    double *v = malloc(sizeof(double) * (size_t)nb);
+    size_t step = n < 4096 ? 4096 : (n + 4095) & ~(size_t)4095, off = 0;
+    struct stats s;
+    int b, i;
+
+    for (b = -1; b < nb; b++) { /* batch -1 warms up */
+        uint64_t t0 = gpu_now_ns();
+        for (i = 0; i < batch; i++) {
+            do_op(o, off, n);
+            if (is_read(o)) {
+                off += step;
+                if (off + n > AREA)
+                    off = (off + 64) % step;
+            }
+        }
+        if (b >= 0)
+            v[b] = (double)(gpu_now_ns() - t0) / batch;
+    }
+    s = stats_of(v, nb);
+    free(v);
+    return s;
+}
+
+/* Two ops side by side: batches of each alternate, so drift and noise hit both alike.
+ * *ratio gets the median of the per-pair ratios b/a. */
+static void time_pair(enum op a, enum op b, size_t n, int batch, int nb, struct stats *sa,
+                      struct stats *sb, double *ratio)
+{
+    double *va = malloc(sizeof(double) * (size_t)nb), *vb = malloc(sizeof(double) * (size_t)nb),
+           *vr = malloc(sizeof(double) * (size_t)nb);
+    int k, i;
+
+    for (k = -2; k < nb; k++) { /* two warm-up pairs */
+        uint64_t t0 = gpu_now_ns(), t1, t2;
+
+        for (i = 0; i < batch; i++)
+            do_op(a, 0, n);
+        t1 = gpu_now_ns();
+        for (i = 0; i < batch; i++)
+            do_op(b, 0, n);
+        t2 = gpu_now_ns();
+        if (k >= 0) {
+            va[k] = (double)(t1 - t0) / batch;
+            vb[k] = (double)(t2 - t1) / batch;
+            vr[k] = vb[k] / va[k];
+        }
+    }
+    *sa = stats_of(va, nb);
+    *sb = stats_of(vb, nb);
+    *ratio = stats_of(vr, nb).p50;
+    free(va);
+    free(vb);
+    free(vr);
+}
+
+static double gbps(size_t n, double ns)
+{
+    return (double)n / ns;
+}
+
+/* ---- the tables --------------------------------------------------------------------- */
+
+static int missed;
+
+static void target(int met, const char *what, const char *detail)
+{
+    printf("TARGET %-58s %s  (%s)\n", what, met ? "MET" : "MISSED", detail);
+    missed += !met;
+}
+
+static void small_writes(void)
+{
+    static const size_t sizes[] = { 8, 16, 32, 64, 128, 256, 1024, 4096 };
+    int worst_ok = 1, cu_ok = 1;
+    char detail[256] = "";
+    size_t i;
+
+    printf("\nCPU->GPU small copies, ns per copy (batches of 200 back to back, raw and library "
+           "batches alternating; min / p50 / p99 of batch means; gdr/raw = median of pair "
+           "ratios)\n%6s  %-22s %-22s %-22s %-22s %8s %8s\n", "bytes", "raw 8B store+sfence",
+           "gdr_copy_to_mapping", "raw, via a call", "cuMemcpyHtoD", "gdr/raw", "cu/gdr");
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        struct stats r, gd, rc, rc2, c = time_op(CU_HTOD, n, 50, 40);
+        double ratio, unused, cu;
+
+        time_pair(RAW_ST8, GDR_TO, n, 200, 300, &r, &gd, &ratio);
+        time_pair(RAW_ST8, RAW_ST8_CALL, n, 200, 100, &rc2, &rc, &unused);
+        cu = c.p50 / gd.p50;
+        printf("%6zu  %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f   "
+               "%6.0f %6.0f %6.0f %8.3f %8.1f\n", n, r.min, r.p50, r.p99, gd.min, gd.p50,
+               gd.p99, rc.min, rc.p50, rc.p99, c.min, c.p50, c.p99, ratio, cu);
+        if (n <= 128) {
+            worst_ok &= ratio <= 1.05;
+            cu_ok &= cu >= 40;
+            snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
+                     "%s%zuB %.3f/%.0fx", i ? ", " : "", n, ratio, cu);
+        }
+    }
+    target(worst_ok, "copy_to_mapping 8-128 B within 5% of raw store+sfence", detail);
+    target(cu_ok, "copy_to_mapping 8-128 B at least 40x faster than cuMemcpy", detail);
+}
+
+static void bandwidth(int reads)
+{
+    static const size_t sizes[] = { 4096, 16384, 65536, 262144, MiB, 4 * MiB, 16 * MiB };
+    enum op raw512 = reads ? RAW_NTLD512 : RAW_NT512, raw256 = reads ? RAW_NTLD256 : RAW_NT256;
+    enum op lib = reads ? GDR_FROM : GDR_TO, cu = reads ? CU_DTOH : CU_HTOD;
+    double need = reads ? 0.90 : 0.95;
+    char detail[256] = "";
+    int ok = 1;
+    size_t i;
+
+    printf("\n%s bandwidth, GB/s (best / median)\n%9s  %-14s %-14s %-14s %-14s %8s\n",
+           reads ? "GPU->CPU" : "CPU->GPU", "bytes", op_name[raw512], op_name[raw256],
+           op_name[lib], op_name[cu], "lib/raw");
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        size_t budget = reads ? 8 * MiB : 128 * MiB;
+        int nb = (int)(budget / n) < 5 ? 5 : (int)(budget / n) > 400 ? 400 : (int)(budget / n);
+        struct stats a = { 0, 0, 0 }, b = time_op(raw256, n, 1, nb), l = time_op(lib, n, 1, nb),
+                     c = time_op(cu, n, 1, nb < 50 ? nb : 50);
+        double best_raw;
+
+        if (have_avx512)
+            a = time_op(raw512, n, 1, nb);
+        best_raw = gbps(n, have_avx512 && a.min < b.min ? a.min : b.min);
+        printf("%9zu  %6.2f %6.2f  %6.2f %6.2f  %6.2f %6.2f  %6.2f %6.2f  %8.3f\n", n,
+               have_avx512 ? gbps(n, a.min) : 0, have_avx512 ? gbps(n, a.p50) : 0,
+               gbps(n, b.min), gbps(n, b.p50), gbps(n, l.min), gbps(n, l.p50), gbps(n, c.min),
+               gbps(n, c.p50), gbps(n, l.min) / best_raw);
+        if (n >= 65536 && n <= MiB) {
+            ok &= gbps(n, l.min) >= need * best_raw;
+            snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%s%zuK %.2f",
+                     strlen(detail) ? ", " : "", n >> 10, gbps(n, l.min) / best_raw);
+        }
+    }
+    target(ok, reads ? "reads 64K-1M at least 90% of best raw streaming-load (best)"
+                     : "writes 64K-1M at least 95% of best raw NT-store (best)", detail);
+}
+
+static void small_reads(void)
+{
+    static const size_t sizes[] = { 8, 64, 128, 1024, 4096 };
+    size_t i;
+
+    printf("\nGPU->CPU small reads, ns per read (new address each time)\n%6s  %-22s %-22s "
+           "%-22s\n", "bytes", "raw 8B loads", "gdr_copy_from_mapping", "cuMemcpyDtoH");
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        struct stats r = time_op(RAW_LD8, sizes[i], 50, 40),
+                     l = time_op(GDR_FROM, sizes[i], 50, 40), c = time_op(CU_DTOH, sizes[i], 50, 20);
+
+        printf("%6zu  %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f\n", sizes[i],
+               r.min, r.p50, r.p99, l.min, l.p50, l.p99, c.min, c.p50, c.p99);
+    }
+}
+
+static void costs(gdr_t g, double first_open_us, double first_pin_ms)
+{
+    enum { N = 1000 };
+    static double v[N], u[N];
+    static const size_t import_sizes[] = { 2 * MiB, 32 * MiB, 128 * MiB };
+    struct gpu_vmm a;
+    gdr_mh_t hold, h;
+    unsigned seed = 3;
+    struct stats s, su;
+    char detail[160];
+    size_t i;
+    int k;
+
+    printf("\ncosts\n  first gdr_open in the process: %.1f us\n"
+           "  first pin (CUDA already up; Vulkan instance + device start + import of 64 MiB): "
+           "%.1f ms\n", first_open_us, first_pin_ms);
+    for (k = 0; k < 200; k++) {
+        uint64_t t0 = gpu_now_ns();
+        gdr_t x = gdr_open();
+        v[k] = (double)(gpu_now_ns() - t0) / 1e3;
+        gdr_close(x);
+    }
+    s = stats_of(v, 200);
+    printf("  gdr_open (+close, not timed): min %.1f p50 %.1f p99 %.1f us\n", s.min, s.p50,
+           s.p99);
+    snprintf(detail, sizeof(detail), "p50 %.1f us, first in process %.1f us", s.p50,
+             first_open_us);
+    target(s.p50 <= 1000, "gdr_open at most 1 ms", detail);
+
+    for (i = 0; i < sizeof(import_sizes) / sizeof(import_sizes[0]); i++) {
+        uint64_t t0, t1;
+
+        if (gpu_vmm_alloc(import_sizes[i], &a))
+            break;
+        t0 = gpu_now_ns();
+        if (gdr_pin_buffer_v2(g, (unsigned long)a.ptr, 4096, 0, &hold)) {
+            printf("  pin failed: %s\n", vramio_last_error());
+            gpu_vmm_free(&a);
+            break;
+        }
+        t1 = gpu_now_ns();
+        gdr_unpin_buffer(g, hold);
+        printf("  first pin of a %zu MiB allocation (export + import + map): %.1f us; "
+               "last unpin (free of the import): %.1f us\n", import_sizes[i] >> 20,
+               (double)(t1 - t0) / 1e3, (double)(gpu_now_ns() - t1) / 1e3);
+        gpu_vmm_free(&a);
+    }
+
+    if (gpu_vmm_alloc(32 * MiB, &a) || gdr_pin_buffer_v2(g, (unsigned long)a.ptr, 4096, 0, &hold)) {
+        printf("  repeated pin: set-up failed: %s\n", vramio_last_error());
+        return;
+    }
+    for (k = 0; k < N; k++) {
+        CUdeviceptr p = a.ptr + (rand_r(&seed) % 512) * 65536;
+        uint64_t t0 = gpu_now_ns(), t1;
+
+        if (gdr_pin_buffer_v2(g, (unsigned long)p, 65536, 0, &h)) {
+            printf("  repeated pin failed: %s\n", vramio_last_error());
+            break;
+        }
+        t1 = gpu_now_ns();
+        gdr_unpin_buffer(g, h);
+        v[k] = (double)(t1 - t0) / 1e3;
+        u[k] = (double)(gpu_now_ns() - t1) / 1e3;
+    }
+    s = stats_of(v, N);
+    su = stats_of(u, N);
+    printf("  repeated pin inside an imported allocation: min %.2f p50 %.2f p99 %.2f us; "
+           "its unpin: min %.2f p50 %.2f p99 %.2f us\n", s.min, s.p50, s.p99, su.min, su.p50,
+           su.p99);
+    snprintf(detail, sizeof(detail), "p50 %.2f us, p99 %.2f us", s.p50, s.p99);
+    target(s.p50 <= 5, "repeated pin inside an imported allocation at most 5 us", detail);
+    gdr_unpin_buffer(g, hold);
+    gpu_vmm_free(&a);
+}
+
+int main(int argc, char **argv)
+{
+    int costs_only = argc > 1 && strcmp(argv[1], "--costs") == 0;
+    unsigned long long d = 0;
+    void *m = NULL, *at = NULL;
+    size_t len = 0;
+    uint64_t t0;
+    double first_open_us, first_pin_ms;
+    gdr_t g;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    gpu_cuda_setup();
+    have_avx512 = __builtin_cpu_supports("avx512f");
+    t0 = gpu_now_ns();
+    g = gdr_open();
+    first_open_us = (double)(gpu_now_ns() - t0) / 1e3;
+    if (!g) {
+        printf("gdr_open failed: %s\n", vramio_last_error());
+        return 1;
+    }
+    if (vramio_alloc(0, AREA, &d)) {
+        printf("vramio_alloc failed: %s\n", vramio_last_error());
+        return 1;
+    }
+    t0 = gpu_now_ns();
+    if (gpu_pin_map(g, d, AREA, &mh, &m, &len, &at)) {
+        printf("pin/map failed: %s\n", vramio_last_error());
+        return 1;
+    }
+    first_pin_ms = (double)(gpu_now_ns() - t0) / 1e6;
+    map = at;
+    dev = d;
+    host = aligned_alloc(4096, AREA);
+    CU_MUST(cuMemAllocHost((void **)&pinned, 16 * MiB));
+    gpu_fill(host, AREA, 1);
+    memcpy(pinned, host, 16 * MiB);
+    printf("copy kernel %s, avx512 %s, mapping %p of %zu bytes\n", vramio_copy_kernel(),
+           have_avx512 ? "yes" : "no", (void *)map, len);
+
+    if (!costs_only) {
+        small_writes();
+        bandwidth(0);
+        small_reads();
+        bandwidth(1);
+    }
+    costs(g, first_open_us, first_pin_ms);
+    gdr_unpin_buffer(g, mh);
+    vramio_free(d);
+    gdr_close(g);
+    printf("\n%d target(s) missed\n", missed);
+    return 0;
+}
