@@ -48,7 +48,7 @@ unavailable() {
     exit 77
 }
 
-for tool in qemu-system-x86_64 cpio gzip gcc dpkg-query dpkg-deb apt-get; do
+for tool in qemu-system-x86_64 cpio gzip gcc dpkg-query dpkg-deb apt-get flock; do
     command -v "$tool" >/dev/null || unavailable "kernel tests need $tool (qemu-system-x86, cpio)"
 done
 BUSYBOX=/bin/busybox
@@ -59,6 +59,12 @@ dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'
 CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
 mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$KROOT/cache
 mkdir -p "$CACHE" "$KROOT"
+
+# Runs sharing a build folder (several 'make check' at once) take turns: they rebuild the
+# same copies. The kernel builds must not see the calling make's jobserver either.
+exec 9>"$KROOT/.lock"
+flock 9
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 # ---- which kernels: "label abi version" lines, derived from the installed headers ---------
 resolve_kernel() {
@@ -98,11 +104,11 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
     shift 4
     rm -rf "$dest" && mkdir -p "$dest" && cp -r "$src"/. "$dest"/ || return 1
     if [ -n "$extra" ]; then cp $extra "$dest"/ || return 1; fi
-    if ! make -C "$kdir" M="$dest" W=1 "$@" modules >"$dest.log" 2>&1; then
+    if ! make -j"$(nproc)" -C "$kdir" M="$dest" W=1 "$@" modules >"$dest.log" 2>&1; then
         return 1
     fi
-    # Warnings fail the build, including those of W=1 that Kbuild does not make errors.
-    ! grep -q 'warning:' "$dest.log"
+    # Warnings fail the build: the compiler's (W=1 ones are not errors) and modpost's.
+    ! grep -vE '^make(\[[0-9]+\])?: ' "$dest.log" | grep -qE 'warning:|^WARNING:' 
 }
 
 # ---- guest programs: static, built once for all kernels ------------------------------------

@@ -22,8 +22,9 @@ res() {        # res ok|not ok|skip NAME [why]
 # run_test GROUP CMD...: a program printing its own ok/not ok/skip lines (prefixed GROUP/),
 # or one judged by its exit status (0 ok, 77 skip with its last line, other not ok).
 run_test() {
-    group=$1; shift
-    echo "@@ RUNNING $group"
+    local group=$1 rc n
+    shift
+    echo "@@ RUNNING $group at $(cut -d' ' -f1 /proc/uptime) s"
     "$@" >/tmp/out 2>&1 </dev/null
     rc=$?
     n=$(grep -cE '^(ok|not ok|skip) ' /tmp/out)
@@ -50,17 +51,18 @@ live_pins() { /tests/emuctl live_pins 2>/dev/null || echo "?"; }
 
 # check_leaks NAME BASELINE: the provider's live page tables are back to BASELINE.
 check_leaks() {
+    local now
     now=$(live_pins)
     if [ "$now" = "$2" ]; then res ok "$1"; else res "not ok" "$1: live_pins $2 -> $now"; fi
 }
 
 load_gdrdrv() {  # load_gdrdrv NAME [params]: insmod and wait for the device node
-    name=$1; shift
+    local name=$1 i=0
+    shift
     if ! insmod /modules/gdrdrv.ko "$@" 2>/tmp/insmod.err; then
         res "not ok" "$name: insmod gdrdrv $*: $(cat /tmp/insmod.err)"
         return 1
     fi
-    i=0
     while [ ! -c /dev/gdrdrv ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
     if [ -c /dev/gdrdrv ]; then res ok "$name"; else res "not ok" "$name: no /dev/gdrdrv"; return 1; fi
 }
@@ -103,8 +105,9 @@ if [ -f /modules/gdrdrv.ko ]; then
         if load_gdrdrv load/gdrdrv-hold; then
             /tests/safety_test --hold >/tmp/hold.out 2>&1 &
             holder=$!
-            i=0
-            while ! grep -q '^holding' /tmp/hold.out && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+            n=0
+            while ! grep -q '^holding' /tmp/hold.out && kill -0 "$holder" 2>/dev/null &&
+                  [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
             if grep -q '^holding' /tmp/hold.out; then
                 if rmmod gdrdrv 2>/tmp/rmmod.err; then
                     # Allowed only if the module really let go of everything; the holder's
@@ -119,16 +122,16 @@ if [ -f /modules/gdrdrv.ko ]; then
                 if [ "$held_loaded" = 1 ]; then unload_gdrdrv unload/after-holder-exit; fi
                 check_leaks leak/after-holder "$BASE"
             else
-                res "not ok" "unload/while-held: holder never got its pins: $(tail -n 3 /tmp/hold.out)"
-                kill "$holder"; wait "$holder"; rmmod gdrdrv 2>/dev/null
+                res "not ok" "unload/while-held: holder never got its pins: $(tail -n 1 /tmp/hold.out)"
+                kill "$holder" 2>/dev/null; wait "$holder"; rmmod gdrdrv 2>/dev/null
             fi
         fi
 
         # Phase 4: repeated load/use/unload.
-        for i in 1 2 3 4 5; do
-            load_gdrdrv "reload/$i/load" >/dev/null || { res "not ok" "reload/$i: load failed"; break; }
-            run_test "reload/$i" /tests/api_test --quick
-            rmmod gdrdrv 2>/tmp/rmmod.err || { res "not ok" "reload/$i/unload: $(cat /tmp/rmmod.err)"; break; }
+        for round in 1 2 3 4 5; do
+            load_gdrdrv "reload/$round/load" || break
+            run_test "reload/$round" /tests/api_test --quick
+            unload_gdrdrv "reload/$round/unload" || break
         done
         check_leaks leak/after-reloads "$BASE"
     fi
