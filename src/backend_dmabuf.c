@@ -110,6 +110,19 @@ static int mmap_trial(const struct vr_cuda *cu, char *why, size_t len)
     return rc;
 }
 
+/* The driver entry points this backend calls beyond cuInit. */
+static int cuda_has_dmabuf(const struct vr_cuda *cu, char *why, size_t len)
+{
+    int rc = 0;
+
+#define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, why, len);
+    VR_NEED(cuMemGetHandleForAddressRange) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxPushCurrent)
+    VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet) VR_NEED(cuDevicePrimaryCtxRetain)
+    VR_NEED(cuMemAlloc) VR_NEED(cuMemFree)
+#undef VR_NEED
+    return rc;
+}
+
 static int dmabuf_probe(char *why, size_t len)
 {
     const struct vr_cuda *cu = vr_cuda_load(why, len);
@@ -117,10 +130,9 @@ static int dmabuf_probe(char *why, size_t len)
 
     if (!cu)
         return ENODEV;
-    if (!cu->cuMemGetHandleForAddressRange) {
-        snprintf(why, len, "the CUDA driver lacks cuMemGetHandleForAddressRange (dma-buf export)");
-        return ENOTSUP;
-    }
+    rc = cuda_has_dmabuf(cu, why, len);
+    if (rc)
+        return rc;
     if (atomic_load_explicit(&mmap_state, memory_order_acquire) < 0) {
         snprintf(why, len, "%s", mmap_why);
         return mmap_err;
@@ -204,7 +216,8 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
-    if (atomic_load_explicit(&mmap_state, memory_order_acquire) == 0) {
+    /* Not "== 0": another thread may have learnt of a refusal since the check above. */
+    if (atomic_load_explicit(&mmap_state, memory_order_acquire) != 1) {
         rc = mmap_learn(cu, fd, (size_t)plen, why, len);
         if (rc) {
             close(fd);

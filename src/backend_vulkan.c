@@ -43,15 +43,20 @@ struct vk_pin {
     int mapped;
 };
 
+static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len);
+
 static int vulkan_probe(char *why, size_t len)
 {
+    const struct vr_cuda *cu;
+
     /* Only that both libraries load: creating an instance or calling cuInit would cost
      * hundreds of milliseconds in every gdr_open; they happen at the first pin. */
     if (!vr_vk_load(why, len))
         return ENODEV;
-    if (!vr_cuda_load(why, len))
+    cu = vr_cuda_load(why, len);
+    if (!cu)
         return ENODEV;
-    return 0;
+    return cuda_has_vmm(cu, why, len);
 }
 
 static int vulkan_open(void **ctx, char *why, size_t len)
@@ -217,6 +222,21 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     return 0;
 }
 
+/* The driver entry points a pin needs beyond cuInit (a driver older than VMM lacks some). */
+static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len)
+{
+    int rc = 0;
+
+#define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, why, len);
+    VR_NEED(cuMemGetAddressRange) VR_NEED(cuMemRetainAllocationHandle) VR_NEED(cuMemRelease)
+    VR_NEED(cuMemGetAllocationPropertiesFromHandle) VR_NEED(cuMemGetAllocationGranularity)
+    VR_NEED(cuMemExportToShareableHandle) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxPushCurrent)
+    VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet) VR_NEED(cuDeviceGetUuid)
+    VR_NEED(cuDevicePrimaryCtxRetain)
+#undef VR_NEED
+    return rc;
+}
+
 /* Find the allocation holding addr: its retained handle (a reference we own) and range. */
 static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_import_key *key,
                            char *why, size_t len)
@@ -268,6 +288,8 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
         return rc;
     }
     rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = cuda_has_vmm(cu, why, len);
     if (rc)
         return rc;
     rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);

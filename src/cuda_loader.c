@@ -79,6 +79,13 @@ int vr_cuda_init(const struct vr_cuda **cu, char *why, size_t len)
     return 0;
 }
 
+int vr_cuda_missing(const char *name, char *why, size_t len)
+{
+    if (why && len)
+        snprintf(why, len, "the CUDA driver lacks %s (too old for this backend)", name);
+    return ENOSYS;
+}
+
 const char *vr_cuda_errstr(CUresult rc)
 {
     static __thread char buf[160];

@@ -71,6 +71,11 @@ const struct vr_cuda *vr_cuda_load(char *why, size_t len);
 /* Load and cuInit(0) once per process. 0, or a positive errno with the reason in why. */
 int vr_cuda_init(const struct vr_cuda **cu, char *why, size_t len);
 
+/* 0 when the loaded driver has fn, else ENOSYS with "the CUDA driver lacks fn" in why: for
+ * entry points newer than cuInit (an old driver leaves them NULL). */
+#define vr_cuda_require(cu, fn, why, len) ((cu)->fn ? 0 : vr_cuda_missing(#fn, (why), (len)))
+int vr_cuda_missing(const char *name, char *why, size_t len);
+
 /* "CUDA_ERROR_X: text" for a CUresult, from the loaded driver when possible. */
 const char *vr_cuda_errstr(CUresult rc);
 

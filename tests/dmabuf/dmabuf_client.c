@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dmabuf_client.c - the dma-buf backend end to end through the public API, against the
+ * stand-in driver of fake_cuda.c (test_dmabuf_emulated.sh runs it once per mode):
+ *   main     a driver that maps exports: pin, info, map, copies both ways checked against
+ *            the memory itself, one fd per pin and none left after unpin or close, the
+ *            FORCE_PCIE flag, mapping requests, a pin the export refuses falling through,
+ *            a forked child refused;
+ *   old      a 13.0 driver: the probe's reason names the versions;
+ *   refuse   a driver whose exports cannot be mmapped: the first pin finds it, falls
+ *            through, and from then on the backend says so and exports nothing more;
+ *   forced_refuse / forced_ok   GDRCOPY_USE_DMABUF_MMAP=1 on a 13.0 driver: the probe's
+ *            trial decides, gdr_open fails with the mmap reason or works.
+ */
+#include <cuda.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers/check.h"
+#include "vramio.h"
+
+static CUresult (*fake_alloc)(CUdeviceptr *, size_t);
+static int (*fake_exports)(void);
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        p[i] = (unsigned char)(rand_r(&seed) >> 7);
+}
+
+static CUdeviceptr alloc(size_t n)
+{
+    CUdeviceptr d = 0;
+
+    if (fake_alloc(&d, n) != CUDA_SUCCESS)
+        return 0;
+    return d;
+}
+
+static void mode_main(void)
+{
+    unsigned char src[5000], got[5000];
+    CUdeviceptr d = alloc(1 << 20), d2 = alloc(1 << 20);
+    vramio_backend_t b = VRAMIO_BACKEND_NONE;
+    int base_fds, v1 = 0, v2 = 0, v3 = 0, major = 0, minor = 0, rc, status = 0;
+    gdr_mh_t mh, mh2, mh3;
+    gdr_info_t info;
+    void *m = NULL, *m2 = NULL;
+    gdr_t g = gdr_open();
+    pid_t pid;
+
+    if (!check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
+        return;
+    vramio_get_backend(g, &b);
+    check(b == VRAMIO_BACKEND_DMABUF, "first_backend_dmabuf", "%s", vramio_backend_name(b));
+    gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
+    gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &v2);
+    gdr_get_attribute(g, GDR_ATTR_USING_DMA_BUF_MMAP, &v3);
+    check(v1 == 1 && v2 == 1 && v3 == 1, "attributes", "%d %d %d", v1, v2, v3);
+    rc = gdr_driver_get_version(g, &major, &minor);
+    check(rc == 0 && major == 2 && minor == 6, "driver_version", "rc %d %d.%d", rc, major, minor);
+
+    base_fds = open_fds();
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d + 100, sizeof(src), 0, &mh);
+    if (!check(rc == 0, "pin_unaligned", "%d %s", rc, vramio_last_error()))
+        return;
+    check(open_fds() == base_fds + 1, "one_fd_per_pin", "%d fds, %d before", open_fds(), base_fds);
+    vramio_handle_backend(g, mh, &b);
+    gdr_get_info(g, mh, &info);
+    check(b == VRAMIO_BACKEND_DMABUF && info.va == d && info.mapped_size == 65536 &&
+              info.page_size == 65536 && !info.mapped,
+          "info", "backend %s va %#llx/%#llx size %llu page %u", vramio_backend_name(b),
+          (unsigned long long)info.va, (unsigned long long)d,
+          (unsigned long long)info.mapped_size, info.page_size);
+    check(gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == EINVAL,
+          "map_req_cache_einval", "accepted");
+    rc = gdr_map(g, mh, &m, 65536);
+    gdr_get_info(g, mh, &info);
+    check(rc == 0 && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC,
+          "map_wc", "rc %d mapped %u type %d", rc, info.mapped, (int)info.mapping_type);
+    fill(src, sizeof(src), 1);
+    gdr_copy_to_mapping(mh, (char *)m + 100, src, sizeof(src));
+    check(memcmp((void *)(uintptr_t)(d + 100), src, sizeof(src)) == 0, "copy_to_device",
+          "the memory behind the export differs");
+    fill((unsigned char *)(uintptr_t)(d + 100), sizeof(src), 2);
+    gdr_copy_from_mapping(mh, got, (char *)m + 100, sizeof(got));
+    check(memcmp((void *)(uintptr_t)(d + 100), got, sizeof(got)) == 0, "copy_from_device",
+          "read other bytes");
+
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh2);
+#if defined(__x86_64__)
+    check(rc == 0 && open_fds() == base_fds + 2, "force_pcie_x86_plain_export",
+          "rc %d %s, %d fds", rc, vramio_last_error(), open_fds());
+#else
+    check(rc != 0, "force_pcie_refused_off_x86", "accepted");
+#endif
+    if (rc == 0) {
+        rc = gdr_map(g, mh2, &m2, 1 << 20);
+        check(rc == 0 && gdr_unpin_buffer(g, mh2) == 0, "unpin_live_mapping", "map rc %d", rc);
+    }
+    check(gdr_unpin_buffer(g, mh) == 0 && open_fds() == base_fds, "unpin_closes_fd",
+          "%d fds, %d before", open_fds(), base_fds);
+
+    /* A range the export refuses (not an allocation start here) is offered to the next
+     * backend; the error names what each said. */
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d + 65536, 4096, 0, &mh3);
+    check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
+          "rc %d, '%s'", rc, vramio_last_error());
+
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        gdr_mh_t c;
+        _exit(gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != 0 ? 0 : 3);
+    }
+    waitpid(pid, &status, 0);
+    check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_refused",
+          "pin %d, child status %#x", rc, status);
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &mh2);
+    gdr_map(g, mh2, &m2, 65536);
+    check(rc == 0 && gdr_close(g) == 0 && open_fds() == base_fds, "close_with_live_pins",
+          "pin %d, %d fds, %d before", rc, open_fds(), base_fds);
+}
+
+static void mode_old(void)
+{
+    char why[256] = "";
+    int rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
+
+    check(rc != 0 && strstr(why, "13.0") && strstr(why, "13.3"), "old_driver_reason",
+          "rc %d '%s'", rc, why);
+}
+
+static void mode_refuse(void)
+{
+    CUdeviceptr d = alloc(1 << 20);
+    char why[256] = "";
+    gdr_mh_t mh;
+    gdr_t g = gdr_open();
+    int rc, before;
+
+    if (!check(g && d, "open", "%s", vramio_last_error()))
+        return;
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
+    check(rc != 0 && strstr(vramio_last_error(), "dmabuf: mmap"), "first_pin_finds_refusal",
+          "rc %d '%s'", rc, vramio_last_error());
+    rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
+    check(rc != 0 && strstr(why, "mmap"), "probe_reports_refusal", "rc %d '%s'", rc, why);
+    before = fake_exports();
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
+    check(rc != 0 && fake_exports() == before, "later_pins_skip_dmabuf",
+          "rc %d, %d exports more", rc, fake_exports() - before);
+    gdr_close(g);
+}
+
+static void mode_forced(int expect_ok)
+{
+    CUdeviceptr d;
+    vramio_backend_t b = VRAMIO_BACKEND_NONE;
+    gdr_mh_t mh;
+    gdr_t g = gdr_open();
+
+    if (!expect_ok) {
+        check(!g && strstr(vramio_last_error(), "mmap"), "forced_trial_refusal",
+              "gdr_open %p, '%s'", (void *)g, vramio_last_error());
+        return;
+    }
+    d = alloc(1 << 20);
+    if (!check(g != NULL, "forced_trial_ok", "%s", vramio_last_error()))
+        return;
+    vramio_get_backend(g, &b);
+    check(b == VRAMIO_BACKEND_DMABUF && gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh) == 0,
+          "forced_pins_by_dmabuf", "backend %s, %s", vramio_backend_name(b), vramio_last_error());
+    gdr_close(g);
+}
+
+int main(int argc, char **argv)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+    if (argc != 2)
+        return 2;
+    if (!lib) /* the library loads it on demand: make sure it is the stand-in */
+        lib = dlopen("libcuda.so.1", RTLD_NOW);
+    fake_alloc = lib ? (CUresult (*)(CUdeviceptr *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
+    fake_exports = lib ? (int (*)(void))dlsym(lib, "fake_cuda_exports") : NULL;
+    if (!fake_alloc || !fake_exports) {
+        printf("not ok setup: libcuda.so.1 is not the stand-in driver\n");
+        return 1;
+    }
+    if (strcmp(argv[1], "main") == 0)
+        mode_main();
+    else if (strcmp(argv[1], "old") == 0)
+        mode_old();
+    else if (strcmp(argv[1], "refuse") == 0)
+        mode_refuse();
+    else if (strcmp(argv[1], "forced_refuse") == 0)
+        mode_forced(0);
+    else if (strcmp(argv[1], "forced_ok") == 0)
+        mode_forced(1);
+    else
+        return 2;
+    return check_status();
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fake_cuda.c - a stand-in libcuda.so.1 for testing the dma-buf backend where no GPU (or no
+ * driver that maps dma-buf exports) exists: the backend's real code runs against it,
+ * loaded by name through LD_LIBRARY_PATH exactly as the real driver would be.
+ *
+ * "Device memory" from cuMemAlloc is a memfd mapped into the process, so its device address
+ * is also a host address the test can read directly. cuMemGetHandleForAddressRange exports
+ * a dup of that memfd; like an fd of a real export it maps from the exported start, so this
+ * stand-in exports only ranges that begin at an allocation's start (others get
+ * CUDA_ERROR_INVALID_VALUE, which is how the test sees a pin fall through). The PCIE mapping
+ * flag is refused with CUDA_ERROR_NOT_SUPPORTED, as the x86 driver does.
+ *
+ * Environment: FAKE_CUDA_VERSION (cuDriverGetVersion, default 13030), FAKE_CUDA_MMAP=refuse
+ * (exports are pipes, whose mmap fails, as a driver that refuses CPU mappings). Exported for
+ * the test: fake_cuda_exports() counts successful exports.
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_ALLOCS 64
+
+static struct { CUdeviceptr base; size_t size; int fd; } allocs[MAX_ALLOCS];
+static int exports;
+static int ctx_dummy;
+
+int fake_cuda_exports(void)
+{
+    return exports;
+}
+
+CUresult cuInit(unsigned int flags)
+{
+    (void)flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+    const char *e = getenv("FAKE_CUDA_VERSION");
+
+    *v = e ? atoi(e) : 13030;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **s)
+{
+    *s = r == CUDA_ERROR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED" :
+         r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s)
+{
+    (void)r;
+    *s = "fake driver";
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *c)
+{
+    *c = (CUcontext)&ctx_dummy;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent(CUcontext *c) { *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+    (void)d;
+    *c = (CUcontext)&ctx_dummy;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *d, size_t size)
+{
+    int i, fd;
+    void *p;
+
+    for (i = 0; i < MAX_ALLOCS && allocs[i].base; i++)
+        ;
+    if (i == MAX_ALLOCS || size == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size = (size + 0xffff) & ~(size_t)0xffff;
+    fd = memfd_create("fake-vram", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size)) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    /* 64 KiB aligned like GPU memory: over-map, then trim. */
+    p = mmap(NULL, size + 0x10000, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    {
+        uintptr_t a = ((uintptr_t)p + 0xffff) & ~(uintptr_t)0xffff;
+
+        if (mmap((void *)a, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+            MAP_FAILED) {
+            munmap(p, size + 0x10000);
+            close(fd);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (a > (uintptr_t)p)
+            munmap(p, a - (uintptr_t)p);
+        munmap((void *)(a + size), (uintptr_t)p + size + 0x10000 - (a + size));
+        allocs[i].base = (CUdeviceptr)a;
+    }
+    allocs[i].size = size;
+    allocs[i].fd = fd;
+    *d = allocs[i].base;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr d)
+{
+    int i;
+
+    for (i = 0; i < MAX_ALLOCS; i++) {
+        if (allocs[i].base == d && d) {
+            munmap((void *)(uintptr_t)d, allocs[i].size);
+            close(allocs[i].fd);
+            memset(&allocs[i], 0, sizeof(allocs[i]));
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static int find(CUdeviceptr p)
+{
+    int i;
+
+    for (i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].base && p >= allocs[i].base && p - allocs[i].base < allocs[i].size)
+            return i;
+    return -1;
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    int i = find(p);
+
+    if (i < 0)
+        return CUDA_ERROR_NOT_FOUND;
+    *base = allocs[i].base;
+    *size = allocs[i].size;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
+                                       CUmemRangeHandleType type, unsigned long long flags)
+{
+    const char *mode = getenv("FAKE_CUDA_MMAP");
+    int i = find(d), pfd[2];
+
+    if (type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || (d & 4095) || (size & 4095) || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (i < 0 || d != allocs[i].base || size > allocs[i].size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (mode && strcmp(mode, "refuse") == 0) {
+        if (pipe(pfd))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        close(pfd[1]);
+        *(int *)handle = pfd[0];
+    } else {
+        *(int *)handle = dup(allocs[i].fd);
+    }
+    exports++;
+    return CUDA_SUCCESS;
+}
+
+/* VMM entry points exist (the vulkan backend checks for them) but plain cuMemAlloc memory
+ * has no allocation handle, as with the real driver. */
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+{
+    (void)h; (void)addr;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) { (void)h; return CUDA_ERROR_INVALID_VALUE; }
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *p,
+                                                CUmemGenericAllocationHandle h)
+{
+    (void)p; (void)h;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
+                                       CUmemAllocationGranularity_flags o)
+{
+    (void)g; (void)p; (void)o;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuMemExportToShareableHandle(void *s, CUmemGenericAllocationHandle h,
+                                      CUmemAllocationHandleType t, unsigned long long f)
+{
+    (void)s; (void)h; (void)t; (void)f;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+    (void)u; (void)d;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}

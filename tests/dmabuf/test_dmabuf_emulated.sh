@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/dmabuf/test_dmabuf_emulated.sh - the dma-buf backend end to end on any machine: builds
+# a stand-in libcuda.so.1 (fake_cuda.c) and a client (dmabuf_client.c), then runs the client
+# against the library in each mode with the stand-in found through LD_LIBRARY_PATH; again
+# against the ASan+UBSan library when 'make check' has built it. One result line per case.
+set -u
+B=${BUILD:-build}
+CC=${CC:-cc}
+CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+dir=$B/tests/dmabuf
+mkdir -p "$dir/fake"
+warn="-Wall -Wextra -Werror"
+
+if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
+        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
+    echo "not ok dmabuf_emu/build_fake_cuda: compiler failed"; exit 1
+fi
+
+run_modes() { # label libdir [cflags]
+    local label=$1 lib=$2 prog=$dir/client_$1 mode
+    shift 2
+    if ! $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
+            tests/dmabuf/dmabuf_client.c tests/unit/helpers/check.c \
+            -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
+        echo "not ok dmabuf_emu/$label/build_client: compiler failed"; return
+    fi
+    for mode in main old refuse forced_refuse forced_ok; do
+        case $mode in
+            main)          set -- FAKE_CUDA_VERSION=13030 ;;
+            old)           set -- FAKE_CUDA_VERSION=13000 ;;
+            refuse)        set -- FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse ;;
+            forced_refuse) set -- FAKE_CUDA_VERSION=13000 FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1 ;;
+            forced_ok)     set -- FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1 ;;
+        esac
+        out=$(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING \
+              LD_LIBRARY_PATH="$dir/fake" "$@" "$prog" $mode 2>&1)
+        rc=$?
+        printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$label/$mode/#p"
+        if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+            echo "not ok dmabuf_emu/$label/$mode/exit: status $rc"
+            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+        fi
+    done
+}
+
+run_modes plain "$B/lib"
+if [ -e "$B/asan/lib/libgdrapi.so" ]; then
+    run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
+fi
+exit 0
