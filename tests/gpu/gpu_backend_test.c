@@ -4,8 +4,9 @@
  * alone, every copy checked against cuMemcpy: vramio_alloc memory and NCCL-style VMM
  * allocations mapped and copied both ways, unaligned pins, many pins in one allocation, 16
  * threads at once, unpin and close with live mappings, CUDA freeing pinned memory, cudaMalloc
- * memory refused with a clear error, the dma-buf refusal, a forced absent backend, and a
- * forked child using its parent's gdr_t. Run it as root and as an ordinary user.
+ * memory refused with a clear error, the dma-buf refusal, a forced absent backend, a forked
+ * child using its parent's gdr_t, pin and map flags, and each GPU of a machine with several.
+ * Run it as root and as an ordinary user.
  * Prints one line per case (ok / not ok / skip); exits 1 when any case failed.
  */
 #include <errno.h>
