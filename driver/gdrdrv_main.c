@@ -26,6 +26,7 @@
 int gdrdrv_dbg_enabled;
 int gdrdrv_info_enabled;
 int gdrdrv_use_persistent_mapping = 1;
+unsigned int gdrdrv_offset_space_log2 = 32;
 static unsigned int gdrdrv_dev_mode = 0666;
 static unsigned int gdrdrv_dev_gid;
 
@@ -40,6 +41,9 @@ module_param_named(dev_mode, gdrdrv_dev_mode, uint, 0444);
 MODULE_PARM_DESC(dev_mode, "permission bits of /dev/gdrdrv (default 0666)");
 module_param_named(dev_gid, gdrdrv_dev_gid, uint, 0444);
 MODULE_PARM_DESC(dev_gid, "group of /dev/gdrdrv (default 0; open flavour only)");
+module_param_named(offset_space_log2, gdrdrv_offset_space_log2, uint, 0444);
+MODULE_PARM_DESC(offset_space_log2,
+		 "size of the handle/mmap offset space in pages, log2, 16..32 (default 32; smaller only to test its wrap)");
 
 #ifdef GDRDRV_FLAVOUR_PROPRIETARY
 #define GDRDRV_FLAVOUR_NAME "proprietary"
@@ -207,6 +211,7 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "info_enabled: %d\n", READ_ONCE(gdrdrv_info_enabled));
 	seq_printf(m, "dev_mode: 0%o\n", gdrdrv_dev_mode & 0777);
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
+	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
 	seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;
 }
@@ -215,6 +220,10 @@ static int __init gdrdrv_init(void)
 {
 	int ret;
 
+	if (gdrdrv_offset_space_log2 < 16 || gdrdrv_offset_space_log2 > 32) {
+		pr_err("gdrdrv: offset_space_log2 must be 16..32\n");
+		return -EINVAL;
+	}
 	ret = gdrdrv_node_create();
 	if (ret) {
 		pr_err("gdrdrv: cannot create /dev/gdrdrv: %d\n", ret);

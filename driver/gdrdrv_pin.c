@@ -21,7 +21,8 @@
 
 #include "gdrdrv.h"
 
-#define GDRDRV_HANDLE_LIMIT (1ULL << 32)
+/* End of the handle space: 2^32 unless offset_space_log2 shrinks it (tests of the wrap). */
+#define GDRDRV_HANDLE_LIMIT (1ULL << gdrdrv_offset_space_log2)
 
 static DEFINE_XARRAY(gdrdrv_handles);     /* handle -> pin, stored at the range's start */
 static DEFINE_MUTEX(gdrdrv_alloc_lock);   /* serialises insertion and removal */

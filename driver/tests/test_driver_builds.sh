@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# test_driver_builds.sh - gdrdrv.ko builds for every installed kernel's headers in both
+# flavours with no compiler warning at W=1, and the proprietary flavour imports no GPL-only
+# kernel export (the kernel refuses such a module next to the proprietary nvidia.ko); the
+# open flavour's import of GPL-only exports shows that the check can see them. Also checks
+# driver/Makefile's choice of header and flavour from an NVIDIA source tree.
+# Prints one ok/not ok line per case; exits 77 when no kernel headers are installed.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+OUT=$BUILD/driver-builds
+trees=$(ls -d /usr/lib/modules/*/build 2>/dev/null)
+if [ -z "$trees" ]; then
+    echo "no kernel headers under /usr/lib/modules/*/build (linux-headers-amd64)"
+    exit 77
+fi
+fail=0
+ok() { echo "ok $1"; }
+notok() { echo "not ok $1: $2"; fail=1; }
+
+# GPL-only exports among a module's undefined symbols, per the tree's Module.symvers.
+gpl_imports() {
+    nm -u "$1" | awk '{print $2}' | sort -u >"$OUT/imports"
+    awk -F'\t' '$4 == "EXPORT_SYMBOL_GPL" {print $2}' "$2/Module.symvers" | sort -u |
+        comm -12 - "$OUT/imports" | tr '\n' ' '
+}
+
+mkdir -p "$OUT"
+for kdir in $trees; do
+    rel=$(basename "$(dirname "$kdir")")
+    [ -f "$kdir/Module.symvers" ] || { notok "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
+    for flavour in open proprietary; do
+        dir=$OUT/$rel-$flavour
+        rm -rf "$dir" && mkdir -p "$dir" && cp -r driver/. "$dir"/ && rm -rf "$dir/tests"
+        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 \
+            -j"$(nproc)" >"$dir.log" 2>&1; then
+            notok "$rel/$flavour/build" "$(grep -m1 -E 'error' "$dir.log")"
+            continue
+        fi
+        if grep -q 'warning:' "$dir.log"; then
+            notok "$rel/$flavour/build" "$(grep -m1 'warning:' "$dir.log")"
+        else
+            ok "$rel/$flavour/build"
+        fi
+        gpl=$(gpl_imports "$dir/gdrdrv.ko" "$kdir")
+        if [ "$flavour" = proprietary ]; then
+            [ -z "$gpl" ] && ok "$rel/proprietary/no_gpl_only_imports" ||
+                notok "$rel/proprietary/no_gpl_only_imports" "imports $gpl"
+        else
+            [ -n "$gpl" ] && ok "$rel/open/gpl_imports_visible" ||
+                notok "$rel/open/gpl_imports_visible" "the check found no GPL-only import"
+        fi
+    done
+done
+
+# A fake NVIDIA source: its nv-p2p.h is used and its MODULE_LICENSE picks the flavour.
+fake=$OUT/nvidia-fake
+for lic in NVIDIA "Dual MIT/GPL"; do
+    rm -rf "$fake" && mkdir -p "$fake/nvidia"
+    cp driver/nv_p2p.h "$fake/nvidia/nv-p2p.h"
+    echo "MODULE_LICENSE(\"$lic\");" >"$fake/nvidia/nv-frontend.c"
+    want=$([ "$lic" = NVIDIA ] && echo proprietary || echo open)
+    cfg=$(make -s -C driver KDIR=/nonexistent NVIDIA_SRC="$(cd "$fake" && pwd)" config)
+    if echo "$cfg" | grep -qx "GDRDRV_FLAVOUR=$want" &&
+        echo "$cfg" | grep -q "^GDRDRV_NV_P2P_H=.*/nvidia-fake/nvidia/nv-p2p.h$"; then
+        ok "nvidia_src_detect_$want"
+    else
+        notok "nvidia_src_detect_$want" "$(echo "$cfg" | tr '\n' ' ')"
+    fi
+done
+exit $fail
