@@ -22,7 +22,8 @@ for p in $PKGS; do
         echo "$p is already installed here; this test installs and purges its own build"; exit 77
     fi
 done
-[ ! -e /var/lib/dkms/gdrdrv ] || { echo "gdrdrv is already known to DKMS here; not touching it"; exit 77; }
+[ -z "$(dkms status -m gdrdrv 2>/dev/null)" ] ||
+    { echo "gdrdrv is already known to DKMS here (dkms status); not touching it"; exit 77; }
 
 # dpkg with the same arguments until no other dpkg or apt holds its lock (5 minutes at most).
 dpkg_locked() {
