@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""report.py - turn the benchmark JSON of tools/bench/run.sh into docs/benchmarks.md (tables,
+the crossover size where cuMemcpy wins, the project's targets met or missed) and
+docs/benchmarks.svg (latency and bandwidth against size, drawn by hand: no plotting package)."""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+
+
+def load(d, name):
+    path = os.path.join(d, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def human(n):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return "%d %s" % (n // div, unit)
+    return "%d B" % n
+
+
+def crossover(rows):
+    """Smallest size from which cuMemcpy's p50 beats vramio's p50 for good, or None."""
+    cross = None
+    for r in rows:
+        if "cumemcpy" not in r:
+            return None
+        if r["cumemcpy"]["p50"] < r["vramio"]["p50"]:
+            if cross is None:
+                cross = r["size"]
+        else:
+            cross = None
+    return cross
+
+
+def gbps(mibps):
+    return mibps * (1 << 20) / 1e9
+
+
+def latency_table(rows, direction):
+    has_cu = rows and "cumemcpy" in rows[0]
+    cu_name = "cuMemcpy %s" % ("H2D" if direction == "write" else "D2H")
+    out = ["| size | vramio p50 (us) | vramio p99 | raw p50 (us) | vramio / raw |" +
+           (" %s p50 (us) | cuMemcpy / vramio |" % cu_name if has_cu else ""),
+           "|---:|---:|---:|---:|---:|" + ("---:|---:|" if has_cu else "")]
+    for r in rows:
+        v, raw = r["vramio"], r["raw"]
+        line = "| %s | %.3f | %.3f | %.3f | %.3f |" % (human(r["size"]), v["p50"], v["p99"],
+                                                     raw["p50"], v["p50"] / raw["p50"] if raw["p50"] else 0)
+        if has_cu:
+            line += " %.2f | %.1fx |" % (r["cumemcpy"]["p50"], r["cumemcpy"]["p50"] / v["p50"] if v["p50"] else 0)
+        out.append(line)
+    return out
+
+
+def targets(lat, bw, pp):
+    """The issue's targets against the raw reference of the same run: (text, met) pairs."""
+    res = []
+    if lat:
+        small = [r for r in lat["write"] if 8 <= r["size"] <= 128]
+        worst = max((r["vramio"]["p50"] / r["raw"]["p50"] for r in small), default=None)
+        if worst is not None:
+            res.append(("gdr_copy_to_mapping p50, 8-128 B, within 5%% of raw: worst ratio %.3f" % worst,
+                        worst <= 1.05))
+        upto4k = [r for r in lat["write"] if r["size"] <= 4096 and "cumemcpy" in r]
+        if upto4k:
+            least = min(r["cumemcpy"]["p50"] / r["vramio"]["p50"] for r in upto4k)
+            res.append(("at least 40x faster than cuMemcpy up to 4 KiB (writes): least %.1fx" % least,
+                        least >= 40))
+    if bw:
+        mid = [r for r in bw["results"] if 65536 <= r["size"] <= 1 << 20]
+        if mid:
+            w = min(r["write_vramio"] / r["write_raw"] for r in mid)
+            rd = min(r["read_vramio"] / r["read_raw"] for r in mid)
+            res.append(("write bandwidth 64 KiB-1 MiB at least 95%% of raw: least %.1f%%" % (100 * w), w >= 0.95))
+            res.append(("read bandwidth 64 KiB-1 MiB at least 90%% of raw: least %.1f%%" % (100 * rd), rd >= 0.90))
+    if pp and "gdr" in pp and "host" in pp:
+        ratio = pp["gdr"]["p50"] / pp["host"]["p50"]
+        res.append(("pplat p50 within 10%% of the raw ping-pong through host memory: %.3f" % ratio,
+                    ratio <= 1.10))
+    return res
+
+
+def write_md(args, info, lat, bw, api, pp):
+    gpu = info["gpus"][0] if info and info.get("gpus") else {}
+    backend = (lat or bw or {}).get("backend", "?")
+    L = ["# vramio benchmarks", "",
+         "Made by `%s` on %s UTC (tools/bench/run.sh, tools/bench/report.py). Single runs on a shared" %
+         (args.command, datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")),
+         "machine: treat differences of a few percent as noise.", "",
+         "- GPU: %s, PCI %s, BAR1 %s" % (gpu.get("name", "?"), gpu.get("pci", "?"),
+                                          human(int(gpu.get("bar1_bytes", 0))) if gpu.get("bar1_bytes") else "unknown"),
+         "- CPU: %s" % (info or {}).get("cpu", {}).get("model", "?"),
+         "- backend: %s, memory: %s, copy kernel: %s, raw reference: %s" %
+         (backend, (lat or bw or {}).get("kind", "?"), (lat or bw or {}).get("copy_kernel", "?"),
+          (lat or bw or {}).get("raw_kernel", "?")),
+         "- raw reference: the same copy by an inline loop on the same mapping (8-byte stores + sfence",
+         "  below 256 B, non-temporal stores above; streaming loads for reads, each read at a new address).",
+         "- cuMemcpy: cuMemcpyHtoD / cuMemcpyDtoH from pinned host memory (cuMemAllocHost).", ""]
+    t = targets(lat, bw, pp)
+    if t:
+        L += ["## Targets (against the raw reference of the same run)", ""]
+        L += ["- %s %s" % ("met:" if ok else "**missed:**", text) for text, ok in t]
+        L.append("")
+    if lat:
+        for d in ("write", "read"):
+            cross = crossover(lat[d])
+            L += ["## %s latency (gdr_copy_%s_mapping)" % (d.capitalize(), "to" if d == "write" else "from"), ""]
+            if "cumemcpy" in lat[d][0]:
+                L.append("Crossover: " + ("cuMemcpy is faster from **%s** up" % human(cross) if cross else
+                                         "cuMemcpy is never faster up to %s" % human(lat[d][-1]["size"])))
+                L.append("")
+            L += latency_table(lat[d], d) + [""]
+    if bw:
+        L += ["## Bandwidth (GB/s = 1e9 B/s)", "",
+              "| size | write vramio | write raw | % of raw | cuMemcpy H2D | read vramio | read raw | % of raw | cuMemcpy D2H |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in bw["results"]:
+            L.append("| %s | %.2f | %.2f | %.1f%% | %.2f | %.3f | %.3f | %.1f%% | %.2f |" % (
+                human(r["size"]), gbps(r["write_vramio"]), gbps(r["write_raw"]),
+                100 * r["write_vramio"] / r["write_raw"], gbps(r["write_cumemcpy"]),
+                gbps(r["read_vramio"]), gbps(r["read_raw"]), 100 * r["read_vramio"] / r["read_raw"],
+                gbps(r["read_cumemcpy"])))
+        L.append("")
+    if pp:
+        L += ["## Ping-pong latency (gdrcopy_pplat, %d-byte message, us)" % pp.get("size", 4), "",
+              "| mode | min | p50 | p99 |", "|---|---:|---:|---:|"]
+        names = {"gdr": "CPU writes GPU memory with gdr_copy_to_mapping, GPU answers in host memory",
+                 "rawmap": "CPU writes GPU memory with an inline store + sfence (same mapping)",
+                 "host": "raw ping-pong through mapped host memory both ways"}
+        for k in ("gdr", "rawmap", "host"):
+            if k in pp:
+                L.append("| %s | %.3f | %.3f | %.3f |" % (names[k], pp[k]["min"], pp[k]["p50"], pp[k]["p99"]))
+        L.append("")
+    else:
+        L += ["## Ping-pong latency", "", "gdrcopy_pplat did not run (see pplat.log).", ""]
+    if api:
+        calls = ["gdr_pin_buffer", "gdr_map", "gdr_get_info", "gdr_unmap", "gdr_unpin_buffer"]
+        L += ["## API costs (gdrcopy_apiperf, p50 us)", "",
+              "gdr_open p50 %.1f us (first open %.0f us), gdr_close p50 %.1f us." % (
+                  api["gdr_open"]["p50"], api["first_gdr_open"], api["gdr_close"]["p50"]), "",
+              "| size | " + " | ".join(calls) + " |", "|---:|" + "---:|" * len(calls)]
+        for r in api["results"]:
+            L.append("| %s | " % human(r["size"]) + " | ".join("%.2f" % r[c]["p50"] for c in calls) + " |")
+        L.append("")
+    L += ["![latency and bandwidth against size](%s)" % os.path.basename(args.svg), ""]
+    with open(args.md, "w") as f:
+        f.write("\n".join(L))
+
+
+# ---- SVG --------------------------------------------------------------------------------------
+COLORS = {"vramio": "#1f77b4", "raw": "#2ca02c", "cuMemcpy": "#d62728"}
+
+
+class Panel:
+    def __init__(self, x, y, w, h, xs, ys, ylog, title, ylabel):
+        self.x, self.y, self.w, self.h = x, y, w, h
+        self.x0, self.x1 = math.log2(min(xs)), math.log2(max(xs))
+        pos = [v for v in ys if v > 0]
+        self.ylog = ylog
+        if ylog:
+            self.y0, self.y1 = math.floor(math.log10(min(pos))), math.ceil(math.log10(max(pos)))
+        else:
+            self.y0, self.y1 = 0.0, max(pos) * 1.1
+        self.title, self.ylabel = title, ylabel
+
+    def px(self, v):
+        return self.x + (math.log2(v) - self.x0) / max(self.x1 - self.x0, 1e-9) * self.w
+
+    def py(self, v):
+        t = (math.log10(v) - self.y0) / max(self.y1 - self.y0, 1e-9) if self.ylog else (v - self.y0) / (self.y1 - self.y0)
+        return self.y + self.h - t * self.h
+
+    def frame(self):
+        s = ['<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>' % (self.x, self.y, self.w, self.h),
+             '<text x="%.1f" y="%.1f" font-size="14" text-anchor="middle" font-weight="bold">%s</text>' % (self.x + self.w / 2, self.y - 10, self.title),
+             '<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 %.1f %.1f)">%s</text>' % (
+                 self.x - 48, self.y + self.h / 2, self.x - 48, self.y + self.h / 2, self.ylabel),
+             '<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">copy size</text>' % (self.x + self.w / 2, self.y + self.h + 36)]
+        e = int(self.x0)
+        while e <= self.x1:
+            xx = self.px(2 ** e)
+            s.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>' % (xx, self.y, xx, self.y + self.h))
+            if e % 2 == 0 or self.x1 - self.x0 < 12:
+                s.append('<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>' % (
+                    xx, self.y + self.h + 16, human(2 ** e).replace(" ", "")))
+            e += 1
+        if self.ylog:
+            ticks = [10 ** k for k in range(int(self.y0), int(self.y1) + 1)]
+        else:
+            step = 10 ** math.floor(math.log10(self.y1 / 4))
+            step *= 2 if self.y1 / step > 10 else 1
+            ticks = [k * step for k in range(0, int(self.y1 / step) + 1)]
+        for v in ticks:
+            yy = self.py(v) if (v > 0 or not self.ylog) else None
+            if yy is None:
+                continue
+            s.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>' % (self.x, yy, self.x + self.w, yy))
+            s.append('<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%g</text>' % (self.x - 4, yy + 3, v))
+        return s
+
+    def line(self, pts, color, dash=""):
+        pts = [(a, b) for a, b in pts if b > 0]
+        if not pts:
+            return []
+        d = " ".join("%.1f,%.1f" % (self.px(a), self.py(b)) for a, b in pts)
+        return ['<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (
+            d, color, ' stroke-dasharray="6,4"' if dash else "")]
+
+    def vmark(self, xv, text):
+        xx = self.px(xv)
+        return ['<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="3,3"/>' % (xx, self.y, xx, self.y + self.h),
+                '<text x="%.1f" y="%.1f" font-size="10">%s</text>' % (xx + 3, self.y + 12, text)]
+
+
+def write_svg(path, lat, bw):
+    W, H = 1100, 800
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>']
+    panels = []
+    if lat:
+        for i, d in enumerate(("write", "read")):
+            rows = lat[d]
+            ys = [r[k]["p50"] for r in rows for k in ("vramio", "raw", "cumemcpy") if k in r]
+            p = Panel(80 + i * 530, 50, 440, 280, [r["size"] for r in rows], ys, True,
+                      "%s latency, p50" % d, "microseconds (log)")
+            s += p.frame()
+            s += p.line([(r["size"], r["vramio"]["p50"]) for r in rows], COLORS["vramio"])
+            s += p.line([(r["size"], r["raw"]["p50"]) for r in rows], COLORS["raw"], dash=True)
+            if "cumemcpy" in rows[0]:
+                s += p.line([(r["size"], r["cumemcpy"]["p50"]) for r in rows], COLORS["cuMemcpy"])
+                c = crossover(rows)
+                if c:
+                    s += p.vmark(c, "cuMemcpy wins from %s" % human(c))
+            panels.append(p)
+    if bw:
+        rows = bw["results"]
+        for i, d in enumerate(("write", "read")):
+            ys = [gbps(r["%s_%s" % (d, k)]) for r in rows for k in ("vramio", "raw", "cumemcpy")]
+            p = Panel(80 + i * 530, 440, 440, 280, [r["size"] for r in rows], ys, d == "read",
+                      "%s bandwidth" % d, "GB/s" + (" (log)" if d == "read" else ""))
+            s += p.frame()
+            s += p.line([(r["size"], gbps(r[d + "_vramio"])) for r in rows], COLORS["vramio"])
+            s += p.line([(r["size"], gbps(r[d + "_raw"])) for r in rows], COLORS["raw"], dash=True)
+            s += p.line([(r["size"], gbps(r[d + "_cumemcpy"])) for r in rows], COLORS["cuMemcpy"])
+    lx = 80
+    for name, col in (("vramio (gdr_copy_*_mapping)", COLORS["vramio"]), ("raw reference", COLORS["raw"]),
+                      ("cuMemcpy, pinned host memory", COLORS["cuMemcpy"])):
+        s.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>' % (
+            lx, H - 20, lx + 30, H - 20, col, ' stroke-dasharray="6,4"' if "raw" in name else ""))
+        s.append('<text x="%d" y="%d" font-size="12">%s</text>' % (lx + 36, H - 16, name))
+        lx += 280
+    s.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(s) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--dir", required=True, help="folder with info/copylat/copybw/apiperf/pplat .json")
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--svg", required=True)
+    ap.add_argument("--command", default="make bench", help="the command that made the data")
+    args = ap.parse_args()
+    info, lat, bw, api, pp = (load(args.dir, n) for n in ("info", "copylat", "copybw", "apiperf", "pplat"))
+    if not lat and not bw:
+        sys.exit("report.py: no copylat.json or copybw.json in %s" % args.dir)
+    write_md(args, info, lat, bw, api, pp)
+    write_svg(args.svg, lat, bw)
+
+
+if __name__ == "__main__":
+    main()
