@@ -8,7 +8,7 @@
 # under CI (CI set), where that is a failure: CI installs them (.ci/setup.d/kernel.sh).
 #
 # Per kernel series it builds, out of copies under $BUILD/kernel/<abi>/ (W=1, warnings fail):
-# the provider, then gdrdrv from driver/ (when driver/ has module sources) with
+# the provider, a test consumer of its exports (tests/kernel/probe/), then gdrdrv from driver/ (when driver/ has module sources) with
 # KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
 # the .deb in $VRAMIO_KERNEL_CACHE, default /var/cache/vramio-kernels, else
 # $BUILD/kernel/cache); packs busybox-static, the modules, the static guest programs
@@ -168,6 +168,7 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
     fi
     echo "# $label: kernel $abi ($ver)"
 
+    local tb=$SECONDS
     if ! build_module "$kdir" "$out/provider" tests/kernel/provider \
         "driver/nv_p2p.h tests/kernel/nvp2p_emu.h"; then
         echo "not ok $label/build/provider: see below"
@@ -175,6 +176,14 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
         return
     fi
     echo "ok $label/build/provider"
+
+    if build_module "$kdir" "$out/probe" tests/kernel/probe "driver/nv_p2p.h" \
+        KBUILD_EXTRA_SYMBOLS="$out/provider/Module.symvers"; then
+        echo "ok $label/build/probe"
+    else
+        echo "not ok $label/build/probe: build failed or warned (W=1)"
+        tail -n 20 "$out/probe.log" | sed 's/^/    /'
+    fi
 
     if ls driver/*.c >/dev/null 2>&1; then
         have_driver=1
@@ -189,16 +198,20 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
         fi
     fi
 
+    echo "# $label: modules built in $((SECONDS - tb)) s"
+    tb=$SECONDS
     if ! img=$(fetch_image "$abi" "$ver"); then
         echo "not ok $label/image: could not download linux-image-$abi[-unsigned]=$ver"
         return
     fi
 
+    echo "# $label: kernel image ready in $((SECONDS - tb)) s"
     root=$out/initramfs
     rm -rf "$root" && mkdir -p "$root"/{bin,dev,proc,sys,tmp,modules,tests,extra}
     cp "$BUSYBOX" "$root/bin/busybox"
     cp tests/kernel/guest/init.sh "$root/init" && chmod 755 "$root/init"
     cp "$out/provider/nvp2p_emu.ko" "$root/modules/"
+    [ -f "$out/probe/nvp2p_probe.ko" ] && cp "$out/probe/nvp2p_probe.ko" "$root/modules/"
     [ "$have_driver" = 1 ] && cp "$out/driver/gdrdrv.ko" "$root/modules/"
     find "$GUEST" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/tests/" \;
     cp "$KROOT/extra/." "$root/extra/" -r 2>/dev/null
@@ -235,21 +248,34 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
     grep '^## ' "$serial" | sed 's/^/    /' | head -n 200
 }
 
-EXTRA_MISSING=()
-build_guest
-collect_extras
-for m in "${EXTRA_MISSING[@]}"; do echo "not ok guest-extra/${m%%:*}:${m#*:}"; done
+main() {
+    local s k found=0 t0
+    EXTRA_MISSING=()
+    t0=$SECONDS
+    build_guest
+    collect_extras
+    echo "# guest programs built in $((SECONDS - t0)) s"
+    for m in "${EXTRA_MISSING[@]}"; do echo "not ok guest-extra/${m%%:*}:${m#*:}"; done
 
-found=0
-for s in $SERIES; do
-    k=$(resolve_kernel "$s")
-    if [ -z "$k" ]; then
-        [ -n "${CI:-}" ] && echo "not ok $s/headers: no installed headers for the $s series" ||
-            echo "skip $s/headers: no installed headers for the $s series"
-        continue
-    fi
-    found=1
-    run_kernel $k
-done
-[ "$found" = 1 ] || unavailable "no Debian kernel headers installed (linux-headers-amd64)"
-echo "# kernel tests took $(( $(date +%s) - t_start )) s"
+    for s in $SERIES; do
+        k=$(resolve_kernel "$s")
+        if [ -z "$k" ]; then
+            [ -n "${CI:-}" ] && echo "not ok $s/headers: no installed headers for the $s series" ||
+                echo "skip $s/headers: no installed headers for the $s series"
+            continue
+        fi
+        found=1
+        run_kernel $k
+    done
+    [ "$found" = 1 ] || { echo "no Debian kernel headers installed (linux-headers-amd64)"; return 77; }
+    echo "# kernel tests took $(( $(date +%s) - t_start )) s"
+}
+
+# The exit status agrees with the result lines: 1 when any "not ok" was printed.
+main | tee "$KROOT/results.log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -eq 77 ]; then
+    [ -n "${CI:-}" ] && { echo "not ok kernel/prerequisites: no kernel headers (CI must install them)"; exit 1; }
+    exit 77
+fi
+! grep -q '^not ok ' "$KROOT/results.log"

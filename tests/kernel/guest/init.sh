@@ -79,6 +79,27 @@ else
     res "not ok" "load/provider: $(cat /tmp/insmod.err) (no /dev/nvp2p_emu?)"
 fi
 run_test provider /tests/provider_test
+
+# The provider's exports called directly by a test consumer module (results in the log).
+if [ -f /modules/nvp2p_probe.ko ]; then
+    echo "@@ RUNNING probe at $(cut -d' ' -f1 /proc/uptime) s"
+    pv=$(/tests/emuctl alloc 262144 1 0)
+    pc=$(/tests/emuctl alloc 524288 2 1)
+    pf=$(/tests/emuctl alloc 65536 1 0)
+    if insmod /modules/nvp2p_probe.ko va="$pv" va_cacheable="$pc" va_free="$pf" 2>/tmp/insmod.err; then
+        /tests/emuctl free "$pf"
+        rmmod nvp2p_probe || res "not ok" "probe/unload: rmmod failed"
+        dmesg | sed -nE 's/.*nvp2p_probe: ((ok|not ok) .*)$/\1/p' | sed -E 's#^(ok|not ok) #\1 probe/#' |
+            while read -r line; do echo "@@ $line"; done
+        dmesg | grep -q 'nvp2p_probe: not ok' && FAILED=1
+    else
+        res "not ok" "probe/load: $(cat /tmp/insmod.err)"
+        /tests/emuctl free "$pf"
+    fi
+    /tests/emuctl free "$pv"
+    /tests/emuctl free "$pc"
+    check_leaks leak/after-probe 0
+fi
 BASE=$(live_pins)
 
 if [ -f /modules/gdrdrv.ko ]; then
