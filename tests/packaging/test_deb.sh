@@ -46,6 +46,7 @@ cleanup() {
         dpkg_locked --purge $PKGS $(cat "$work/pulled" 2>/dev/null) >"$work/purge.log" 2>&1 ||
             { echo "purge at exit failed:"; tail -n 20 "$work/purge.log"; }
     fi
+    [ -n "${FAKE_NV:-}" ] && rm -rf "$FAKE_NV"
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -177,6 +178,29 @@ else
         not_ok "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic'"
         grep -v '^$' "$work/dkms.log" | tail -n 15
         log=$(ls /var/lib/dkms/gdrdrv/"$VERSION"/build/make.log 2>/dev/null) && tail -n 25 "$log"
+    fi
+    # With an NVIDIA driver source in /usr/src, DKMS's build must use its nv-p2p.h. A stand-in
+    # source (our own declarations under NVIDIA's file name) is put there only on CI or when
+    # asked: on a shared machine it would change other people's module builds meanwhile.
+    fake=/usr/src/nvidia-999.99.99-vramio-test
+    if [ "${CI:-}" != true ] && [ "${VRAMIO_TEST_FAKE_NVIDIA:-}" != 1 ]; then
+        skip dkms-build-nvidia-src "needs CI=true or VRAMIO_TEST_FAKE_NVIDIA=1 (it writes $fake)"
+    elif [ -e "$fake" ]; then
+        skip dkms-build-nvidia-src "$fake exists already"
+    else
+        FAKE_NV=$fake
+        mkdir -p "$fake/nvidia"
+        cp "/usr/src/gdrdrv-$VERSION/nv_p2p.h" "$fake/nvidia/nv-p2p.h"
+        echo 'MODULE_LICENSE("Dual MIT/GPL");' >"$fake/nvidia/nv-frontend.c"
+        dkms build -m gdrdrv -v "$VERSION" -k "$abi" --force >"$work/dkms-nv.log" 2>&1; rc=$?
+        log=/var/lib/dkms/gdrdrv/$VERSION/build/make.log
+        if [ $rc -eq 0 ] && grep -q "GDRDRV_NV_P2P_H=$fake/nvidia/nv-p2p.h" "$log"; then
+            ok dkms-build-nvidia-src
+        else
+            not_ok dkms-build-nvidia-src "dkms exit $rc; $(grep -m1 -o 'GDRDRV_NV_P2P_H=[^ ]*' "$log" 2>/dev/null)"
+            tail -n 15 "$log" 2>/dev/null
+        fi
+        rm -rf "$fake"; FAKE_NV=
     fi
     # The package's postinst installed it for this kernel: modprobe must find it there.
     dep=$(modprobe -S "$abi" --show-depends gdrdrv 2>&1)
