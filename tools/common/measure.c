@@ -7,7 +7,8 @@
 #include "util.h"
 
 #define TARGET_BATCH_NS 2000.0
-#define MIN_SAMPLES 8
+#define MIN_SAMPLES 8    /* never stop on the time budget before this many */
+#define WANT_SAMPLES 100
 
 size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struct stats *st)
 {
@@ -23,8 +24,9 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
         fn(ctx, i);
     est = (double)(now_ns() - t0) / 8.0;
     batch = est >= TARGET_BATCH_NS ? 1 : (size_t)(TARGET_BATCH_NS / (est > 1 ? est : 1)) + 1;
-    if (batch > iters / MIN_SAMPLES && iters >= MIN_SAMPLES)
-        batch = iters / MIN_SAMPLES;
+    /* Percentiles need samples: at least WANT_SAMPLES of them when iters allows. */
+    if (batch > iters / WANT_SAMPLES)
+        batch = iters / WANT_SAMPLES;
     if (batch == 0)
         batch = 1;
     cap = iters / batch + 1;

@@ -3,7 +3,8 @@
  * measure.h - timing of one operation repeated many times, as latency samples.
  *
  * Operations shorter than the clock's resolution are timed in batches: a sample is the time of
- * a batch divided by its length, the batch sized so that it lasts about 2 us. Each size stops
+ * a batch divided by its length, the batch sized so that it lasts about 2 us but leaves at least
+ * 100 samples when iters allows (so p99 is of batch means for tiny operations). A run stops
  * after `iters` operations or `budget_s` seconds, whichever comes first (at least 8 samples).
  */
 #ifndef TOOLS_MEASURE_H
