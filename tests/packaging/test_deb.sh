@@ -169,15 +169,23 @@ abi=$(debian_headers_abi)
 if [ -z "$abi" ] || [ ! -d "/usr/lib/modules/$abi/build" ]; then
     skip dkms-build "linux-headers-$(dpkg --print-architecture) is not installed"
 else
+    # DKMS keeps the build's log in build/ after a failure, beside the module after a success.
+    dkms_make_log() {
+        ls -t /var/lib/dkms/gdrdrv/"$VERSION"/"$abi"/*/log/make.log \
+            /var/lib/dkms/gdrdrv/"$VERSION"/build/make.log 2>/dev/null | head -n 1
+    }
     dkms build -m gdrdrv -v "$VERSION" -k "$abi" --force >"$work/dkms.log" 2>&1; rc=$?
     ko=$(find "/var/lib/dkms/gdrdrv/$VERSION/$abi" -name 'gdrdrv.ko*' 2>/dev/null | head -n 1)
     magic=$( [ -n "$ko" ] && modinfo -F vermagic "$ko" 2>/dev/null)
-    if [ $rc -eq 0 ] && [ "${magic%% *}" = "$abi" ]; then
+    # No NVIDIA source here: the build must have used the module's own declarations.
+    nvh=$(grep -m1 -o 'GDRDRV_NV_P2P_H=[^ ]*' "$(dkms_make_log)" 2>/dev/null)
+    if [ $rc -eq 0 ] && [ "${magic%% *}" = "$abi" ] &&
+       { [ "$nvh" = "GDRDRV_NV_P2P_H=" ] || ls /usr/src/nvidia-*/nvidia/nv-p2p.h >/dev/null 2>&1; }; then
         ok "dkms-build ($abi)"
     else
-        not_ok "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic'"
+        not_ok "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic', $nvh"
         grep -v '^$' "$work/dkms.log" | tail -n 15
-        log=$(ls /var/lib/dkms/gdrdrv/"$VERSION"/build/make.log 2>/dev/null) && tail -n 25 "$log"
+        tail -n 25 "$(dkms_make_log)" 2>/dev/null
     fi
     # With an NVIDIA driver source in /usr/src, DKMS's build must use its nv-p2p.h. A stand-in
     # source (our own declarations under NVIDIA's file name) is put there only on CI or when
@@ -193,7 +201,7 @@ else
         cp "/usr/src/gdrdrv-$VERSION/nv_p2p.h" "$fake/nvidia/nv-p2p.h"
         echo 'MODULE_LICENSE("Dual MIT/GPL");' >"$fake/nvidia/nv-frontend.c"
         dkms build -m gdrdrv -v "$VERSION" -k "$abi" --force >"$work/dkms-nv.log" 2>&1; rc=$?
-        log=/var/lib/dkms/gdrdrv/$VERSION/build/make.log
+        log=$(dkms_make_log)
         if [ $rc -eq 0 ] && grep -q "GDRDRV_NV_P2P_H=$fake/nvidia/nv-p2p.h" "$log"; then
             ok dkms-build-nvidia-src
         else
