@@ -63,7 +63,9 @@ mkdir -p "$CACHE" "$KROOT"
 # Runs sharing a build folder (several 'make check' at once) take turns: they rebuild the
 # same copies. The kernel builds must not see the calling make's jobserver either.
 exec 9>"$KROOT/.lock"
-flock 9
+flock -n 9 || { echo "# waiting for another kernel test run in $BUILD"; flock 9; }
+echo "# started after $(( $(date +%s) - t_start )) s of waiting"
+t_start=$(date +%s)
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
 # ---- which kernels: "label abi version" lines, derived from the installed headers ---------

@@ -227,6 +227,16 @@ static void test_mmap_misuse(uint64_t va)
     t_check(e[0] && e[1] && e[2] && e[3] && !e[4], "mmap_misuse",
             "too long %d, offset 0 %d, beyond %d, no handle %d, valid %d", e[0], e[1], e[2], e[3], e[4]);
     printf("# MAP_PRIVATE of a pin -> %d\n", e[5]);
+
+    /* A mapping may not grow (VM_DONTEXPAND), even into pinned pages. */
+    m = mmap(NULL, GPU_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    if (m != MAP_FAILED) {
+        void *grown = mremap(m, GPU_PAGE, 2 * GPU_PAGE, MREMAP_MAYMOVE);
+        t_check(grown == MAP_FAILED, "mremap_grow_refused", "a gdrdrv mapping grew");
+        munmap(grown == MAP_FAILED ? m : grown, grown == MAP_FAILED ? GPU_PAGE : 2 * GPU_PAGE);
+    } else {
+        t_fail("mremap_grow_refused", "mmap: %s", strerror(errno));
+    }
     struct gdrdrv_unpin_buffer u = { .handle = p.handle };
     ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
 }

@@ -145,6 +145,18 @@ static void test_fork(void)
     rc = wait_child(pid);
     t_check(rc == 128 + SIGSEGV, "fork_mapping_not_inherited", "child status %d (want SIGSEGV)", rc);
 
+    /* Asking for the mapping to be inherited must not work either (VM_IO refuses DOFORK). */
+    int dofork = madvise(map, 2 * GPU_PAGE, MADV_DOFORK) ? errno : 0;
+    pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        (void)*(volatile unsigned char *)map;
+        _exit(0);
+    }
+    rc = wait_child(pid);
+    t_check(rc == 128 + SIGSEGV, "fork_dofork_not_inherited", "madvise(MADV_DOFORK) %d, child status %d "
+            "(want SIGSEGV)", dofork, rc);
+
     /* The inherited fd: every ioctl and mmap refused with EACCES. */
     pid = fork();
     if (pid == 0) {
@@ -530,6 +542,90 @@ static void test_unpin_races_callback(void)
     gdr_close(g);
 }
 
+/* FREE and unmap/unpin racing, many times with shifting timing: no crash, leak or deadlock. */
+static void test_free_unpin_stress(void)
+{
+    uint64_t base = live_pins();
+    gdr_t g = gdr_open();
+    int rounds = 40, done = 0;
+
+    if (!g) {
+        t_fail("free_unpin_stress", "gdr_open failed");
+        return;
+    }
+    for (int i = 0; i < rounds; i++) {
+        struct racer r = { 0 };
+        gdr_mh_t mh;
+        void *map;
+        pthread_t th;
+        struct timespec ts = { 0, (i % 8) * 250 * 1000 };
+
+        if (emu_alloc(2 * GPU_PAGE, i % 3, 0, &r.va))
+            break;
+        if (gdr_pin_buffer_v2(g, r.va, 2 * GPU_PAGE, 0, &mh) || gdr_map(g, mh, &map, 2 * GPU_PAGE)) {
+            emu_free(r.va);
+            break;
+        }
+        pthread_create(&th, NULL, free_thread, &r);
+        nanosleep(&ts, NULL);
+        gdr_unmap(g, mh, map, 2 * GPU_PAGE);
+        gdr_unpin_buffer(g, mh);
+        pthread_join(th, NULL);
+        done++;
+    }
+    gdr_close(g);
+    t_check(done == rounds && live_pins() == base, "free_unpin_stress", "%d of %d rounds, live pins %llu (was %llu)",
+            done, rounds, (unsigned long long)live_pins(), (unsigned long long)base);
+}
+
+/* A process exits (its fd released) while the free callback of its pin is due. */
+static void test_exit_races_callback(void)
+{
+    uint64_t base = live_pins(), cbs = callbacks_fired();
+    struct racer r = { 0 };
+    int ready[2], go[2], rc;
+    char c = 0;
+    pthread_t th;
+    pid_t pid;
+    struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+    if (emu_alloc(2 * GPU_PAGE, 1, 0, &r.va) || pipe(ready) || pipe(go)) {
+        t_fail("exit_races_callback", "setup failed");
+        return;
+    }
+    pid = fork();
+    if (pid == 0) {
+        gdr_t g = gdr_open();
+        gdr_mh_t mh;
+        void *map;
+
+        if (!g || gdr_pin_buffer_v2(g, r.va, 2 * GPU_PAGE, 0, &mh) || gdr_map(g, mh, &map, 2 * GPU_PAGE))
+            _exit(1);
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(2);
+        _exit(0);                      /* pins and mapping released by exit */
+    }
+    if (read(ready[0], &c, 1) != 1 || emu_cb_delay(800)) {
+        t_fail("exit_races_callback", "child did not pin");
+        kill(pid, SIGKILL);
+        wait_child(pid);
+        emu_free(r.va);
+        return;
+    }
+    pthread_create(&th, NULL, free_thread, &r);
+    nanosleep(&ts, NULL);
+    if (write(go[1], "g", 1) != 1)
+        c = 0;
+    rc = wait_child(pid);
+    pthread_join(th, NULL);
+    emu_cb_delay(0);
+    t_check(rc == 0 && !r.ret && live_pins() == base && callbacks_fired() == cbs + 1, "exit_races_callback",
+            "child %d free %d live pins %llu (was %llu) callbacks +%llu", rc, r.ret,
+            (unsigned long long)live_pins(), (unsigned long long)base,
+            (unsigned long long)(callbacks_fired() - cbs));
+    close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
+}
+
 /* ---- --hold: for the unload-while-held test of /init --------------------------------------- */
 static int hold(void)
 {
@@ -568,6 +664,8 @@ int main(int argc, char **argv)
     if (nonpersistent) {
         test_unpin_after_callback();
         test_unpin_races_callback();
+        test_free_unpin_stress();
+        test_exit_races_callback();
     }
     return t_exit_status();
 }
