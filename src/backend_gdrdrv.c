@@ -45,6 +45,7 @@ struct gd_pin {
     uint64_t va, mapped_size;
     void *map_ptr;           /* NULL when not mapped */
     size_t map_len;          /* what was mmapped: the pinned pages */
+    gdr_mapping_type_t req;  /* last REQ_MAPPING_TYPE sent: the module keeps it */
 };
 
 /* Why /dev/gdrdrv cannot be opened, in words a user can act on. */
@@ -315,16 +316,17 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         return EINVAL;
     if (p->handle > (uint64_t)INT64_MAX / (uint64_t)page)
         return EINVAL;                   /* no file offset can express it */
-    if (want != GDR_MAPPING_TYPE_NONE) {
-        if (c->version >= GD_VERSION(2, 5)) {
-            struct gdrdrv_req_mapping_type r = { .handle = p->handle, .mapping_type = want };
+    if (c->version >= GD_VERSION(2, 5) && (want != GDR_MAPPING_TYPE_NONE || p->req != want)) {
+        /* Also sent to go back to the module's choice after an earlier typed request. */
+        struct gdrdrv_req_mapping_type r = { .handle = p->handle, .mapping_type = want };
 
-            rc = gd_ioctl(c, GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
-            if (rc)
-                return rc == EBUSY ? EAGAIN : rc;
-        } else if (want != GDR_MAPPING_TYPE_WC) {
-            return EINVAL;               /* older modules only map write-combined */
-        }
+        rc = gd_ioctl(c, GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
+        if (rc)
+            return rc == EBUSY ? EAGAIN : rc;
+        p->req = want;
+    } else if (c->version < GD_VERSION(2, 5) && want != GDR_MAPPING_TYPE_NONE &&
+               want != GDR_MAPPING_TYPE_WC) {
+        return EINVAL;                   /* older modules only map write-combined */
     }
     /* The caller's size may be smaller: map every pinned page, so that ptr + (addr - va)
      * stays valid over the whole pinned range. */
