@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -626,6 +627,85 @@ static void test_exit_races_callback(void)
     close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
 }
 
+/*
+ * No stale PTE after a free: while a reader thread keeps faulting pages of the mapping in,
+ * FREE fires the callback; afterwards every page must raise SIGBUS (a PTE left behind would
+ * read memory the provider already gave back). Runs in a child: the faults are expected.
+ */
+static __thread sigjmp_buf bus_jmp;
+static __thread volatile int bus_armed;
+static volatile int reader_stop;
+
+static void on_bus(int sig)
+{
+    (void)sig;
+    if (bus_armed)
+        siglongjmp(bus_jmp, 1);
+    _exit(90);
+}
+
+/* 1 if reading the byte raised SIGBUS, 0 if it read. */
+static int touch_faults(volatile unsigned char *p)
+{
+    if (sigsetjmp(bus_jmp, 1)) {
+        bus_armed = 0;
+        return 1;
+    }
+    bus_armed = 1;
+    (void)*p;
+    bus_armed = 0;
+    return 0;
+}
+
+struct reader { volatile unsigned char *map; size_t pages; };
+
+static void *reader_main(void *arg)
+{
+    struct reader *r = arg;
+    unsigned long i = 0;
+
+    while (!reader_stop)
+        touch_faults(r->map + (i++ % r->pages) * 4096);
+    return NULL;
+}
+
+static void test_no_stale_pte(void)
+{
+    uint64_t base = live_pins();
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        const size_t pages = 64;          /* 4 KiB GPU pages: one PTE each */
+        uint64_t va;
+        gdr_t g = gdr_open();
+        gdr_mh_t mh;
+        void *map;
+        struct reader r;
+        pthread_t th;
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        int readable = 0;
+
+        if (!g || emu_alloc(pages * 4096, 0, 0, &va) || gdr_pin_buffer_v2(g, va, pages * 4096, 0, &mh) ||
+            gdr_map(g, mh, &map, pages * 4096))
+            _exit(80);
+        signal(SIGBUS, on_bus);
+        r = (struct reader){ map, pages };
+        pthread_create(&th, NULL, reader_main, &r);
+        nanosleep(&ts, NULL);
+        if (emu_free(va))
+            _exit(81);
+        reader_stop = 1;
+        pthread_join(th, NULL);
+        for (size_t i = 0; i < pages; i++)
+            readable += !touch_faults((volatile unsigned char *)map + i * 4096);
+        _exit(readable ? 82 : 0);
+    }
+    int rc = wait_child(pid);
+    t_check(rc == 0 && live_pins() == base, "no_stale_pte_after_free",
+            "child status %d (82: pages still readable after the callback), live pins %llu (was %llu)",
+            rc, (unsigned long long)live_pins(), (unsigned long long)base);
+}
+
 /* ---- --hold: for the unload-while-held test of /init --------------------------------------- */
 static int hold(void)
 {
@@ -666,6 +746,7 @@ int main(int argc, char **argv)
         test_unpin_races_callback();
         test_free_unpin_stress();
         test_exit_races_callback();
+        test_no_stale_pte();
     }
     return t_exit_status();
 }
