@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wb_gdrdrv_gates.c - white-box test of the gdrdrv backend's version gates and error rules
+ * against a scripted stand-in for /dev/gdrdrv: the backend's open/ioctl/mmap/munmap/close
+ * calls are redirected to functions here that answer as a module of a chosen version would
+ * and record which ioctl codes were used. The real module is exercised in the QEMU guests;
+ * this covers what no module at hand can show: 2.0 .. 2.4 modules (PIN_BUFFER v1, GET_INFO
+ * v1, no GET_ATTR / REQ_MAPPING_TYPE), refused versions, whole 64-bit handles, and which pin
+ * errors let the next backend try.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FAKE_FD 4242
+
+static struct {
+    uint32_t version, min_api;
+    int pin_errno;                  /* what PIN_BUFFER* answers */
+    uint64_t handle;                /* what PIN_BUFFER* returns */
+    uint32_t cacheable_type;        /* mapping type GET_INFO* reports once mapped */
+    int mapped;
+    unsigned long used[16];         /* ioctl codes seen, in order */
+    int nused;
+    off_t mmap_off;
+    size_t mmap_len;
+    char page[1 << 16];
+} fake;
+
+static int fake_open(const char *path, int flags, ...)
+{
+    (void)flags;
+    if (strcmp(path, "/dev/gdrdrv") != 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    return FAKE_FD;
+}
+
+static int fake_close(int fd)
+{
+    return fd == FAKE_FD ? 0 : close(fd);
+}
+
+static int fake_ioctl(int fd, unsigned long cmd, void *arg);
+
+static void *fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    (void)addr; (void)prot; (void)flags; (void)fd;
+    fake.mmap_off = off;
+    fake.mmap_len = len;
+    fake.mapped = 1;
+    return fake.page;
+}
+
+static int fake_munmap(void *addr, size_t len)
+{
+    (void)addr; (void)len;
+    fake.mapped = 0;
+    return 0;
+}
+
+/* Function-like, so that the ops table's .open / .close members keep their names. */
+#define open(...) fake_open(__VA_ARGS__)
+#define close(...) fake_close(__VA_ARGS__)
+#define ioctl(...) fake_ioctl(__VA_ARGS__)
+#define mmap(...) fake_mmap(__VA_ARGS__)
+#define munmap(...) fake_munmap(__VA_ARGS__)
+#include "../../src/backend_gdrdrv.c"
+#undef open
+#undef close
+#undef ioctl
+#undef mmap
+#undef munmap
+
+static int fake_ioctl(int fd, unsigned long cmd, void *arg)
+{
+    int old = fake.version < GD_VERSION(2, 5);
+
+    if (fd != FAKE_FD) {
+        errno = EBADF;
+        return -1;
+    }
+    if (fake.nused < 16)
+        fake.used[fake.nused++] = cmd;
+    switch (cmd) {
+    case GDRDRV_IOC_GET_VERSION: {
+        struct gdrdrv_get_version *v = arg;
+        v->gdrdrv_version = fake.version;
+        v->minimum_gdr_api_version = fake.min_api;
+        return 0;
+    }
+    case GDRDRV_IOC_PIN_BUFFER:
+        if (fake.pin_errno)
+            break;
+        ((struct gdrdrv_pin_buffer *)arg)->handle = fake.handle;
+        return 0;
+    case GDRDRV_IOC_PIN_BUFFER_V2:
+        if (old) {
+            errno = ENOTTY;
+            return -1;
+        }
+        if (fake.pin_errno)
+            break;
+        ((struct gdrdrv_pin_buffer_v2 *)arg)->handle = fake.handle;
+        return 0;
+    case GDRDRV_IOC_GET_INFO: {
+        struct gdrdrv_get_info *i = arg;
+        i->va = 0x100000;
+        i->mapped_size = 0x10000;
+        i->page_size = 0x10000;
+        i->mapped = fake.mapped;
+        i->wc_mapping = fake.mapped;
+        return 0;
+    }
+    case GDRDRV_IOC_GET_INFO_V2: {
+        struct gdrdrv_get_info_v2 *i = arg;
+        if (fake.version < GD_VERSION(2, 4))
+            break;
+        i->va = 0x100000;
+        i->mapped_size = 0x10000;
+        i->page_size = 0x10000;
+        i->mapping_type = fake.mapped ? fake.cacheable_type : GDRDRV_MAPPING_TYPE_NONE;
+        return 0;
+    }
+    case GDRDRV_IOC_GET_ATTR:
+    case GDRDRV_IOC_REQ_MAPPING_TYPE:
+        if (old)
+            break;
+        if (cmd == GDRDRV_IOC_GET_ATTR)
+            ((struct gdrdrv_get_attr *)arg)->val = 1;
+        else
+            fake.cacheable_type = ((struct gdrdrv_req_mapping_type *)arg)->mapping_type;
+        return 0;
+    case GDRDRV_IOC_UNPIN_BUFFER:
+        return 0;
+    }
+    errno = cmd == GDRDRV_IOC_GET_INFO_V2 || old ? ENOTTY : fake.pin_errno;
+    return -1;
+}
+
+static int failures;
+
+static void check(int cond, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cond) {
+        printf("ok %s\n", name);
+        return;
+    }
+    printf("not ok %s: ", name);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    failures++;
+}
+
+static int used(unsigned long cmd)
+{
+    for (int i = 0; i < fake.nused; i++)
+        if (fake.used[i] == cmd)
+            return 1;
+    return 0;
+}
+
+static void reset(uint32_t version)
+{
+    memset(&fake, 0, offsetof(__typeof__(fake), page));
+    fake.version = version;
+    fake.min_api = GD_VERSION(2, 0);
+    fake.handle = 0x100000003ULL;            /* above 32 bits: must be kept whole */
+    fake.cacheable_type = GDRDRV_MAPPING_TYPE_WC;
+}
+
+/* Pin, map, info, unpin through the backend against a module of this version. */
+static void round_trip(uint32_t version, const char *tag)
+{
+    struct vr_pin_req req = { .addr = 0x100000, .size = 0x10000 };
+    gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
+    struct vr_pin_info info;
+    char why[256] = "", name[96];
+    void *ctx = NULL, *pin = NULL, *ptr = NULL;
+    int rc, major = 0, minor = 0, attr = -1;
+    int old = version < GD_VERSION(2, 5), v24 = version >= GD_VERSION(2, 4);
+
+    reset(version);
+    rc = vr_backend_gdrdrv.open(&ctx, why, sizeof(why));
+    snprintf(name, sizeof(name), "%s/open", tag);
+    check(rc == 0 && ctx, name, "rc %d: %s", rc, why);
+    if (rc)
+        return;
+    vr_backend_gdrdrv.driver_version(ctx, &major, &minor);
+    snprintf(name, sizeof(name), "%s/driver_version", tag);
+    check((uint32_t)GD_VERSION(major, minor) == version, name, "%d.%d", major, minor);
+
+    rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, why, sizeof(why));
+    snprintf(name, sizeof(name), "%s/pin_uses_%s", tag, old ? "v1" : "v2");
+    check(rc == 0 && used(old ? GDRDRV_IOC_PIN_BUFFER : GDRDRV_IOC_PIN_BUFFER_V2) &&
+          !used(old ? GDRDRV_IOC_PIN_BUFFER_V2 : GDRDRV_IOC_PIN_BUFFER), name, "rc %d: %s", rc, why);
+    if (rc)
+        goto out;
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted);
+    snprintf(name, sizeof(name), "%s/map_offset_whole_handle", tag);
+    check(rc == 0 && (uint64_t)fake.mmap_off == fake.handle * (uint64_t)sysconf(_SC_PAGESIZE) &&
+          granted == GDR_MAPPING_TYPE_WC, name, "rc %d off %#llx granted %d", rc,
+          (unsigned long long)fake.mmap_off, granted);
+    fake.nused = 0;
+    rc = vr_backend_gdrdrv.info(ctx, pin, &info);
+    snprintf(name, sizeof(name), "%s/info_uses_%s", tag, v24 ? "v2" : "v1");
+    check(rc == 0 && used(v24 ? GDRDRV_IOC_GET_INFO_V2 : GDRDRV_IOC_GET_INFO) &&
+          info.mapping_type == GDR_MAPPING_TYPE_WC && info.va == 0x100000, name, "rc %d type %d",
+          rc, info.mapping_type);
+    vr_backend_gdrdrv.unmap(ctx, pin, ptr, 0x10000);
+
+    /* A typed request: REQ_MAPPING_TYPE from 2.5; older modules grant WC only. */
+    fake.nused = 0;
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted);
+    snprintf(name, sizeof(name), "%s/map_caching", tag);
+    if (old)
+        check(rc == EINVAL && !used(GDRDRV_IOC_REQ_MAPPING_TYPE), name, "rc %d", rc);
+    else
+        check(rc == 0 && used(GDRDRV_IOC_REQ_MAPPING_TYPE) && granted == GDR_MAPPING_TYPE_CACHING,
+              name, "rc %d granted %d", rc, granted);
+    if (!rc)
+        vr_backend_gdrdrv.unmap(ctx, pin, ptr, 0x10000);
+
+    fake.nused = 0;
+    rc = vr_backend_gdrdrv.get_attr(ctx, GDR_ATTR_USE_PERSISTENT_MAPPING, &attr);
+    snprintf(name, sizeof(name), "%s/get_attr", tag);
+    check(rc == 0 && attr == !old && used(GDRDRV_IOC_GET_ATTR) == !old, name, "rc %d attr %d", rc, attr);
+    vr_backend_gdrdrv.unpin(ctx, pin);
+out:
+    vr_backend_gdrdrv.close(ctx);
+}
+
+static void refused(uint32_t version, uint32_t min_api, const char *name, const char *words)
+{
+    char why[256] = "";
+    int rc;
+
+    reset(version);
+    fake.min_api = min_api;
+    rc = vr_backend_gdrdrv.probe(why, sizeof(why));
+    check(rc != 0 && strstr(why, words), name, "rc %d: %s", rc, why);
+}
+
+/* EINVAL from the module: not its memory, the next backend may try; others are final. */
+static void pin_errors(void)
+{
+    static const struct { int kernel, want; const char *name; } cases[] = {
+        { EINVAL, ENOTSUP, "pin_einval_is_enotsup" },
+        { ENOMEM, ENOMEM, "pin_enomem_final" },
+        { EACCES, EACCES, "pin_eacces_final" },
+        { ENOSPC, ENOSPC, "pin_enospc_final" },
+    };
+    struct vr_pin_req req = { .addr = 0x100000, .size = 1 };
+    char why[256];
+    void *ctx = NULL, *pin = NULL;
+
+    reset(GD_VERSION(2, 6));
+    if (vr_backend_gdrdrv.open(&ctx, why, sizeof(why))) {
+        check(0, "pin_errors", "open failed: %s", why);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc;
+
+        fake.pin_errno = cases[i].kernel;
+        why[0] = '\0';
+        rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, why, sizeof(why));
+        check(rc == cases[i].want && why[0], cases[i].name, "rc %d: '%s'", rc, why);
+    }
+    vr_backend_gdrdrv.close(ctx);
+}
+
+int main(void)
+{
+    round_trip(GD_VERSION(2, 0), "v2.0");
+    round_trip(GD_VERSION(2, 4), "v2.4");
+    round_trip(GD_VERSION(2, 5), "v2.5");
+    round_trip(GD_VERSION(2, 6), "v2.6");
+    refused(GD_VERSION(1, 9), GD_VERSION(1, 0), "refuse_version_1_9", "too old");
+    refused(GD_VERSION(2, 9), GD_VERSION(2, 7), "refuse_newer_api_needed", "needs a gdrapi library");
+    pin_errors();
+    return failures ? 1 : 0;
+}
