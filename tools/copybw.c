@@ -36,6 +36,8 @@ struct ctx {
     size_t n;
     uint64_t dptr;
     const struct vr_cuda *cu;
+    const struct gm_buf *buf;
+    size_t offset;
 };
 
 static void op_lib_write(void *p, size_t i) { struct ctx *c = p; (void)i; gdr_copy_to_mapping(c->mh, c->dev, c->host, c->n); }
@@ -103,11 +105,13 @@ static void parse(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         usage_error(prog, "unexpected argument '%s'", argv[optind]);
-    if (!o->copy)
-        o->copy = o->size;
     if (o->offset % 4)
         usage_error(prog, "offset must be a multiple of 4 bytes");
-    if (o->offset > o->size || o->copy > o->size - o->offset)
+    if (o->offset >= o->size)
+        usage_error(prog, "offset must lie inside the buffer");
+    if (!o->copy) /* upstream: the whole buffer; a sweep goes up to what fits after the offset */
+        o->copy = o->sweep ? o->size - o->offset : o->size;
+    if (o->copy > o->size - o->offset)
         usage_error(prog, "offset + copy size run past the end of the buffer");
 }
 
@@ -124,6 +128,21 @@ static size_t iters_for(unsigned long iters, size_t n, double bytes_budget)
     return (size_t)(cap < (double)iters ? (cap < 10 ? 10 : cap) : (double)iters);
 }
 
+/* What gdr_copy_to_mapping wrote must be in GPU memory: read it back through the allocation
+ * kind's own path (cuMemcpy or the emulated provider), not through the mapping. */
+static void check_written(const struct ctx *c, size_t n)
+{
+    char *back = malloc(n);
+
+    if (!back)
+        die(prog, "out of memory");
+    if (gm_read(c->buf, c->offset, back, n))
+        die(prog, "reading the GPU buffer back failed");
+    if (memcmp(back, c->host, n))
+        die(prog, "data check failed: the GPU buffer differs from what was written");
+    free(back);
+}
+
 static void measure_size(struct ctx *c, const struct opts *o, size_t n, struct bw *r)
 {
     size_t wi = o->sweep ? iters_for(o->witers, n, 4e9) : o->witers;
@@ -132,8 +151,11 @@ static void measure_size(struct ctx *c, const struct opts *o, size_t n, struct b
     c->n = n;
     r->size = n;
     printf("writing test, size=%zu offset=%zu num_iters=%zu\n", n, o->offset, wi);
+    if (gm_fill(c->buf, 0))  /* so that the data check sees only this size's writes */
+        die(prog, "clearing the GPU buffer failed");
     r->lib_w = measure_bandwidth(op_lib_write, c, n, wi, NULL);
     printf("write BW: %.2f MB/s\n", r->lib_w);
+    check_written(c, n);
     r->raw_w = measure_bandwidth(op_raw_write, c, n, wi, NULL);
     printf("raw write BW: %.2f MB/s (%.1f%% of raw)\n", r->raw_w, 100 * r->lib_w / r->raw_w);
     if (c->cu) {
@@ -189,8 +211,11 @@ int main(int argc, char **argv)
     tool_alloc(prog, o.co.kind, o.size, &buf, 0);
     c.cu = gm_kind_is_cuda((enum gm_kind)o.co.kind) ? gm_cuda() : NULL;
     c.host = tool_host_alloc(prog, o.size);
-    memset(c.host, 0x3c, o.size);
+    for (size_t i = 0; i < o.size; i++)
+        c.host[i] = (char)((i * 2654435761u) >> 24);
     c.dptr = buf.dptr + o.offset;
+    c.buf = &buf;
+    c.offset = o.offset;
     tool_map_open(&m, prog, buf.dptr, o.size, o.co.map_flags, 0);
     vramio_handle_backend(m.g, m.mh, &be);
     c.mh = m.mh;

@@ -57,7 +57,8 @@ double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct
 
     if (iters == 0)
         return 0;
-    fn(ctx, 0); /* warm-up */
+    for (size_t i = 0; i < 16 && i < iters; i++) /* warm-up: page walks, TLB, first touches */
+        fn(ctx, i);
     start = now_ns();
     t0 = start;
     for (size_t i = 0; i < iters; i++) {
