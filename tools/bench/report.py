@@ -217,7 +217,9 @@ class Panel:
     def vmark(self, xv, text):
         xx = self.px(xv)
         return ['<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="3,3"/>' % (xx, self.y, xx, self.y + self.h),
-                '<text x="%.1f" y="%.1f" font-size="10">%s</text>' % (xx + 3, self.y + 12, text)]
+                '<text x="%.1f" y="%.1f" font-size="10" text-anchor="%s">%s</text>' % (
+                    xx - 3 if xx > self.x + self.w * 0.6 else xx + 3, self.y + 12,
+                    "end" if xx > self.x + self.w * 0.6 else "start", text)]
 
 
 def write_svg(path, lat, bw):
