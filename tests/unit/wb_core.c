@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wb_core.c - white-box test of the core's dispatch and locking (gdrapi.c, open.c) with three
+ * fake backends defined here, so that it runs, also under TSan, on a machine without a GPU.
+ * The fakes are registered from the test side only: a struct vr_gdr is filled the way gdr_open
+ * fills it, and everything after that goes through the public gdr_* calls.
+ *
+ * Checks: the pin is offered in priority order, ENOTSUP falls through, another error is final,
+ * all-declined returns the first error with every reason; gdr_close releases pins, mappings
+ * and contexts; a slow pin holds up neither copies nor other pins' calls; 16 threads pin, map,
+ * copy, unmap and unpin on one gdr_t while others probe their handles and one instance is
+ * closed under its users; nothing leaks.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include "helpers/check.h"
+#include "core.h"
+
+/* Fake "GPU" address ranges: A serves [A_BASE, +RANGE), B serves [B_BASE, +RANGE), B fails
+ * finally on [FAIL_BASE, +RANGE), A pins [SLOW_BASE, +RANGE) slowly. */
+#define RANGE     (1UL << 32)
+#define A_BASE    (1UL << 40)
+#define SLOW_BASE (A_BASE + RANGE / 2)
+#define B_BASE    (2UL << 40)
+#define FAIL_BASE (3UL << 40)
+#define PAGE      65536UL
+
+struct fake_pin {
+    uint64_t va, size;
+};
+
+static _Atomic int live_pins, live_maps, live_ctx, c_consulted, slow_in_pin;
+
+static int in(uint64_t a, uint64_t base)
+{
+    return a >= base && a < base + RANGE;
+}
+
+static int fake_probe(char *why, size_t len) { snprintf(why, len, "fake"); return 0; }
+static int fake_open(void **ctx, char *why, size_t len)
+{
+    (void)why; (void)len;
+    *ctx = NULL;
+    live_ctx++;
+    return 0;
+}
+static void fake_close(void *ctx) { (void)ctx; live_ctx--; }
+
+static int make_pin(const struct vr_pin_req *req, void **pin)
+{
+    struct fake_pin *p = malloc(sizeof(*p));
+
+    if (!p)
+        return ENOMEM;
+    p->va = req->addr & ~(PAGE - 1);
+    p->size = ((req->addr + req->size + PAGE - 1) & ~(PAGE - 1)) - p->va;
+    *pin = p;
+    live_pins++;
+    return 0;
+}
+
+static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+{
+    (void)ctx;
+    if (in(req->addr, SLOW_BASE)) {
+        slow_in_pin = 1;
+        usleep(200000);
+        slow_in_pin = 0;
+    } else if (!in(req->addr, A_BASE)) {
+        snprintf(why, len, "A does not serve %#llx", (unsigned long long)req->addr);
+        return ENOTSUP;
+    }
+    return make_pin(req, pin);
+}
+
+static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+{
+    (void)ctx;
+    if (in(req->addr, FAIL_BASE)) {
+        snprintf(why, len, "B owns it but failed");
+        return EIO;
+    }
+    if (!in(req->addr, B_BASE)) {
+        snprintf(why, len, "B does not serve it");
+        return ENOTSUP;
+    }
+    return make_pin(req, pin);
+}
+
+static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+{
+    (void)ctx; (void)req; (void)pin;
+    c_consulted++;
+    snprintf(why, len, "C serves nothing");
+    return ENOTSUP;
+}
+
+static int fake_unpin(void *ctx, void *pin) { (void)ctx; free(pin); live_pins--; return 0; }
+
+static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
+                    gdr_mapping_type_t *granted)
+{
+    void *p;
+
+    (void)ctx; (void)pin;
+    if (want == GDR_MAPPING_TYPE_DEVICE)
+        return EINVAL; /* a type this "platform" cannot grant */
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return ENOMEM;
+    *ptr = p;
+    *granted = want == GDR_MAPPING_TYPE_NONE ? GDR_MAPPING_TYPE_WC : want;
+    live_maps++;
+    return 0;
+}
+
+static int fake_unmap(void *ctx, void *pin, void *ptr, size_t size)
+{
+    (void)ctx; (void)pin;
+    live_maps--;
+    return munmap(ptr, size) ? errno : 0;
+}
+
+static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
+{
+    struct fake_pin *p = pin;
+
+    (void)ctx;
+    *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
+                                  .tm_cycles = 1, .cycles_per_ms = 1000 };
+    return 0;
+}
+
+static int fake_cb(void *ctx, void *pin, int *flag) { (void)ctx; (void)pin; *flag = 0; return 0; }
+static int fake_attr(void *ctx, gdr_attr_t a, int *v) { (void)ctx; *v = a == 1; return 0; }
+static int fake_version(void *ctx, int *ma, int *mi) { (void)ctx; *ma = 2; *mi = 6; return 0; }
+
+#define FAKE(ID, NAME, PIN) { .id = ID, .name = NAME, .probe = fake_probe, .open = fake_open, \
+    .close = fake_close, .pin = PIN, .unpin = fake_unpin, .map = fake_map, .unmap = fake_unmap, \
+    .info = fake_info, .callback_flag = fake_cb, .get_attr = fake_attr, .driver_version = fake_version }
+static const struct vr_backend_ops fake_a = FAKE(VRAMIO_BACKEND_GDRDRV, "fakeA", a_pin);
+static const struct vr_backend_ops fake_b = FAKE(VRAMIO_BACKEND_DMABUF, "fakeB", b_pin);
+static const struct vr_backend_ops fake_c = FAKE(VRAMIO_BACKEND_VULKAN, "fakeC", c_pin);
+
+/* A gdr_t served by the fakes, registered as gdr_open registers an instance. */
+static gdr_t fake_open_gdr(void)
+{
+    const struct vr_backend_ops *ops[3] = { &fake_a, &fake_b, &fake_c };
+    struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        gdr->active[i].ops = ops[i];
+        ops[i]->open(&gdr->active[i].ctx, NULL, 0);
+        snprintf(gdr->why[i + 1], VR_REASON_LEN, "usable");
+    }
+    gdr->nactive = 3;
+    if (vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token) != 0)
+        return NULL;
+    gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
+    return (gdr_t)(uintptr_t)gdr->token;
+}
+
+static void test_dispatch(void)
+{
+    gdr_t g = fake_open_gdr();
+    vramio_backend_t be = VRAMIO_BACKEND_NONE;
+    gdr_mh_t mh;
+    const char *e;
+    int rc;
+
+    check(gdr_pin_buffer_v2(g, A_BASE + 100, 1000, 0, &mh) == 0 &&
+          vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV,
+          "first_backend_serves", "backend %d", (int)be);
+    gdr_unpin_buffer(g, mh);
+    check(gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh) == 0 &&
+          vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_DMABUF,
+          "enotsup_falls_through", "backend %d", (int)be);
+    gdr_unpin_buffer(g, mh);
+    c_consulted = 0;
+    rc = gdr_pin_buffer_v2(g, FAIL_BASE, PAGE, 0, &mh);
+    check(rc == EIO && c_consulted == 0 && mh.h == 0, "other_error_is_final",
+          "rc %d, C consulted %d times", rc, (int)c_consulted);
+    rc = gdr_pin_buffer_v2(g, 5UL << 40, PAGE, 0, &mh);
+    e = vramio_last_error();
+    check(rc == ENOTSUP && strstr(e, "fakeA") && strstr(e, "fakeB") && strstr(e, "fakeC") &&
+          strstr(e, "C serves nothing"), "all_decline_first_error_and_reasons",
+          "rc %d, '%s'", rc, e);
+    check(vramio_get_backend(g, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV, "get_backend_first",
+          "%d", (int)be);
+    check(gdr_close(g) == 0 && live_ctx == 0, "close_closes_contexts", "%d left", (int)live_ctx);
+}
+
+static void test_map_rules_and_close(void)
+{
+    gdr_t g = fake_open_gdr();
+    gdr_mh_t mh[6];
+    gdr_info_t info;
+    void *ptr = NULL, *p2;
+    int i, ok = 1;
+    char buf[64] = "payload";
+
+    check(gdr_pin_buffer(g, A_BASE + 5, 3 * PAGE, 0, 0, &mh[0]) == 0 &&
+          gdr_get_info_v2(g, mh[0], &info) == 0 && info.va == A_BASE &&
+          info.mapped_size == 4 * PAGE && info.cycles_per_ms == 1000 && !info.mapped,
+          "info_from_backend", "va %#llx size %llu", (unsigned long long)info.va,
+          (unsigned long long)info.mapped_size);
+    check(gdr_map_v2(g, mh[0], &ptr, PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING) == EINVAL &&
+          gdr_get_info_v2(g, mh[0], &info) == 0 && !info.mapped, "ungrantable_type_einval",
+          "accepted or left mapped");
+    check(gdr_map_v2(g, mh[0], &ptr, 4 * PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == 0 &&
+          gdr_get_info_v2(g, mh[0], &info) == 0 && info.mapped &&
+          info.mapping_type == GDR_MAPPING_TYPE_CACHING && !info.wc_mapping,
+          "requested_type_reported", "type %d", info.mapping_type);
+    check(gdr_map(g, mh[0], &p2, PAGE) == EAGAIN, "map_twice_eagain", "%s", vramio_last_error());
+    check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 64, buf, 64) == 0 &&
+          memcmp((char *)ptr + 4 * PAGE - 64, buf, 64) == 0, "copy_last_bytes", "%s", vramio_last_error());
+    check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 63, buf, 64) == EINVAL,
+          "copy_past_end_einval", "%s", vramio_last_error());
+    for (i = 1; i < 6; i++) {
+        ok &= gdr_pin_buffer_v2(g, A_BASE + (uint64_t)i * 4 * PAGE, PAGE, 0, &mh[i]) == 0;
+        if (i % 2)
+            ok &= gdr_map(g, mh[i], &p2, PAGE) == 0;
+    }
+    check(ok && live_pins == 6 && live_maps == 4, "held", "pins %d maps %d", (int)live_pins,
+          (int)live_maps);
+    check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
+          "close_releases_everything", "pins %d maps %d ctx %d", (int)live_pins,
+          (int)live_maps, (int)live_ctx);
+    check(gdr_copy_to_mapping(mh[0], ptr, buf, 8) == EINVAL, "copy_after_close_einval", "%s", vramio_last_error());
+}
+
+/* A pin that takes 200 ms must not hold up copies or calls on other pins of the same gdr_t. */
+struct slow_arg {
+    gdr_t g;
+    int rc;
+};
+
+static void *slow_pinner(void *arg)
+{
+    struct slow_arg *a = arg;
+    gdr_mh_t mh;
+
+    a->rc = gdr_pin_buffer_v2(a->g, SLOW_BASE, PAGE, 0, &mh);
+    if (a->rc == 0)
+        gdr_unpin_buffer(a->g, mh);
+    return NULL;
+}
+
+static void test_slow_pin(void)
+{
+    gdr_t g = fake_open_gdr();
+    struct slow_arg a = { g, -1 };
+    char buf[64] = { 0 };
+    gdr_info_t info;
+    gdr_mh_t mh, mh2;
+    pthread_t t;
+    void *ptr;
+    int i, ok = 1, during;
+
+    gdr_pin_buffer_v2(g, A_BASE, PAGE, 0, &mh);
+    gdr_map(g, mh, &ptr, PAGE);
+    pthread_create(&t, NULL, slow_pinner, &a);
+    while (!slow_in_pin)
+        usleep(100);
+    for (i = 0; i < 1000; i++)
+        ok &= gdr_copy_to_mapping(mh, ptr, buf, sizeof(buf)) == 0 &&
+              gdr_get_info_v2(g, mh, &info) == 0;
+    ok &= gdr_pin_buffer_v2(g, A_BASE + PAGE, PAGE, 0, &mh2) == 0 && gdr_unpin_buffer(g, mh2) == 0;
+    during = slow_in_pin;
+    pthread_join(t, NULL);
+    check(ok && during, "slow_pin_blocks_nothing", "calls %s; slow pin %s while they ran",
+          ok ? "ok" : "failed", during ? "in progress" : "already over");
+    check(a.rc == 0, "slow_pin_completes", "rc %d", a.rc);
+    gdr_close(g);
+}
+
+/* 16 threads on one gdr_t: 12 do full cycles on their own pins, 4 probe everybody's handles. */
+#define NT 16
+#define NW 12
+static gdr_t shared;
+static _Atomic unsigned long published[NW];
+static _Atomic int thread_errors;
+
+static void *cycler(void *arg)
+{
+    long id = (long)arg;
+    char pat[128], back[128];
+    gdr_mh_t mh;
+    void *ptr;
+    int i;
+
+    memset(pat, (int)id, sizeof(pat));
+    for (i = 0; i < 300; i++) {
+        if (gdr_pin_buffer_v2(shared, A_BASE + (uint64_t)id * PAGE * 4, 2 * PAGE, 0, &mh) ||
+            gdr_map(shared, mh, &ptr, 2 * PAGE)) {
+            thread_errors++;
+            continue;
+        }
+        published[id] = mh.h;
+        if (gdr_copy_to_mapping(mh, (char *)ptr + PAGE, pat, sizeof(pat)) ||
+            gdr_copy_from_mapping(mh, back, (char *)ptr + PAGE, sizeof(back)) ||
+            memcmp(pat, back, sizeof(pat)))
+            thread_errors++;
+        if (i % 2 && gdr_unmap(shared, mh, ptr, 2 * PAGE))
+            thread_errors++;
+        if (gdr_unpin_buffer(shared, mh)) /* unmaps first when still mapped */
+            thread_errors++;
+    }
+    return NULL;
+}
+
+static void *prober(void *arg)
+{
+    char buf[128];
+    gdr_info_t info;
+    gdr_mh_t mh;
+    int i, rc, flag;
+
+    (void)arg;
+    for (i = 0; i < 6000; i++) {
+        mh.h = published[i % NW];
+        rc = gdr_get_info_v2(shared, mh, &info);
+        if (rc != 0 && rc != EINVAL)
+            thread_errors++;
+        rc = gdr_get_callback_flag(shared, mh, &flag);
+        if (rc != 0 && rc != EINVAL)
+            thread_errors++;
+        /* Copy through a handle without knowing its mapping: must be refused. */
+        if (gdr_copy_from_mapping(mh, buf, buf + 64, 64) != EINVAL)
+            thread_errors++;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t t[NT];
+    long i;
+
+    shared = fake_open_gdr();
+    for (i = 0; i < NT; i++)
+        pthread_create(&t[i], NULL, i < NW ? cycler : prober, (void *)i);
+    for (i = 0; i < NT; i++)
+        pthread_join(t[i], NULL);
+    check(thread_errors == 0, "threads_one_gdr", "%d errors", (int)thread_errors);
+    check(live_pins == 0 && live_maps == 0, "threads_no_leak", "pins %d maps %d",
+          (int)live_pins, (int)live_maps);
+    gdr_close(shared);
+}
+
+/* Close an instance while 8 threads pin, map and unpin through it. */
+static _Atomic int close_bad;
+
+static void *close_user(void *arg)
+{
+    long id = (long)arg;
+    gdr_mh_t mh;
+    void *ptr;
+    int rc;
+
+    for (;;) {
+        rc = gdr_pin_buffer_v2(shared, A_BASE + (uint64_t)id * PAGE, PAGE, 0, &mh);
+        if (rc == EINVAL)
+            return NULL; /* closed */
+        if (rc)
+            close_bad++;
+        rc = gdr_map(shared, mh, &ptr, PAGE);
+        if (rc && rc != EINVAL)
+            close_bad++;
+        rc = gdr_unpin_buffer(shared, mh);
+        if (rc && rc != EINVAL)
+            close_bad++;
+    }
+}
+
+static void test_close_race(void)
+{
+    pthread_t t[8];
+    long i;
+
+    shared = fake_open_gdr();
+    for (i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, close_user, (void *)i);
+    usleep(50000);
+    check(gdr_close(shared) == 0, "close_under_users", "%s", vramio_last_error());
+    for (i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    check(close_bad == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
+          "close_race_clean", "bad %d pins %d maps %d ctx %d", (int)close_bad, (int)live_pins,
+          (int)live_maps, (int)live_ctx);
+}
+
+int main(void)
+{
+    test_dispatch();
+    test_map_rules_and_close();
+    test_slow_pin();
+    test_threads();
+    test_close_race();
+    return check_status();
+}
