@@ -32,28 +32,23 @@ INSTALL      ?= install
 INSTALL_TOOLS := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
                  gdrcopy_info
 PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
-PC_FILE      := $(BUILD)/pkgconfig/gdrapi.pc
 
 .PHONY: install uninstall install-dkms uninstall-dkms
 
-# Paths are substituted at build time so the file is right for this PREFIX/libdir; a
-# changed PREFIX on the command line rebuilds it (FORCE), it costs nothing.
-$(PC_FILE): packaging/gdrapi.pc.in FORCE
-	@mkdir -p $(dir $@)
-	sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
-	    -e 's|@includedir@|$(includedir)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+# gdrapi.pc names the final paths of this PREFIX/libdir (never DESTDIR); it is written straight
+# into the staging tree, so installs with different paths never share a generated file.
+PC_SED = sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
+             -e 's|@includedir@|$(includedir)|g' -e 's|@VERSION@|$(VERSION)|g'
 
-.PHONY: FORCE
-FORCE:
-
-install: all $(PC_FILE)
+install: all
 	$(INSTALL) -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) $(DESTDIR)$(pkgconfigdir) \
 	    $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir)
 	$(INSTALL) -m 644 $(LIB_REAL) $(DESTDIR)$(libdir)/
 	ln -sfn $(notdir $(LIB_REAL)) $(DESTDIR)$(libdir)/$(LIB_SONAME)
 	ln -sfn $(LIB_SONAME) $(DESTDIR)$(libdir)/libgdrapi.so
 	$(INSTALL) -m 644 $(addprefix include/,$(PUB_HEADERS)) $(DESTDIR)$(includedir)/
-	$(INSTALL) -m 644 $(PC_FILE) $(DESTDIR)$(pkgconfigdir)/
+	$(PC_SED) packaging/gdrapi.pc.in > $(DESTDIR)$(pkgconfigdir)/gdrapi.pc
+	chmod 644 $(DESTDIR)$(pkgconfigdir)/gdrapi.pc
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_TOOLS)) $(DESTDIR)$(bindir)/
 	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_TOOLS)) $(DESTDIR)$(man1dir)/
 	@# A live install (no DESTDIR, as root) must be found by the loader at once.
