@@ -98,7 +98,10 @@ done)
 [ -z "$hits" ] && ok no-mknod || not_ok no-mknod "$hits"
 
 # ---- install -----------------------------------------------------------------------------
-dpkg-query -W -f='${Package}\n' | sort >"$work/before"
+installed_pkgs() {
+    dpkg-query -W -f='${db:Status-Status} ${Package}\n' | awk '$1 == "installed" {print $2}' | sort
+}
+installed_pkgs >"$work/before"
 # The packages' directories, and which of them exist already (those stay after the purge).
 for u in "$work"/unpacked/*; do (cd "$u" && find . -mindepth 1 -type d ! -path './DEBIAN*'); done |
     sed 's|^\.||' | sort -u >"$work/pkg-dirs"
@@ -109,7 +112,7 @@ if ! dpkg_locked -i "${debs[@]}" >"$work/install.log" 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get -f install -y -qq -o DPkg::Lock::Timeout=300 \
         >>"$work/install.log" 2>&1
 fi
-dpkg-query -W -f='${Package}\n' | sort >"$work/after"
+installed_pkgs >"$work/after"
 comm -13 "$work/before" "$work/after" | grep -vxF -f <(tr ' ' '\n' <<<"$PKGS") >"$work/pulled"
 missing=""
 for p in $PKGS; do
