@@ -139,39 +139,31 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
 
-/* True once the table is gone or its callback has finished; takes emu_lock. */
-static bool emu_cb_settled(struct nvidia_p2p_page_table *table)
-{
-	struct emu_pin *p;
-	bool settled;
-
-	mutex_lock(&emu_lock);
-	p = emu_find_pin(table);
-	settled = !p || p->cb_state != EMU_CB_RUNNING;
-	mutex_unlock(&emu_lock);
-	return settled;
-}
+/* Bumped under emu_lock each time a free callback finishes; put_pages waits on it. */
+static unsigned long emu_cb_seq;
 
 int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 			 struct nvidia_p2p_page_table *page_table)
 {
 	struct emu_pin *p;
+	unsigned long seq;
 
 	if (!page_table)
 		return -EINVAL;
-	/* Like the real driver: wait for a free callback running on this table. */
-	wait_event(emu_cb_wq, emu_cb_settled(page_table));
-
 	mutex_lock(&emu_lock);
-	p = emu_find_pin(page_table);
+	/*
+	 * Like the real driver: wait for a free callback running on this table. The wait
+	 * condition reads only the sequence number, so nothing blocks inside it.
+	 */
+	while ((p = emu_find_pin(page_table)) && p->cb_state == EMU_CB_RUNNING) {
+		seq = emu_cb_seq;
+		mutex_unlock(&emu_lock);
+		wait_event(emu_cb_wq, READ_ONCE(emu_cb_seq) != seq);
+		mutex_lock(&emu_lock);
+	}
 	if (!p || p->persistent || p->va != virtual_address) {
 		mutex_unlock(&emu_lock);
 		return -EINVAL;
-	}
-	if (p->cb_state == EMU_CB_RUNNING) {
-		/* A second FREE cannot restart a callback, so this cannot happen. */
-		mutex_unlock(&emu_lock);
-		return -EBUSY;
 	}
 	if (p->cb_state == EMU_CB_DONE) {
 		/* The callback ran and the consumer kept the table: a consumer bug. */
@@ -283,6 +275,7 @@ int emu_free_allocation(u64 va)
 		mutex_lock(&emu_lock);
 		list_del(&p->fire_node);
 		p->cb_state = EMU_CB_DONE;
+		WRITE_ONCE(emu_cb_seq, emu_cb_seq + 1);
 		emu_callbacks_fired++;
 		a->running_cbs--;
 		free_now = !p->listed;
