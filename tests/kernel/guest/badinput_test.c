@@ -66,6 +66,27 @@ static void test_bad_pointers(void)
     }
 }
 
+/* A struct at an odd address is as good as an aligned one: the kernel copies it in. */
+static void test_misaligned_struct(uint64_t va)
+{
+    _Alignas(16) unsigned char raw[128];
+    struct gdrdrv_get_version v;
+    struct gdrdrv_pin_buffer_v2 p = { .addr = va, .size = GPU_PAGE };
+    struct gdrdrv_unpin_buffer u;
+    int e1, e2, e3;
+
+    e1 = ioc(GDRDRV_IOC_GET_VERSION, raw + 1);
+    memcpy(&v, raw + 1, sizeof(v));
+    memcpy(raw + 3, &p, sizeof(p));
+    e2 = ioc(GDRDRV_IOC_PIN_BUFFER_V2, raw + 3);
+    memcpy(&p, raw + 3, sizeof(p));
+    u.handle = p.handle;
+    memcpy(raw + 5, &u, sizeof(u));
+    e3 = e2 ? -1 : ioc(GDRDRV_IOC_UNPIN_BUFFER, raw + 5);
+    t_check(!e1 && v.gdrdrv_version == GDRDRV_VERSION && !e2 && !e3, "misaligned_struct_pointers",
+            "get_version %d (0x%x) pin %d unpin %d", e1, v.gdrdrv_version, e2, e3);
+}
+
 /* Zeroed, garbage and huge arguments: errors for everything that names no valid object. */
 static void test_bad_values(uint64_t va)
 {
@@ -412,6 +433,7 @@ int main(void)
         return 1;
     }
     test_bad_pointers();
+    test_misaligned_struct(vas[1]);
     test_bad_values(vas[1]);
     test_encodings();
     test_mmap_misuse(vas[1]);

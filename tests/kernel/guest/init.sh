@@ -58,6 +58,20 @@ check_leaks() {
     if [ "$now" = "$2" ]; then res ok "$1"; else res "not ok" "$1: live_pins $2 -> $now"; fi
 }
 
+# check_gdrdrv NAME PERSISTENT: gdrdrv's own count of live pins is 0 and its proc file
+# reports the version and the mode it was loaded with.
+check_gdrdrv() {
+    local p=/proc/driver/gdrdrv/params pins
+    pins=$(sed -n 's/^pins: //p' $p 2>/dev/null)
+    if [ "$pins" = 0 ]; then res ok "$1/pins-released"; else
+        res "not ok" "$1/pins-released: $p says pins: ${pins:-(missing)}"; fi
+    if grep -q '^version: 2.6$' $p && grep -q "^use_persistent_mapping: $2\$" $p; then
+        res ok "$1/proc-params"
+    else
+        res "not ok" "$1/proc-params: $(tr '\n' ' ' <$p 2>/dev/null)"
+    fi
+}
+
 load_gdrdrv() {  # load_gdrdrv NAME [params]: insmod and wait for the device node
     local name=$1 i=0
     shift
@@ -115,12 +129,14 @@ if [ -f /modules/gdrdrv.ko ]; then
                 [ -n "$name" ] && run_test "extra/$name" sh -c "$cmd"
             done </extra.list
         fi
+        check_gdrdrv gdrdrv-persistent 1
         unload_gdrdrv unload/after-persistent && check_leaks leak/after-persistent "$BASE"
 
         # Phase 2: non-persistent pins: free callbacks, SIGBUS after free, racing unpin.
         if load_gdrdrv load/gdrdrv-nonpersistent use_persistent_mapping=0; then
             run_test np-api /tests/api_test
             run_test np-safety /tests/safety_test --nonpersistent
+            check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
 
