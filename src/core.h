@@ -7,6 +7,7 @@
 #define VRAMIO_CORE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "backend.h"
 #include "handles.h"
 #include "log.h"
@@ -40,6 +41,7 @@ struct vr_pin {
     void *bpin;                            /* the backend's pin */
     uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
     void *map_ptr;                         /* NULL when not mapped */
+    pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;
     gdr_mapping_type_t map_type;
 };

@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "core.h"
 #include "copy/copy.h"
 
@@ -40,12 +41,23 @@ static struct vr_slot *pin_lock(const struct vr_gdr *gdr, gdr_mh_t handle)
     return s;
 }
 
+/*
+ * Whether the pin is mapped in this process. A child of fork() inherits the pin's state but not
+ * its mapping (gdrdrv mappings are not copied to a child; the other backends' may not be usable
+ * there either): for the child the pin is unmapped, and the copy path has been told so by the
+ * table's fork handler (handles.c).
+ */
+static int pin_mapped_here(const struct vr_pin *pin)
+{
+    return pin->map_ptr && pin->map_pid == getpid();
+}
+
 int vr_pin_release_locked(struct vr_slot *s)
 {
     struct vr_pin *pin = s->obj;
     int rc = 0, rc2;
 
-    if (pin->map_ptr) {
+    if (pin_mapped_here(pin)) {
         vr_slot_set_mapping(s, NULL, 0, 0);
         rc = pin->ops->unmap(pin->ctx, pin->bpin, pin->map_ptr, pin->map_size);
         if (rc)
@@ -206,7 +218,7 @@ static int op_info(struct vr_slot *s, struct vr_pin *pin, void *arg, const char 
     gdr_info_v2_t *out = arg;
     struct vr_pin_info bi = { 0 };
     int rc = pin->ops->info(pin->ctx, pin->bpin, &bi);
-    gdr_mapping_type_t type = pin->map_ptr ? pin->map_type : GDR_MAPPING_TYPE_NONE;
+    gdr_mapping_type_t type = pin_mapped_here(pin) ? pin->map_type : GDR_MAPPING_TYPE_NONE;
 
     vr_slot_unlock(s);
     if (rc)
@@ -255,7 +267,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
     void *ptr = NULL;
     int rc;
 
-    if (pin->map_ptr)
+    if (pin_mapped_here(pin))
         rc = vr_fail(EAGAIN, "%s: the handle is already mapped", fn);
     else if (a->size > pin->mapped_size)
         rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
@@ -268,6 +280,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
         rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);
     } else {
         pin->map_ptr = ptr;
+        pin->map_pid = getpid();
         pin->map_size = a->size;
         pin->map_type = granted;
         vr_slot_set_mapping(s, ptr, a->size, granted);
@@ -306,7 +319,7 @@ static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char
     struct unmap_args *a = arg;
     int rc = 0;
 
-    if (!pin->map_ptr)
+    if (!pin_mapped_here(pin))
         rc = vr_fail(EINVAL, "%s: the handle is not mapped", fn);
     else if (a->va != pin->map_ptr || a->size != pin->map_size)
         rc = vr_fail(EINVAL, "%s: %p+%zu is not the mapping %p+%zu", fn, a->va, a->size,

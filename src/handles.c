@@ -119,6 +119,9 @@ static void atfork_parent(void)
 /*
  * In the child only the forking thread exists: locks and references held by other threads of
  * the parent would never be released, and a seqlock left odd would make the copy path spin.
+ * Mappings of GPU memory are not inherited (gdrdrv refuses to copy them), so the copy path of
+ * the child must not see the parent's: a copy through an inherited handle is EINVAL, not a
+ * SIGSEGV.
  */
 static void reset_table_in_child(struct vr_table *t)
 {
@@ -133,6 +136,8 @@ static void reset_table_in_child(struct vr_table *t)
         s->refs = 0;
         if (atomic_load_explicit(&s->ver, memory_order_relaxed) & 1)
             atomic_fetch_add_explicit(&s->ver, 1, memory_order_relaxed);
+        if (atomic_load_explicit(&s->map_base, memory_order_relaxed))
+            vr_slot_set_mapping(s, NULL, 0, 0);
     }
 }
 

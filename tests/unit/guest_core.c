@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "common.h"
 #include "helpers/check.h"
 #include "vramio.h"
@@ -51,6 +52,22 @@ static int all_einval(gdr_t g, gdr_mh_t mh, void *some_ptr)
            gdr_get_callback_flag(g, mh, &flag) == EINVAL && gdr_map(g, mh, &va, SZ) == EINVAL &&
            gdr_unmap(g, mh, some_ptr, SZ) == EINVAL && vramio_handle_backend(g, mh, &be) == EINVAL &&
            gdr_unpin_buffer(g, mh) == EINVAL;
+}
+
+/* A child of fork() does not inherit the mapping: a copy through the parent's handle is EINVAL
+ * there, not a SIGSEGV. */
+static void fork_child_copy(gdr_mh_t mh, char *p)
+{
+    char buf[8] = { 0 };
+    int status = -1;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        _exit(gdr_copy_to_mapping(mh, p, buf, 8) == EINVAL &&
+              gdr_copy_from_mapping(mh, buf, p, 8) == EINVAL ? 0 : 1);
+    waitpid(pid, &status, 0);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_copy_einval",
+          "child status %#x (a signal means it touched the uninherited mapping)", status);
 }
 
 static void lifecycle(gdr_t g, uint64_t dva)
@@ -102,6 +119,7 @@ static void lifecycle(gdr_t g, uint64_t dva)
     check(gdr_copy_to_mapping(mh, p + SZ - 8, pat, 8) == 0 && gdr_copy_to_mapping(mh, p, pat, 0) == 0,
           "copy_edges", "refused");
 
+    fork_child_copy(mh, p);
     check(gdr_unmap(g, mh, p + 4096, SZ) == EINVAL && gdr_unmap(g, mh, p, SZ / 2) == EINVAL,
           "unmap_not_the_mapping_einval", "accepted");
     check(gdr_unmap(g, mh, ptr, SZ) == 0, "unmap", "%s", vramio_last_error());

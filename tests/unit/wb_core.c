@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "helpers/check.h"
@@ -397,9 +398,44 @@ static void test_close_race(void)
           (int)live_maps, (int)live_ctx);
 }
 
+/* A child of fork() sees the parent's pins as unmapped: copies EINVAL, not SIGSEGV. */
+static void test_fork_child(void)
+{
+    gdr_t g = fake_open_gdr();
+    char buf[64] = "x";
+    gdr_info_t info;
+    gdr_mh_t mh;
+    void *ptr;
+    int status = -1;
+    pid_t pid;
+
+    gdr_pin_buffer_v2(g, A_BASE, PAGE, 0, &mh);
+    gdr_map(g, mh, &ptr, PAGE);
+    pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+
+        bad += gdr_copy_to_mapping(mh, ptr, buf, 8) != EINVAL;
+        bad += gdr_copy_from_mapping(mh, buf, ptr, 8) != EINVAL;
+        bad += gdr_get_info_v2(g, mh, &info) != 0 || info.mapped;
+        bad += gdr_unmap(g, mh, ptr, PAGE) != EINVAL;
+        bad += gdr_unpin_buffer(g, mh) != 0;
+        bad += gdr_close(g) != 0;
+        _exit(bad);
+    }
+    waitpid(pid, &status, 0);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_sees_no_mapping",
+          "child status %#x", status);
+    check(gdr_copy_to_mapping(mh, ptr, buf, 8) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
+          info.mapped, "fork_parent_keeps_mapping", "%s", vramio_last_error());
+    check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0, "fork_parent_close_clean",
+          "pins %d maps %d", (int)live_pins, (int)live_maps);
+}
+
 int main(void)
 {
     test_dispatch();
+    test_fork_child();
     test_map_rules_and_close();
     test_slow_pin();
     test_threads();
