@@ -138,7 +138,20 @@ static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
     return 0;
 }
 
-static int fake_cb(void *ctx, void *pin, int *flag) { (void)ctx; (void)pin; *flag = 0; return 0; }
+static _Atomic int slow_cb, slow_in_cb;
+
+/* With slow_cb set, the call holds the pin's lock in the core for 200 ms. */
+static int fake_cb(void *ctx, void *pin, int *flag)
+{
+    (void)ctx; (void)pin;
+    if (slow_cb) {
+        slow_in_cb = 1;
+        usleep(200000);
+        slow_in_cb = 0;
+    }
+    *flag = 0;
+    return 0;
+}
 static int fake_attr(void *ctx, gdr_attr_t a, int *v) { (void)ctx; *v = a == 1; return 0; }
 static int fake_version(void *ctx, int *ma, int *mi) { (void)ctx; *ma = 2; *mi = 6; return 0; }
 
@@ -240,8 +253,18 @@ static void test_map_rules_and_close(void)
 /* A pin that takes 200 ms must not hold up copies or calls on other pins of the same gdr_t. */
 struct slow_arg {
     gdr_t g;
+    gdr_mh_t mh;   /* for slow_flag_reader */
     int rc;
 };
+
+static void *slow_flag_reader(void *arg)
+{
+    struct slow_arg *a = arg;
+    int flag;
+
+    a->rc = gdr_get_callback_flag(a->g, a->mh, &flag);
+    return NULL;
+}
 
 static void *slow_pinner(void *arg)
 {
@@ -257,7 +280,7 @@ static void *slow_pinner(void *arg)
 static void test_slow_pin(void)
 {
     gdr_t g = fake_open_gdr();
-    struct slow_arg a = { g, -1 };
+    struct slow_arg a = { .g = g, .rc = -1 };
     char buf[64] = { 0 };
     gdr_info_t info;
     gdr_mh_t mh, mh2;
@@ -279,6 +302,21 @@ static void test_slow_pin(void)
     check(ok && during, "slow_pin_blocks_nothing", "calls %s; slow pin %s while they ran",
           ok ? "ok" : "failed", during ? "in progress" : "already over");
     check(a.rc == 0, "slow_pin_completes", "rc %d", a.rc);
+
+    /* Copies take no lock: they go on while another call holds this very pin's lock. */
+    a = (struct slow_arg){ .g = g, .mh = mh, .rc = -1 };
+    slow_cb = 1;
+    pthread_create(&t, NULL, slow_flag_reader, &a);
+    while (!slow_in_cb)
+        usleep(100);
+    for (i = 0, ok = 1; i < 1000; i++)
+        ok &= gdr_copy_to_mapping(mh, ptr, buf, sizeof(buf)) == 0;
+    during = slow_in_cb;
+    pthread_join(t, NULL);
+    slow_cb = 0;
+    check(ok && during && a.rc == 0, "copies_take_no_pin_lock",
+          "copies %s; the locked call %s while they ran", ok ? "ok" : "failed",
+          during ? "in progress" : "already over");
     gdr_close(g);
 }
 
