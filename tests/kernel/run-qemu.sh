@@ -8,8 +8,8 @@
 # under CI (CI set), where that is a failure: CI installs them (.ci/setup.d/kernel.sh).
 #
 # Per kernel series it builds, out of copies under $BUILD/kernel/<abi>/ (W=1, warnings fail):
-# the provider, a test consumer of its exports (tests/kernel/probe/), then gdrdrv from driver/ (when driver/ has module sources) with
-# KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
+# the provider, a test consumer of its exports (tests/kernel/probe/) and gdrdrv from driver/
+# (when driver/ has module sources), the last two with KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
 # the .deb in $VRAMIO_KERNEL_CACHE, default /var/cache/vramio-kernels, else
 # $BUILD/kernel/cache); packs busybox-static, the modules, the static guest programs
 # (tests/kernel/guest/*_test.c, linked with $BUILD/lib/libgdrapi.a when they use gdrapi.h)
@@ -27,7 +27,7 @@
 # starting with # are ignored.
 #
 # Environment: BUILD (build folder, default build), VRAMIO_KERNELS (space separated series to
-# run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 300), KEEP_LOGS=1
+# run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 180), KEEP_LOGS=1
 # (print the whole serial log).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +36,7 @@ BUILD=${BUILD:-build}
 mkdir -p "$BUILD" && BUILD=$(cd "$BUILD" && pwd)
 KROOT=$BUILD/kernel
 SERIES=${VRAMIO_KERNELS:-6.1 6.12}
-QEMU_TIMEOUT=${VRAMIO_QEMU_TIMEOUT:-300}
+QEMU_TIMEOUT=${VRAMIO_QEMU_TIMEOUT:-180}
 t_start=$(date +%s)
 
 unavailable() {
@@ -83,11 +83,16 @@ resolve_kernel() {
 
 # ---- the kernel image: boot/vmlinuz-<abi> out of the image package, cached -----------------
 fetch_image() {  # fetch_image ABI VERSION -> prints the vmlinuz path
-    local abi=$1 ver=$2 img=$CACHE/vmlinuz-$1 dl pkg deb
+    local abi=$1 ver=$2 img=$CACHE/vmlinuz-$1_$2 dl pkg deb
     [ -s "$img" ] && { echo "$img"; return 0; }
     dl=$CACHE/deb && mkdir -p "$dl"
     for pkg in "linux-image-$abi-unsigned" "linux-image-$abi"; do
         deb=$(ls "$dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
+        # A cached package of another version (a rebuild with the same ABI) is replaced.
+        if [ -n "$deb" ] && [ "$(dpkg-deb -f "$deb" Version)" != "$ver" ]; then
+            rm -f "$deb"
+            deb=
+        fi
         if [ -z "$deb" ]; then
             (cd "$dl" && apt-get download -q "$pkg=$ver" >/dev/null 2>&1) || continue
             deb=$(ls "$dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
@@ -110,7 +115,7 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
         return 1
     fi
     # Warnings fail the build: the compiler's (W=1 ones are not errors) and modpost's.
-    ! grep -vE '^make(\[[0-9]+\])?: ' "$dest.log" | grep -qE 'warning:|^WARNING:' 
+    ! grep -vE '^make(\[[0-9]+\])?: ' "$dest.log" | grep -qE 'warning:|^WARNING:'
 }
 
 # ---- guest programs: static, built once for all kernels ------------------------------------

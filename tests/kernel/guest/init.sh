@@ -184,7 +184,7 @@ echo "## provider stats: $*"
 [ "$(live_pins)" = 0 ] && res ok leak/final-live-pins || res "not ok" "leak/final-live-pins: $*"
 if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
     res "not ok" "unload/provider: $(cat /tmp/rmmod.err)"; fi
-bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|nvp2p_emu: (leaked|put_pages on|free_page_table on)')
+bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
 if [ -z "$bad" ]; then res ok dmesg/clean; else
     res "not ok" "dmesg/clean: kernel reported problems"
     echo "$bad" | head -n 40 | sed 's/^/## /'

@@ -16,6 +16,7 @@
 #include "nv_p2p.h"
 
 struct page;
+struct task_struct;
 
 struct emu_alloc {
 	struct list_head node;      /* in emu_allocs while not freed */
@@ -43,6 +44,7 @@ struct emu_pin {
 	bool persistent;
 	bool listed;                /* still in emu_pins (table not put/freed) */
 	enum emu_cb_state cb_state;
+	struct task_struct *cb_task; /* the task running the free callback */
 	void (*free_callback)(void *data);
 	void *data;
 	struct nvidia_p2p_page *page_array;

@@ -14,6 +14,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 
 #include "emu.h"
 #include "nvp2p_emu.h"
@@ -156,6 +157,12 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	 * condition reads only the sequence number, so nothing blocks inside it.
 	 */
 	while ((p = emu_find_pin(page_table)) && p->cb_state == EMU_CB_RUNNING) {
+		if (p->cb_task == current) {
+			/* The consumer broke the contract; waiting here would hang the test. */
+			mutex_unlock(&emu_lock);
+			pr_err("nvp2p_emu: put_pages called from inside its own free callback\n");
+			return -EDEADLK;
+		}
 		seq = emu_cb_seq;
 		mutex_unlock(&emu_lock);
 		wait_event(emu_cb_wq, READ_ONCE(emu_cb_seq) != seq);
@@ -271,6 +278,7 @@ int emu_free_allocation(u64 va)
 	list_for_each_entry_safe(p, tmp, &fire, fire_node) {
 		bool free_now;
 
+		WRITE_ONCE(p->cb_task, current);
 		p->free_callback(p->data);
 		mutex_lock(&emu_lock);
 		list_del(&p->fire_node);
