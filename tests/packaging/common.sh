@@ -18,13 +18,18 @@ project_version() {
     echo "$maj.$min"
 }
 
+# The tools that 'make install' installs, from its one list in packaging/install.mk.
+tool_names() {
+    sed -n '/^INSTALL_TOOLS *:=/,/^[^ ]/p' "$REPO/packaging/install.mk" | grep -oE 'gdrcopy_[a-z]+'
+}
+
 # clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.
 clean_clone() {
     git clone -q --no-hardlinks "$REPO" "$1" 2>&1
 }
 
-# The ABI of Debian's default kernel headers (linux-headers-<arch>) (never uname -r: the running kernel is not the
-# one whose headers are installed).
+# The ABI of Debian's default kernel headers, from the package linux-headers-<arch>. Never
+# uname -r: the running kernel is not the one whose headers are installed.
 debian_headers_abi() {
     dpkg-query -W -f='${Depends}' "linux-headers-$(dpkg --print-architecture)" 2>/dev/null |
         grep -o 'linux-headers-[^ ,]*' | head -n 1 | sed 's/^linux-headers-//'

@@ -158,14 +158,18 @@ fi
 
 # ---- the tools: on PATH, each with its man page, runnable --------------------------------
 bad=""
-for t in gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info; do
+for t in $(tool_names); do
     [ -x "/usr/bin/$t" ] || bad="$bad $t(binary)"
     man -w "$t" >/dev/null 2>&1 || bad="$bad $t(man page)"
 done
 [ -z "$bad" ] && ok tools-installed || not_ok tools-installed "missing:$bad"
 out=$(env -u LD_LIBRARY_PATH timeout 60 gdrcopy_info 2>&1); rc=$?
 # Without a GPU it reports why nothing is usable; it must not crash or hang.
-if [ $rc -lt 124 ] && [ -n "$out" ]; then ok tools-run; else not_ok tools-run "gdrcopy_info exit $rc: $out"; fi
+if [ $rc -lt 124 ] && [ -n "$out" ]; then
+    ok tools-run
+else
+    not_ok tools-run "gdrcopy_info exit $rc: $out"
+fi
 
 # ---- the module: DKMS build for Debian's kernel headers, udev rule, modprobe.d ------------
 abi=$(debian_headers_abi)

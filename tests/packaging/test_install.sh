@@ -9,7 +9,7 @@ set -u
 
 BUILD=${BUILD:-build}
 VERSION=$(project_version)
-TOOLS="gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info"
+TOOLS=$(tool_names)
 work=$(mktemp -d /tmp/vramio-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -44,8 +44,10 @@ else
 fi
 
 # ---- man pages: one per tool, no groff warnings, every -h option documented ---------------
-tools=$(sed -n '/^INSTALL_TOOLS *:=/,/^[^ ]/p' packaging/install.mk | grep -oE 'gdrcopy_[a-z]+')
-for t in $tools; do
+# The six tools of GDRCopy 2.6, as install.mk lists them (the other tests read that list too).
+n=$(tool_names | wc -l)
+[ "$n" -eq 6 ] && ok tool-list || not_ok tool-list "install.mk's INSTALL_TOOLS names $n tools, not 6"
+for t in $(tool_names); do
     page=packaging/man/$t.1
     [ -f "$page" ] || { not_ok "man-$t" "no $page"; continue; }
     warn=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
