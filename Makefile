@@ -9,6 +9,8 @@
 # rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, tests/tests.mk,
 # driver/driver.mk, packaging/install.mk).
 
+.DEFAULT_GOAL := all
+
 VERSION_MAJOR := 2
 VERSION_MINOR := 6
 VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR)
