@@ -173,6 +173,20 @@ if [ -f /modules/gdrdrv.ko ]; then
             unload_gdrdrv "reload/$round/unload" || break
         done
         check_leaks leak/after-reloads "$BASE"
+
+        # Last, as a kernel WARN here ends the run: zap then munmap of a contiguous mapping,
+        # and a free callback's zap racing munmap (gdrdrv bug seen: WARN in untrack_pfn).
+        if load_gdrdrv load/gdrdrv-zap; then
+            run_test zap /tests/zap_test
+            unload_gdrdrv unload/after-zap
+        fi
+        if load_gdrdrv load/gdrdrv-zap-nonpersistent use_persistent_mapping=0; then
+            run_test np-zap /tests/zap_test --free
+            run_test np-stress /tests/safety_test --stress
+            run_test np-zap-race /tests/zap_test --race
+            unload_gdrdrv unload/after-np-zap
+        fi
+        check_leaks leak/after-zap "$BASE"
     fi
 else
     res skip "gdrdrv: module not built (driver/ has no sources yet)"
