@@ -248,7 +248,10 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
             124|137) why="timed out after ${QEMU_TIMEOUT}s" ;;
             *) why="qemu exited $rc without a final result line" ;;
         esac
-        grep -qE 'Kernel panic|Oops|BUG:|WARNING:' "$serial" && why="kernel panic/oops/warning ($why)"
+        if grep -qE 'Kernel panic|Oops|BUG:|WARNING:' "$serial"; then
+            why="kernel panic/oops/warning at $(grep -m1 -oE 'RIP: 0010:[^ ]+' "$serial" |
+                cut -d: -f3) ($why)"
+        fi
         echo "not ok $label/boot: $why, during '${line:-boot}'"
         grep -v '^@@ ' "$serial" | tail -n 60 | sed 's/^/    /'
     fi
