@@ -50,14 +50,6 @@ static int read_persistent_param(void)
     return v;
 }
 
-static uint64_t live_pins(void)
-{
-    struct nvp2p_emu_stats st = { 0 };
-
-    emu_stats(&st);
-    return st.live_pins;
-}
-
 /*
  * One full round trip: pin [va, va + offset + size) of a fresh allocation, map it, copy `size`
  * bytes at `offset` both ways. `v1` pins with gdr_pin_buffer, else gdr_pin_buffer_v2. Returns
@@ -66,7 +58,7 @@ static uint64_t live_pins(void)
 static int round_trip(const char *tag, unsigned int kind, uint64_t offset, size_t size, int v1)
 {
     char name[128];
-    uint64_t va = 0, base = live_pins();
+    uint64_t va = 0, base = emu_live_pins();
     size_t alloc_size = 1 << 20;
     unsigned char *dev = malloc(alloc_size), *host = malloc(size), *back = malloc(alloc_size);
     gdr_mh_t mh = { 0 };
@@ -131,8 +123,8 @@ static int round_trip(const char *tag, unsigned int kind, uint64_t offset, size_
     STEP(!ret && !info.mapped, "info_after_unmap", "ret %d mapped %u", ret, info.mapped);
     ret = gdr_unpin_buffer(g, mh);
     mh.h = 0;
-    STEP(!ret && live_pins() == base, "unpin", "ret %d live pins %llu (was %llu)", ret,
-         (unsigned long long)live_pins(), (unsigned long long)base);
+    STEP(!ret && emu_live_pins() == base, "unpin", "ret %d live pins %llu (was %llu)", ret,
+         (unsigned long long)emu_live_pins(), (unsigned long long)base);
     bad = 0;
 out:
 #undef STEP
@@ -152,7 +144,7 @@ out:
 static void test_unaligned_pin(unsigned int kind, uint64_t offset)
 {
     char name[64];
-    uint64_t va = 0, base = live_pins();
+    uint64_t va = 0, base = emu_live_pins();
     gdr_mh_t mh = { 0 };
     gdr_info_t info;
     void *map = NULL;
@@ -171,7 +163,7 @@ static void test_unaligned_pin(unsigned int kind, uint64_t offset)
     un = pin ? -1 : gdr_unpin_buffer(g, mh);
     t_check(!pin && !inf && info.va == ((va + offset) & ~(GPU_PAGE - 1)) &&
             info.mapped_size == ((offset & (GPU_PAGE - 1)) ? 2 : 1) * GPU_PAGE && m > 0 && !un &&
-            live_pins() == base, name,
+            emu_live_pins() == base, name,
             "pin %d info %d va 0x%llx size %llu map %d (want an error) unpin %d", pin, inf,
             (unsigned long long)(inf ? 0 : info.va), (unsigned long long)(inf ? 0 : info.mapped_size),
             m, un);
@@ -338,7 +330,7 @@ out:
 
 static void test_pin_errors(void)
 {
-    uint64_t va = 0, base = live_pins();
+    uint64_t va = 0, base = emu_live_pins();
     gdr_mh_t mh = { 0 };
     int a, b, c, d, e;
 
@@ -351,7 +343,7 @@ static void test_pin_errors(void)
     c = gdr_pin_buffer_v2(g, va, 0, 0, &mh);                          /* empty */
     d = gdr_pin_buffer_v2(g, va, GPU_PAGE, 0x80, &mh);                /* unknown flag */
     e = gdr_pin_buffer_v2(g, ~0UL - 100, 4096, 0, &mh);               /* wraps */
-    t_check(a && b && c && d == EINVAL && e && live_pins() == base, "pin_errors",
+    t_check(a && b && c && d == EINVAL && e && emu_live_pins() == base, "pin_errors",
             "nowhere %d past-end %d empty %d badflag %d wrap %d", a, b, c, d, e);
 
     /* A failure of the provider reaches the caller as an error, and leaves nothing behind. */
@@ -360,7 +352,7 @@ static void test_pin_errors(void)
     a = gdr_pin_buffer_v2(g, va, GPU_PAGE, 0, &mh);
     emu_inject(NVP2P_EMU_FAIL_GET_PAGES, 0, ENOMEM);
     emu_inject(NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT, 0, ENOMEM);
-    t_check(a != 0 && live_pins() == base, "pin_injected_failure", "pin returned %d", a);
+    t_check(a != 0 && emu_live_pins() == base, "pin_injected_failure", "pin returned %d", a);
     if (!a)
         gdr_unpin_buffer(g, mh);
     b = gdr_pin_buffer_v2(g, va, GPU_PAGE, 0, &mh);
@@ -423,7 +415,7 @@ int main(int argc, char **argv)
     test_pin_errors();
     test_handles();
     int ret = gdr_close(g);
-    t_check(!ret && live_pins() == 0, "close", "gdr_close %d, live pins %llu", ret,
-            (unsigned long long)live_pins());
+    t_check(!ret && emu_live_pins() == 0, "close", "gdr_close %d, live pins %llu", ret,
+            (unsigned long long)emu_live_pins());
     return t_exit_status();
 }

@@ -37,14 +37,6 @@ static int ioc(unsigned long cmd, void *arg)
     return ioctl(fd, cmd, arg) ? errno : 0;
 }
 
-static uint64_t live_pins(void)
-{
-    struct nvp2p_emu_stats st = { 0 };
-
-    emu_stats(&st);
-    return st.live_pins;
-}
-
 /* Bad pointers: each must fail with EFAULT (GET_VERSION and GET_ATTR included). */
 static void test_bad_pointers(void)
 {
@@ -421,7 +413,7 @@ int main(void)
         printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
-    base = live_pins();
+    base = emu_live_pins();
     for (int k = 0; k < 3; k++)
         if (emu_alloc(8 * GPU_PAGE, k, 0, &vas[k])) {
             printf("not ok setup: ALLOC failed\n");
@@ -437,12 +429,12 @@ int main(void)
     test_bad_values(vas[1]);
     test_encodings();
     test_mmap_misuse(vas[1]);
-    t_check(live_pins() == base, "no_leak_before_fuzz", "live pins %llu (was %llu)",
-            (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(emu_live_pins() == base, "no_leak_before_fuzz", "live pins %llu (was %llu)",
+            (unsigned long long)emu_live_pins(), (unsigned long long)base);
     fuzz(vas, 3);
     close(fd);
-    t_check(live_pins() == base, "fuzz_close_releases_all", "live pins %llu (was %llu)",
-            (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(emu_live_pins() == base, "fuzz_close_releases_all", "live pins %llu (was %llu)",
+            (unsigned long long)emu_live_pins(), (unsigned long long)base);
     for (int k = 0; k < 3; k++)
         emu_free(vas[k]);
     return t_exit_status();

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -144,4 +145,29 @@ void fill_pattern(void *buf, size_t len, uint32_t seed)
         x ^= x << 5;
         p[i] = (unsigned char)x;
     }
+}
+
+uint64_t emu_live_pins(void)
+{
+    struct nvp2p_emu_stats st = { 0 };
+
+    emu_stats(&st);
+    return st.live_pins;
+}
+
+uint64_t emu_callbacks_fired(void)
+{
+    struct nvp2p_emu_stats st = { 0 };
+
+    emu_stats(&st);
+    return st.callbacks_fired;
+}
+
+int wait_child(pid_t pid)
+{
+    int st;
+
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "nvp2p_emu.h"
 
@@ -32,6 +33,13 @@ int emu_read(uint64_t va, void *buf, size_t len);
 int emu_stats(struct nvp2p_emu_stats *st);
 int emu_inject(unsigned int what, unsigned int count, int errno_value);
 int emu_cb_delay(unsigned int ms);
+
+/* The leak counter and the number of free callbacks fired so far (0 if unreadable). */
+uint64_t emu_live_pins(void);
+uint64_t emu_callbacks_fired(void);
+
+/* Wait for a child; returns its exit status, or 128 + signal number. */
+int wait_child(pid_t pid);
 
 /* Deterministic fill pattern: byte i of a buffer tagged `seed`. */
 void fill_pattern(void *buf, size_t len, uint32_t seed);

@@ -121,7 +121,7 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety; do
+        for t in api compat badinput safety callback; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         if [ -f /extra.list ]; then
@@ -135,7 +135,8 @@ if [ -f /modules/gdrdrv.ko ]; then
         # Phase 2: non-persistent pins: free callbacks, SIGBUS after free, racing unpin.
         if load_gdrdrv load/gdrdrv-nonpersistent use_persistent_mapping=0; then
             run_test np-api /tests/api_test
-            run_test np-safety /tests/safety_test --nonpersistent
+            run_test np-safety /tests/safety_test
+            run_test np-callback /tests/callback_test --nonpersistent
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
@@ -182,7 +183,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         fi
         if load_gdrdrv load/gdrdrv-zap-nonpersistent use_persistent_mapping=0; then
             run_test np-zap /tests/zap_test --free
-            run_test np-stress /tests/safety_test --stress
+            run_test np-stress /tests/callback_test --stress
             run_test np-zap-race /tests/zap_test --race
             unload_gdrdrv unload/after-np-zap
         fi
