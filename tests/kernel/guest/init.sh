@@ -168,8 +168,11 @@ if [ -f /modules/gdrdrv.ko ]; then
         fi
 
         # Phase 4: repeated load/use/unload.
+        # Round 3 also turns on the module's debug and info logging paths.
         for round in 1 2 3 4 5; do
-            load_gdrdrv "reload/$round/load" || break
+            params=
+            [ "$round" = 3 ] && params="dbg_enabled=1 info_enabled=1"
+            load_gdrdrv "reload/$round/load" $params || break
             run_test "reload/$round" /tests/api_test --quick
             unload_gdrdrv "reload/$round/unload" || break
         done
