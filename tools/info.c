@@ -4,6 +4,7 @@
  * GPU memory here and exactly why not, the GPUs, and what to do next.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -116,7 +117,26 @@ static int backends_section(struct json *j)
     return usable;
 }
 
-/* BAR1 is resource 1 of the GPU's PCI function; its size bounds what can be mapped at once. */
+/* NVML's answer (libnvidia-ml.so.1, loaded only here): BAR1 total of the GPU at busid, or 0. */
+static unsigned long long bar1_from_nvml(const char *busid)
+{
+    struct { unsigned long long total, free, used; } bar1 = { 0, 0, 0 };
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL), *dev = NULL;
+    int (*init)(void), (*by_bus)(const char *, void **), (*get_bar1)(void *, void *);
+
+    if (!lib)
+        return 0;
+    init = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+    by_bus = (int (*)(const char *, void **))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    get_bar1 = (int (*)(void *, void *))dlsym(lib, "nvmlDeviceGetBAR1MemoryInfo");
+    if (init && by_bus && get_bar1 && init() == 0 && by_bus(busid, &dev) == 0)
+        get_bar1(dev, &bar1);
+    /* NVML stays loaded: unloading it under a live CUDA context is not worth the risk. */
+    return bar1.total;
+}
+
+/* BAR1 is resource 1 of the GPU's PCI function; its size bounds what can be mapped at once.
+ * sysfs first; NVML where sysfs does not show it (virtual machines). */
 static unsigned long long bar1_size(const char *busid)
 {
     char path[256], line[256];
@@ -129,14 +149,14 @@ static unsigned long long bar1_size(const char *busid)
             *p = (char)(*p - 'A' + 'a');
     f = fopen(path, "r");
     if (!f)
-        return 0;
+        return bar1_from_nvml(busid);
     /* line 0 is BAR0 (registers), line 1 is BAR1 */
     if (!fgets(line, sizeof(line), f) || !fgets(line, sizeof(line), f))
         line[0] = '\0';
     if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3 || end <= start)
         start = end = 0;
     fclose(f);
-    return end ? end - start + 1 : 0;
+    return end ? end - start + 1 : bar1_from_nvml(busid);
 }
 
 static int gpus_section(struct json *j)

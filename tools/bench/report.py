@@ -93,7 +93,7 @@ def write_md(args, info, lat, bw, api, pp):
     backend = (lat or bw or {}).get("backend", "?")
     L = ["# vramio benchmarks", "",
          "Made by `%s` on %s UTC (tools/bench/run.sh, tools/bench/report.py). Single runs on a shared" %
-         (args.command, datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")),
+         (args.command, datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
          "machine: treat differences of a few percent as noise.", "",
          "- GPU: %s, PCI %s, BAR1 %s" % (gpu.get("name", "?"), gpu.get("pci", "?"),
                                           human(int(gpu.get("bar1_bytes", 0))) if gpu.get("bar1_bytes") else "unknown"),

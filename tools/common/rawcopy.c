@@ -142,20 +142,63 @@ void raw_write_nt(void *dst, const void *src, size_t n)
     sfence();
 }
 
+/* One whole 64-byte line at an aligned address, with streaming loads, into out. */
+__attribute__((target("avx512f")))
+static void line_avx512(void *out, const char *s)
+{
+    _mm512_storeu_si512(out, _mm512_stream_load_si512((void *)s));
+}
+
+__attribute__((target("avx2")))
+static void line_avx2(void *out, const char *s)
+{
+    _mm256_storeu_si256((__m256i *)out, _mm256_stream_load_si256((const __m256i *)s));
+    _mm256_storeu_si256((__m256i *)out + 1, _mm256_stream_load_si256((const __m256i *)(s + 32)));
+}
+
+__attribute__((target("sse4.1")))
+static void line_sse41(void *out, const char *s)
+{
+    for (int k = 0; k < 4; k++)
+        _mm_storeu_si128((__m128i *)out + k, _mm_stream_load_si128((__m128i *)(s + 16 * k)));
+}
+
+/* A partial line (head or tail) is read as its whole aligned line: a line never crosses a page,
+ * so this stays inside the mapping, and it is one read like the hardware's, never the several
+ * small uncached loads that memcpy would issue. */
+static void read_partial(char *d, const char *s, size_t n)
+{
+    const char *line = (const char *)((uintptr_t)s & ~(uintptr_t)63);
+    unsigned char buf[64] __attribute__((aligned(64)));
+
+    switch (raw_isa()) {
+    case RAW_AVX512: line_avx512(buf, line); break;
+    case RAW_AVX2: line_avx2(buf, line); break;
+    case RAW_SSE: line_sse41(buf, line); break;
+    default: memcpy(buf, line, 64); break;
+    }
+    memcpy(d, buf + (s - line), n);
+}
+
 void raw_read_nt(void *dst, const void *src, size_t n)
 {
     char *d = dst;
     const char *s = src;
-    size_t h = head_to_align(s, 64, n);
+    size_t h = head_to_align(s, 64, n), body;
 
-    memcpy(d, s, h);
-    d += h, s += h, n -= h;
-    switch (raw_isa()) {
-    case RAW_AVX512: read_avx512(d, s, n); break;
-    case RAW_AVX2: read_avx2(d, s, n); break;
-    case RAW_SSE: read_sse41(d, s, n); break;
-    default: memcpy(d, s, n); break;
+    if (h) {
+        read_partial(d, s, h);
+        d += h, s += h, n -= h;
     }
+    body = n & ~(size_t)63;
+    switch (raw_isa()) {
+    case RAW_AVX512: read_avx512(d, s, body); break;
+    case RAW_AVX2: read_avx2(d, s, body); break;
+    case RAW_SSE: read_sse41(d, s, body); break;
+    default: memcpy(d, s, body); break;
+    }
+    if (n > body)
+        read_partial(d + body, s + body, n - body);
 }
 
 const char *raw_kernel_name(void)
