@@ -93,10 +93,10 @@ def write_md(args, info, lat, bw, api, pp):
     backend = (lat or bw or {}).get("backend", "?")
     L = ["# vramio benchmarks", "",
          "Made by `%s` on %s UTC (tools/bench/run.sh, tools/bench/report.py). Single runs on a shared" %
-         (args.command, datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
+         (args.command, args.when or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
          "machine: treat differences of a few percent as noise.", "",
          "- GPU: %s, PCI %s, BAR1 %s" % (gpu.get("name", "?"), gpu.get("pci", "?"),
-                                          human(int(gpu.get("bar1_bytes", 0))) if gpu.get("bar1_bytes") else "unknown"),
+                                          "%.1f GiB" % (gpu["bar1_bytes"] / (1 << 30)) if gpu.get("bar1_bytes") else "unknown"),
          "- CPU: %s" % (info or {}).get("cpu", {}).get("model", "?"),
          "- backend: %s, memory: %s, copy kernel: %s, raw reference: %s" %
          (backend, (lat or bw or {}).get("kind", "?"), (lat or bw or {}).get("copy_kernel", "?"),
@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--md", required=True)
     ap.add_argument("--svg", required=True)
     ap.add_argument("--command", default="make bench", help="the command that made the data")
+    ap.add_argument("--when", help="UTC time of the run, when the report is made later")
     args = ap.parse_args()
     info, lat, bw, api, pp = (load(args.dir, n) for n in ("info", "copylat", "copybw", "apiperf", "pplat"))
     if not lat and not bw:
