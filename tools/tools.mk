@@ -51,3 +51,10 @@ $(BUILD)/obj/gen/pplat_kernel.o: $(PPLAT_GEN)
 
 bench: lib tools
 	BUILD=$(BUILD) tools/bench/run.sh
+
+# The tools' own helpers, tested without a GPU by 'make check'.
+$(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itools -o $@ $< $(TOOL_COMMON_OBJS) -L$(BUILD)/lib -lgdrapi \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) $(TOOL_LIBS) $(ALL_LDFLAGS)
+TEST_PROGS += $(BUILD)/tests/tools_selftest

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools_selftest.c - the tools' own helpers, without a GPU: size parsing, percentiles, the JSON
+ * writer, and the raw reference loops (every size and misalignment against memcpy, on host
+ * memory). Prints one ok / not ok line per check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/rawcopy.h"
+#include "common/stats.h"
+#include "common/util.h"
+
+static int failed;
+
+static void check(int cond, const char *name, const char *why)
+{
+    printf(cond ? "ok %s\n" : "not ok %s: %s\n", name, why);
+    failed |= !cond;
+}
+
+static void test_parse(void)
+{
+    size_t v = 0;
+    unsigned long u = 0;
+
+    check(parse_size("4096", &v) == 0 && v == 4096, "parse_size/plain", "4096");
+    check(parse_size("64K", &v) == 0 && v == 65536, "parse_size/K", "64K");
+    check(parse_size("16M", &v) == 0 && v == 16u << 20, "parse_size/M", "16M");
+    check(parse_size("1GiB", &v) == 0 && v == 1u << 30, "parse_size/GiB", "1GiB");
+    check(parse_size("0x1000", &v) == 0 && v == 4096, "parse_size/hex", "0x1000");
+    check(parse_size("4X", &v) != 0 && parse_size("", &v) != 0 && parse_size("-1", &v) != 0 &&
+          parse_size("abc", &v) != 0, "parse_size/rejects", "4X, empty, -1, abc accepted");
+    check(parse_uint("10", 5, &u) != 0 && parse_uint("5", 5, &u) == 0 && u == 5,
+          "parse_uint/bounds", "max not enforced");
+}
+
+static void test_stats(void)
+{
+    double s[200];
+    struct stats st;
+
+    for (int i = 0; i < 200; i++)
+        s[i] = 200 - i; /* 200 .. 1, unsorted */
+    stats_compute(s, 200, &st);
+    check(st.min == 1 && st.max == 200 && st.p50 == 100 && st.p99 == 198 && st.avg == 100.5,
+          "stats/percentiles", "nearest-rank p50/p99 of 1..200 must be 100/198");
+    stats_compute(s, 0, &st);
+    check(st.n == 0 && st.p50 == 0, "stats/empty", "no samples must give zeros");
+}
+
+static void test_json(void)
+{
+    char path[] = "/tmp/tools_selftest_XXXXXX", buf[512] = "";
+    struct json j;
+    struct stats st = { .n = 2, .min = 1, .p50 = 1.5, .p99 = 2, .max = 2, .avg = 1.5 };
+    FILE *f;
+    int fd = mkstemp(path);
+
+    if (fd < 0) {
+        check(0, "json/output", "mkstemp failed");
+        return;
+    }
+    close(fd);
+    json_open(&j, path);
+    json_str(&j, "tool", "t\"x");
+    json_arr(&j, "rows");
+    json_int(&j, NULL, 1);
+    json_obj(&j, NULL);
+    json_stats(&j, "s", &st);
+    json_end(&j);
+    json_end(&j);
+    json_close(&j);
+    f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    unlink(path);
+    check(strcmp(buf, "{\"tool\":\"t\\\"x\",\"rows\":[1,{\"s\":{\"min\":1,\"p50\":1.5,\"p99\":2,"
+                      "\"max\":2,\"avg\":1.5,\"n\":2}}]}\n") == 0, "json/output", buf);
+}
+
+static void test_raw(void)
+{
+    static unsigned char src[8192] __attribute__((aligned(4096)));
+    static unsigned char dst[8192 + 64];
+    int bad = 0;
+
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i * 131 + 7);
+    for (int off = 0; off < 130 && !bad; off++) {
+        for (size_t n = 0; n < 1200 && !bad; n += n < 140 ? 1 : 61) {
+            memset(dst, 0, sizeof(dst));
+            raw_read_nt(dst, src + off, n);
+            bad |= memcmp(dst, src + off, n) != 0 || dst[n] != 0;
+            memset(dst, 0, sizeof(dst));
+            raw_write_nt(dst + off, src, n);
+            bad |= memcmp(dst + off, src, n) != 0 || dst[off + n] != 0;
+            memset(dst, 0, sizeof(dst));
+            raw_store_small(dst + off, src, n);
+            bad |= memcmp(dst + off, src, n) != 0 || dst[off + n] != 0;
+        }
+    }
+    check(!bad, "rawcopy/every-size-and-offset", raw_kernel_name());
+}
+
+int main(void)
+{
+    test_parse();
+    test_stats();
+    test_json();
+    test_raw();
+    return failed;
+}
