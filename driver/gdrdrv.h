@@ -102,6 +102,7 @@ struct gdrdrv_pin {
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
+	bool wc_reserved;                /* x86: WC memory type reserved for the BAR pages */
 };
 
 /* gdrdrv_main.c */
@@ -115,6 +116,9 @@ void gdrdrv_pin_put(struct gdrdrv_pin *pin);
 int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle);
 void gdrdrv_pin_release_all(struct gdrdrv_file *gf);
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin);
+
+/* gdrdrv_mmap.c */
+void gdrdrv_wc_release(struct gdrdrv_pin *pin);
 bool gdrdrv_persistent_supported(void);
 bool gdrdrv_force_pcie_supported(void);
 unsigned long gdrdrv_pin_count(void);

@@ -3,15 +3,23 @@
  * gdrdrv_mmap.c - CPU mappings of pinned GPU memory.
  *
  * mmap(fd, offset = handle << PAGE_SHIFT, len <= pinned pages) maps the pin from its start.
- * The PTEs are installed at mmap time with io_remap_pfn_range over physically contiguous
- * runs (BAR ranges are usually one run, which on x86 lets PAT reserve the memory type for
- * the whole VMA). The VMAs have no fault handler: once a pin is unpinned or its memory
- * freed, its PTEs are zapped and any later access raises SIGBUS.
+ * The PTEs are installed at mmap time. The VMAs have no fault handler: once a pin is
+ * unpinned or its memory freed, its PTEs are zapped and any later access raises SIGBUS.
+ *
+ * No single remap call ever covers the whole VMA. On x86 such a call makes PAT track the
+ * VMA (VM_PAT), and then munmap and the free callback's zap (unmap_mapping_range, which runs
+ * without the mmap lock) both "untrack" it: when they race, munmap finds the PTEs already
+ * gone and untrack_pfn() WARNs (seen on Debian 6.1 and 6.12; tests/kernel zap_test --race).
+ * So the first host page goes in with vmf_insert_pfn_prot() and the rest with
+ * io_remap_pfn_range() over contiguous runs; both then take the cache mode from the memory
+ * type recorded for the pages, which is why BAR (non-RAM) pages mapped WC get a WC
+ * reservation of their own (gdrdrv_wc_reserve), held until the page table goes.
  *
  * Memory types: WC is write-combined (non-coherent, the BAR's natural type); CACHING is
  * allowed only when the page table says the pages are CPU_CACHEABLE (coherent platforms);
  * DEVICE is the strongly ordered device type (arm64 pgprot_device, uncached elsewhere).
  */
+#include <linux/io.h>
 #include <linux/mm.h>
 
 #include "gdrdrv.h"
@@ -49,17 +57,20 @@ u32 gdrdrv_tsc_khz(void)
 
 #if defined(CONFIG_X86) && defined(GDRDRV_FLAVOUR_PROPRIETARY)
 /*
- * io_remap_pfn_range() clears the memory-encryption bit with cc_mkdec(), a GPL-only export.
- * For a device seen by an AMD SME/SEV host, the case where there is a bit to clear, that
- * bit is sme_me_mask, a plain export. (Intel TDX guests need the open flavour.)
+ * I/O memory must be mapped without the memory-encryption bit; pgprot_decrypted() clears it
+ * with cc_mkdec(), a GPL-only export. For a device seen by an AMD SME/SEV host, the case where
+ * there is a bit to clear, that bit is sme_me_mask, a plain export. (Intel TDX guests need
+ * the open flavour.)
  */
-static int gdrdrv_io_remap(struct vm_area_struct *vma, unsigned long addr, unsigned long pfn,
-			   unsigned long size, pgprot_t prot)
+static pgprot_t gdrdrv_io_prot(pgprot_t prot)
 {
-	return remap_pfn_range(vma, addr, pfn, size, __pgprot(pgprot_val(prot) & ~sme_me_mask));
+	return __pgprot(pgprot_val(prot) & ~sme_me_mask);
 }
 #else
-#define gdrdrv_io_remap io_remap_pfn_range
+static pgprot_t gdrdrv_io_prot(pgprot_t prot)
+{
+	return pgprot_decrypted(prot);
+}
 #endif
 
 static pgprot_t gdrdrv_prot(pgprot_t prot, u32 type)
@@ -107,25 +118,85 @@ static u64 gdrdrv_phys_at(const struct gdrdrv_pin *pin, u64 off)
 	return pin->table->pages[pos / psize]->physical_address + pos % psize;
 }
 
-/* Install the PTEs for the first len bytes, one io_remap_pfn_range per contiguous run. */
-static int gdrdrv_remap(struct gdrdrv_pin *pin, struct vm_area_struct *vma, u64 len)
+/* The physically contiguous run that starts at byte `off` of the pin, at most len - off long. */
+static u64 gdrdrv_run_at(const struct gdrdrv_pin *pin, u64 off, u64 len, u64 *phys)
 {
 	u64 psize = pin->gpu_page_size;
-	u64 off = 0;
+	u64 run = min(psize - ((pin->va + off) & (psize - 1)), len - off);
+
+	*phys = gdrdrv_phys_at(pin, off);
+	while (off + run < len && gdrdrv_phys_at(pin, off + run) == *phys + run)
+		run += min(psize, len - off - run);
+	return run;
+}
+
+/*
+ * x86 PAT: partial remaps take the cache mode recorded for the pages, and BAR pages that
+ * nobody reserved read as UC-, which would make a "WC" mapping uncached. Reserve WC for every
+ * run of the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps
+ * its own type). A conflicting reservation made by someone else wins, as PAT decides. Other
+ * architectures have no memory-type tracking: there linux/io.h makes these calls no-ops.
+ */
+static void gdrdrv_wc_walk(struct gdrdrv_pin *pin, bool reserve)
+{
+	u64 len = pin->mapped_size, off = 0, phys, run;
 
 	while (off < len) {
-		u64 phys = gdrdrv_phys_at(pin, off);
-		u64 run = min(psize - ((pin->va + off) & (psize - 1)), len - off);
-		int ret;
+		run = gdrdrv_run_at(pin, off, len, &phys);
+		if (!pfn_valid(phys >> PAGE_SHIFT)) {
+			if (!reserve)
+				arch_io_free_memtype_wc(phys, run);
+			else if (arch_io_reserve_memtype_wc(phys, run))
+				gdr_info("no WC memory type for [0x%llx, +0x%llx): PAT keeps the existing one\n",
+				 phys, run);
+		}
+		off += run;
+	}
+}
 
-		while (off + run < len && gdrdrv_phys_at(pin, off + run) == phys + run)
-			run += min(psize, len - off - run);
+static void gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
+{
+	if (pin->wc_reserved)
+		return;
+	gdrdrv_wc_walk(pin, true);
+	pin->wc_reserved = true;
+}
+
+/* Under pin->lock, while the page table is still valid. */
+void gdrdrv_wc_release(struct gdrdrv_pin *pin)
+{
+	if (!pin->wc_reserved)
+		return;
+	gdrdrv_wc_walk(pin, false);
+	pin->wc_reserved = false;
+}
+
+/* Install the PTEs for the first len bytes: the first host page alone, then the rest in
+ * contiguous runs, so that no call covers the whole VMA (see the top of this file). */
+static int gdrdrv_remap(struct gdrdrv_pin *pin, struct vm_area_struct *vma, u64 len)
+{
+	pgprot_t prot = gdrdrv_io_prot(vma->vm_page_prot);
+	u64 off = 0, phys, run;
+	vm_fault_t vf;
+	int ret;
+
+	while (off < len) {
+		run = gdrdrv_run_at(pin, off, len, &phys);
 		if (!PAGE_ALIGNED(phys) || !PAGE_ALIGNED(run)) {
 			gdr_err("GPU pages at 0x%llx are not host-page aligned\n", phys);
 			return -EINVAL;
 		}
-		ret = gdrdrv_io_remap(vma, vma->vm_start + off, phys >> PAGE_SHIFT, run,
-				      vma->vm_page_prot);
+		if (off == 0) {
+			vf = vmf_insert_pfn_prot(vma, vma->vm_start, phys >> PAGE_SHIFT, prot);
+			if (vf != VM_FAULT_NOPAGE)
+				return vf == VM_FAULT_OOM ? -ENOMEM : -EINVAL;
+			phys += PAGE_SIZE;
+			run -= PAGE_SIZE;
+			off = PAGE_SIZE;
+			if (!run)
+				continue;
+		}
+		ret = remap_pfn_range(vma, vma->vm_start + off, phys >> PAGE_SHIFT, run, prot);
 		if (ret)
 			return ret;
 		off += run;
@@ -209,6 +280,8 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 	}
 	gdrdrv_set_vma_flags(vma);
 	vma->vm_page_prot = gdrdrv_prot(vma->vm_page_prot, type);
+	if (type == GDRDRV_MAPPING_TYPE_WC)
+		gdrdrv_wc_reserve(pin);
 	ret = gdrdrv_remap(pin, vma, len);
 	if (ret)
 		goto out;               /* the core unmaps what was installed */

@@ -115,6 +115,7 @@ static void gdrdrv_free_callback(void *data)
 	pin->cb_fired = true;
 	gdr_info("free callback for va 0x%llx handle 0x%llx\n", pin->va, pin->handle);
 	gdrdrv_pin_zap(pin);
+	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
 	mutex_unlock(&pin->lock);
 }
@@ -127,6 +128,8 @@ static void gdrdrv_pin_free(struct kref *ref)
 
 	mutex_lock(&pin->lock);
 	fired = pin->cb_fired;
+	if (!fired)
+		gdrdrv_wc_release(pin); /* no VMA is left: they hold references */
 	mutex_unlock(&pin->lock);
 
 	if (pin->persistent) {
