@@ -45,7 +45,7 @@ run_test() {
     if grep -qE '^not ok ' /tmp/out || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then
         grep -vE '^(ok|skip) ' /tmp/out | tail -n 40 | sed 's/^/## /'
     else
-        grep -E '^# ' /tmp/out | head -n 5 | sed "s/^# /## $group: /"   # notes, shown always
+        grep -E '^# ' /tmp/out | head -n 5 | sed "s|^# |## $group: |"   # notes, shown always
     fi
 }
 
