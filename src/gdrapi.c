@@ -387,8 +387,7 @@ VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *
         return 0;
     if (__builtin_expect(!in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
         return copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 0);
-    vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
-    return 0;
+    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
 VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
@@ -402,8 +401,7 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
         return 0;
     if (__builtin_expect(!in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
         return copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
-    vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
-    return 0;
+    return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 
 VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)
