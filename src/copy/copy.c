@@ -148,7 +148,9 @@ static inline void scalar_load(unsigned char *host, const unsigned char *map, si
  *   16-byte pieces up to block alignment
  *   the kernel's bulk loop over whole blocks
  *   16-byte pieces, then scalar accesses for what is left.
- * Inlined twice with a constant 'to_map', so the branches on it disappear.
+ * Inlined (with a constant 'to_map', so the branches on it disappear) into each entry point:
+ * on the H200 every call level between a small WC store and its fence showed in the
+ * per-copy time (tests/gpu/gpu_bench).
  */
 static inline __attribute__((always_inline)) void
 copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
@@ -194,20 +196,6 @@ copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
 #undef VR_ADVANCE
 }
 
-/* Inlined into the public entry points: on the H200 every call level between a small WC
- * store and its fence showed in the per-copy time (tests/gpu/gpu_bench). */
-static inline __attribute__((always_inline)) void
-copy_shaped_to(const struct vr_copy_dir *d, void *dst, const void *src, size_t n)
-{
-    copy_shaped(1, d, dst, src, n);
-}
-
-static inline __attribute__((always_inline)) void
-copy_shaped_from(const struct vr_copy_dir *d, void *dst, const void *src, size_t n)
-{
-    copy_shaped(0, d, dst, src, n);
-}
-
 /*
  * Which code a mapping type runs:
  * CACHING: ordinary cacheable memory, memcpy is best and needs no fence (NULL here).
@@ -235,7 +223,7 @@ copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, cons
         memcpy(dst, src, n);
         return;
     }
-    copy_shaped_to(&k->to_map, dst, src, n);
+    copy_shaped(1, &k->to_map, dst, src, n);
     store_fence();
 }
 
@@ -248,7 +236,7 @@ copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, co
         return;
     k = kernel_for(k, type);
     if (k)
-        copy_shaped_from(&k->from_map, dst, src, n);
+        copy_shaped(0, &k->from_map, dst, src, n);
     else
         memcpy(dst, src, n);
 }
