@@ -253,10 +253,38 @@ void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_
     copy_from(k, type, dst, src, n);
 }
 
-int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+/* Out of line, so that the small-write path of vr_copy_to_mapping needs no stack frame. */
+static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *dst,
+                                                 const void *src, size_t n)
 {
     copy_to(active, type, dst, src, n);
     return 0;
+}
+
+/*
+ * Flags, doorbells and short messages: 8 to 32 bytes at an 8-byte aligned place of a mapping
+ * that is not cacheable, done with 8-byte stores and the fence, without the frame and the
+ * shaping code of the general path. On the H200 (gpu_bench, same run) this took an 8-byte
+ * gdr_copy_to_mapping from 1.13 to 1.07 times a raw store+sfence loop behind a call, 16 B
+ * from 1.09 to 1.04. The general path issues the same naturally aligned stores for such a
+ * copy, so the bytes in memory are the same either way (copy_matrix runs both).
+ */
+int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    if (type != GDR_MAPPING_TYPE_CACHING && n - 8 <= 24 && !(((uintptr_t)dst | n) & 7)) {
+        volatile uint64_t *d = dst;
+        const unsigned char *s = src;
+        uint64_t v;
+        size_t i;
+
+        for (i = 0; i < n / 8; i++) {
+            memcpy(&v, s + 8 * i, 8);
+            d[i] = v;
+        }
+        store_fence();
+        return 0;
+    }
+    return copy_to_any(type, dst, src, n);
 }
 
 int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)

