@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tools_selftest.c - the tools' own helpers, without a GPU: size parsing, percentiles, the JSON
- * writer, and the raw reference loops (every size and misalignment against memcpy, on host
- * memory). Prints one ok / not ok line per check.
+ * writer, the raw reference loops (every size and misalignment against memcpy, on host
+ * memory) and the paired latency measurement. Prints one ok / not ok line per check.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/measure.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -108,11 +109,75 @@ static void test_raw(void)
     check(!bad, "rawcopy/every-size-and-offset", raw_kernel_name());
 }
 
+/* measure_latency_pair: two busy-waits of 1 and 2 us give a ratio near 2, both ran equally
+ * often, and the order turns: after the warm-up (4 pairs) and the estimate (8 of each), the
+ * rounds a^L b^L, b^L a^L, ... merge into runs of 2L, where a fixed order gives runs of L. */
+#define PAIR_SEQ 4096
+struct pair_ctx {
+    unsigned long runs[3];
+    size_t len;
+    char seq[PAIR_SEQ];
+};
+
+static void spin_op(struct pair_ctx *c, int who, uint64_t ns)
+{
+    uint64_t t0 = now_ns();
+
+    while (now_ns() - t0 < ns)
+        ;
+    c->runs[who]++;
+    if (c->len < PAIR_SEQ)
+        c->seq[c->len++] = (char)who;
+}
+
+static void op_1us(void *p, size_t i)
+{
+    (void)i;
+    spin_op(p, 1, 1000);
+}
+
+static void op_2us(void *p, size_t i)
+{
+    (void)i;
+    spin_op(p, 2, 2000);
+}
+
+static void test_measure_pair(void)
+{
+    static struct pair_ctx c;
+    struct stats a, b;
+    double r = 0;
+    size_t done = measure_latency_pair(op_1us, op_2us, &c, 1000, 5.0, &a, &b, &r);
+    size_t i = 24, first = 0, run, doubled = 0, interior = 0;
+    char why[200];
+
+    snprintf(why, sizeof(why), "ratio %.3f, p50 %.3f / %.3f us, runs %lu / %lu, done %zu", r,
+             a.p50, b.p50, c.runs[1], c.runs[2], done);
+    check(r > 1.6 && r < 2.4 && a.p50 >= 1.0 && b.p50 >= 2.0, "measure/pair-ratio", why);
+    /* Runs after the estimate: the first is one batch; interior ones should be two. */
+    while (i < c.len) {
+        for (run = 0; i + run < c.len && c.seq[i + run] == c.seq[i]; run++)
+            ;
+        if (!first)
+            first = run;
+        else if (i + run < c.len) {
+            interior++;
+            doubled += run == 2 * first;
+        }
+        i += run;
+    }
+    snprintf(why + strlen(why), sizeof(why) - strlen(why), ", batch %zu, %zu of %zu later runs "
+             "of two batches", first, doubled, interior);
+    check(done > 0 && c.runs[1] == c.runs[2] && interior > 4 && doubled == interior,
+          "measure/pair-alternates", why);
+}
+
 int main(void)
 {
     test_parse();
     test_stats();
     test_json();
     test_raw();
+    test_measure_pair();
     return failed;
 }

@@ -50,6 +50,80 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
     return done;
 }
 
+size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
+                            struct stats *sa, struct stats *sb, double *ratio)
+{
+    size_t batch, done = 0, n = 0, cap;
+    double *va, *vb, *vr, est, t[2];
+    uint64_t t0, start;
+    op_fn fn[2] = { a, b };
+
+    /* One batch size for both, from the slower of the two: the same number of operations
+     * back to back is the same regime for each (a fence after every one, the timer outside). */
+    for (size_t i = 0; i < 4; i++) {
+        a(ctx, i);
+        b(ctx, i);
+    }
+    est = 0;
+    for (int k = 0; k < 2; k++) {
+        t0 = now_ns();
+        for (size_t i = 0; i < 8; i++)
+            fn[k](ctx, i);
+        t[k] = (double)(now_ns() - t0) / 8.0;
+        if (t[k] > est)
+            est = t[k];
+    }
+    batch = est >= TARGET_BATCH_NS ? 1 : (size_t)(TARGET_BATCH_NS / (est > 1 ? est : 1)) + 1;
+    if (batch > iters / WANT_SAMPLES)
+        batch = iters / WANT_SAMPLES;
+    if (batch == 0)
+        batch = 1;
+    cap = iters / batch + 1;
+    va = malloc(cap * sizeof(*va));
+    vb = malloc(cap * sizeof(*vb));
+    vr = malloc(cap * sizeof(*vr));
+    if (!va || !vb || !vr) {
+        free(va);
+        free(vb);
+        free(vr);
+        stats_compute(NULL, 0, sa);
+        stats_compute(NULL, 0, sb);
+        *ratio = 0;
+        return 0;
+    }
+    start = now_ns();
+    while (done < iters && n < cap) {
+        /* a then b in even rounds, b then a in odd ones: neither always goes first. */
+        for (int k = 0; k < 2; k++) {
+            int w = (int)((k + n) & 1);
+
+            t0 = now_ns();
+            for (size_t i = 0; i < batch; i++)
+                fn[w](ctx, done + i);
+            t[w] = (double)(now_ns() - t0) / 1000.0 / (double)batch;
+        }
+        va[n] = t[0];
+        vb[n] = t[1];
+        vr[n] = t[0] > 0 ? t[1] / t[0] : 0;
+        n++;
+        done += batch;
+        if (n >= MIN_SAMPLES && (double)(now_ns() - start) > budget_s * 1e9)
+            break;
+    }
+    stats_compute(va, n, sa);
+    stats_compute(vb, n, sb);
+    {
+        struct stats r;
+
+        stats_compute(vr, n, &r);
+        *ratio = r.p50;
+    }
+    free(va);
+    free(vb);
+    free(vr);
+    return done;
+}
+
 double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct stats *st)
 {
     double *samples = st ? malloc(iters * sizeof(*samples)) : NULL;

@@ -20,6 +20,13 @@ typedef void (*op_fn)(void *ctx, size_t i);
 /* Latency in microseconds of fn(ctx, i). Returns the number of operations run. */
 size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struct stats *st);
 
+/* Two operations side by side (the library and its raw reference): batches of the same
+ * length alternate, the order turning every round, so that drift and noise hit both alike.
+ * Stats of each go to sa and sb; *ratio gets the median of the per-round ratios b/a. Returns
+ * the number of operations of each that ran. */
+size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
+                            struct stats *sa, struct stats *sb, double *ratio);
+
 /* Bandwidth in MB/s (2^20 bytes, as GDRCopy's tools) of `iters` operations of `bytes` each,
  * timed as one run; per-operation latencies go to st when st != NULL. */
 double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct stats *st);

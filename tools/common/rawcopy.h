@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rawcopy.h - the "raw reference" of the benchmarks: the same operation as the library's
- * gdr_copy_*_mapping, done by an inline loop on the same mapping, with no library call.
+ * gdr_copy_*_mapping, done by a plain loop on the same mapping, with no library code.
  * It is the figure the library must match (gpu-machine.md's reference numbers).
  */
 #ifndef TOOLS_RAWCOPY_H
