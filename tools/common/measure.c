@@ -10,6 +10,17 @@
 #define MIN_SAMPLES 8    /* never stop on the time budget before this many */
 #define WANT_SAMPLES 100
 
+/* Operations per timed batch for one that takes est ns: about TARGET_BATCH_NS per batch, but
+ * percentiles need samples, so at least WANT_SAMPLES batches when iters allows. */
+static size_t batch_for(double est, size_t iters)
+{
+    size_t batch = est >= TARGET_BATCH_NS ? 1 : (size_t)(TARGET_BATCH_NS / (est > 1 ? est : 1)) + 1;
+
+    if (batch > iters / WANT_SAMPLES)
+        batch = iters / WANT_SAMPLES;
+    return batch ? batch : 1;
+}
+
 size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struct stats *st)
 {
     size_t batch, done = 0, n = 0, cap;
@@ -23,12 +34,7 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
     for (size_t i = 0; i < 8; i++)
         fn(ctx, i);
     est = (double)(now_ns() - t0) / 8.0;
-    batch = est >= TARGET_BATCH_NS ? 1 : (size_t)(TARGET_BATCH_NS / (est > 1 ? est : 1)) + 1;
-    /* Percentiles need samples: at least WANT_SAMPLES of them when iters allows. */
-    if (batch > iters / WANT_SAMPLES)
-        batch = iters / WANT_SAMPLES;
-    if (batch == 0)
-        batch = 1;
+    batch = batch_for(est, iters);
     cap = iters / batch + 1;
     samples = malloc(cap * sizeof(*samples));
     if (!samples) {
@@ -73,11 +79,7 @@ size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double bu
         if (t[k] > est)
             est = t[k];
     }
-    batch = est >= TARGET_BATCH_NS ? 1 : (size_t)(TARGET_BATCH_NS / (est > 1 ? est : 1)) + 1;
-    if (batch > iters / WANT_SAMPLES)
-        batch = iters / WANT_SAMPLES;
-    if (batch == 0)
-        batch = 1;
+    batch = batch_for(est, iters);
     cap = iters / batch + 1;
     va = malloc(cap * sizeof(*va));
     vb = malloc(cap * sizeof(*vb));
