@@ -109,51 +109,56 @@ static void test_raw(void)
     check(!bad, "rawcopy/every-size-and-offset", raw_kernel_name());
 }
 
-/* measure_latency_pair: two busy-waits of 1 and 2 us give a ratio near 2, both ran equally
- * often, and the order turns: after the warm-up (4 pairs) and the estimate (8 of each), the
- * rounds a^L b^L, b^L a^L, ... merge into runs of 2L, where a fixed order gives runs of L. */
+/* measure_latency_pair: two busy-waits, the second twice as long, give a ratio near 2, both
+ * ran equally often, and the order turns: after the warm-up (4 pairs) and the estimate (8 of
+ * each), the rounds a^L b^L, b^L a^L, ... merge into runs of 2L, where a fixed order gives runs
+ * of L. Short operations get batches of 200 (as iters allows), long ones batches of 1. */
 #define PAIR_SEQ 4096
 struct pair_ctx {
+    uint64_t ns;                /* op a's time; op b's is twice that */
     unsigned long runs[3];
     size_t len;
     char seq[PAIR_SEQ];
 };
 
-static void spin_op(struct pair_ctx *c, int who, uint64_t ns)
+static void spin_op(struct pair_ctx *c, int who)
 {
     uint64_t t0 = now_ns();
 
-    while (now_ns() - t0 < ns)
+    while (now_ns() - t0 < c->ns * (uint64_t)who)
         ;
     c->runs[who]++;
     if (c->len < PAIR_SEQ)
         c->seq[c->len++] = (char)who;
 }
 
-static void op_1us(void *p, size_t i)
+static void op_a(void *p, size_t i)
 {
     (void)i;
-    spin_op(p, 1, 1000);
+    spin_op(p, 1);
 }
 
-static void op_2us(void *p, size_t i)
+static void op_b(void *p, size_t i)
 {
     (void)i;
-    spin_op(p, 2, 2000);
+    spin_op(p, 2);
 }
 
-static void test_measure_pair(void)
+static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_t want_batch)
 {
     static struct pair_ctx c;
     struct stats a, b;
     double r = 0;
-    size_t done = measure_latency_pair(op_1us, op_2us, &c, 1000, 5.0, &a, &b, &r);
-    size_t i = 24, first = 0, run, doubled = 0, interior = 0;
-    char why[200];
+    size_t done, i = 24, first = 0, run, doubled = 0, interior = 0;
+    char what[64], why[240];
 
+    memset(&c, 0, sizeof(c));
+    c.ns = ns;
+    done = measure_latency_pair(op_a, op_b, &c, iters, 5.0, &a, &b, &r);
     snprintf(why, sizeof(why), "ratio %.3f, p50 %.3f / %.3f us, runs %lu / %lu, done %zu", r,
              a.p50, b.p50, c.runs[1], c.runs[2], done);
-    check(r > 1.6 && r < 2.4 && a.p50 >= 1.0 && b.p50 >= 2.0, "measure/pair-ratio", why);
+    snprintf(what, sizeof(what), "measure/pair-ratio/%s", name);
+    check(r > 1.6 && r < 2.4 && a.p50 >= ns / 1e3 && b.p50 >= 2 * ns / 1e3, what, why);
     /* Runs after the estimate: the first is one batch; interior ones should be two. */
     while (i < c.len) {
         for (run = 0; i + run < c.len && c.seq[i + run] == c.seq[i]; run++)
@@ -166,10 +171,11 @@ static void test_measure_pair(void)
         }
         i += run;
     }
-    snprintf(why + strlen(why), sizeof(why) - strlen(why), ", batch %zu, %zu of %zu later runs "
-             "of two batches", first, doubled, interior);
-    check(done > 0 && c.runs[1] == c.runs[2] && interior > 4 && doubled == interior,
-          "measure/pair-alternates", why);
+    snprintf(why + strlen(why), sizeof(why) - strlen(why), ", batch %zu (want %zu), %zu of %zu "
+             "later runs of two batches", first, want_batch, doubled, interior);
+    snprintf(what, sizeof(what), "measure/pair-alternates/%s", name);
+    check(done > 0 && c.runs[1] == c.runs[2] && first == want_batch && interior > 4 &&
+          doubled == interior, what, why);
 }
 
 int main(void)
@@ -178,6 +184,7 @@ int main(void)
     test_stats();
     test_json();
     test_raw();
-    test_measure_pair();
+    test_measure_pair("2us", 1000, 1000, 1);
+    test_measure_pair("0.4us", 200, 20000, 200);
     return failed;
 }
