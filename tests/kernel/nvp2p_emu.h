@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
 /*
  * nvp2p_emu.h - control interface of the emulated NVIDIA p2p provider (TEST ONLY, never
- * installed). The provider exports the nvidia_p2p_* functions backed by ordinary RAM; user
- * space creates "GPU allocations" at fake device addresses through /dev/nvp2p_emu, fills and
- * reads them, frees them (which fires the free callback of non-persistent pins), and injects
- * failures. The tools' memory helper uses it so gdrcopy_sanity runs inside the QEMU guest.
+ * installed). The provider exports the nvidia_p2p_* functions backed by ordinary RAM (or,
+ * on request, by a PCI memory BAR); user space creates "GPU allocations" at fake device
+ * addresses through /dev/nvp2p_emu, fills and reads them, frees them (which fires the free
+ * callback of non-persistent pins), and injects failures. The tools' memory helper uses it
+ * so gdrcopy_sanity runs inside the QEMU guest.
  */
 #ifndef NVP2P_EMU_H
 #define NVP2P_EMU_H
@@ -23,6 +24,16 @@ struct nvp2p_emu_alloc {
     __u64 va;          /* out: fake device address, aligned to 64 KiB at least */
 };
 #define NVP2P_EMU_ALLOC_CPU_CACHEABLE (1U << 0) /* page table says CPU_CACHEABLE */
+/*
+ * Added for the MMIO tests: the GPU pages come from the memory BAR of a QEMU ivshmem-plain
+ * device (PCI 1af4:1110, BAR 2) instead of RAM, so the page table holds non-RAM physical
+ * addresses as a real GPU's BAR1 does. ENODEV when the guest has no such device, ENOMEM when
+ * the BAR is full; not with CPU_CACHEABLE (EINVAL). BAR_REVERSED (only with BAR) places the
+ * GPU pages in descending physical order, so no two consecutive pages are contiguous.
+ * Bits 1-7 stay unused: older tests pass them as "unknown flag" and expect EINVAL.
+ */
+#define NVP2P_EMU_ALLOC_BAR           (1U << 8)
+#define NVP2P_EMU_ALLOC_BAR_REVERSED  (1U << 9)
 
 struct nvp2p_emu_free {
     __u64 va;          /* in: an address returned by ALLOC */
@@ -70,5 +81,12 @@ struct nvp2p_emu_cb_delay {
     __u32 pad;
 };
 #define NVP2P_EMU_IOC_CB_DELAY _IOW(NVP2P_EMU_MAGIC, 7, struct nvp2p_emu_cb_delay)
+
+/* Added for the MMIO tests: the physical address behind byte `va` of a live allocation. */
+struct nvp2p_emu_phys {
+    __u64 va;          /* in */
+    __u64 phys;        /* out */
+};
+#define NVP2P_EMU_IOC_PHYS _IOWR(NVP2P_EMU_MAGIC, 8, struct nvp2p_emu_phys)
 
 #endif /* NVP2P_EMU_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * emu.h - shared state of the emulated NVIDIA p2p provider (TEST ONLY). An allocation is a
- * fake device address range backed by RAM chunks of the chosen GPU page size; a pin is one
+ * fake device address range backed by RAM chunks of the chosen GPU page size, or by a range
+ * of a PCI memory BAR (emu_bar.c); a pin is one
  * page table handed out by the nvidia_p2p_* exports. One mutex guards everything: the
  * provider is test code, and simple locking makes its own behaviour easy to trust.
  */
@@ -27,7 +28,9 @@ struct emu_alloc {
 	unsigned int order;         /* alloc_pages order of one chunk */
 	u64 chunk;                  /* bytes per chunk = GPU page size */
 	unsigned long nchunks;
-	struct page **chunks;
+	struct page **chunks;       /* RAM allocations only */
+	bool bar;                   /* NVP2P_EMU_ALLOC_BAR: the pages are BAR bytes at bar_off */
+	u64 bar_off;
 	bool freed;                 /* FREE ran: no new pins, no READ/WRITE */
 	unsigned int persistent_pins; /* RAM stays until these are put */
 	unsigned int running_cbs;   /* free callbacks still running for it */
@@ -74,5 +77,14 @@ void emu_release_alloc_ram(struct emu_alloc *a);    /* free chunks + struct */
 void emu_alloc_maybe_release(struct emu_alloc *a);  /* if freed and nothing uses it */
 int emu_free_allocation(u64 va);                    /* the FREE ioctl: fires callbacks */
 void emu_drop_all_pins(void);                       /* module exit */
+phys_addr_t emu_chunk_phys(const struct emu_alloc *a, unsigned long i); /* GPU page i */
+
+/* emu_bar.c: GPU pages in the memory BAR of an ivshmem device, when the guest has one. */
+int emu_bar_register(void);
+void emu_bar_unregister(void);
+int emu_bar_alloc(u64 size, u64 align, u64 *off);  /* -ENODEV without a BAR */
+void emu_bar_free(u64 off, u64 size);
+phys_addr_t emu_bar_phys(u64 off);
+int emu_bar_copy(phys_addr_t phys, void __user *u, u64 len, bool to_user);
 
 #endif /* NVP2P_EMU_INTERNAL_H */

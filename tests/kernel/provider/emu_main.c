@@ -8,9 +8,11 @@
  * Fake device addresses start at 0x7e0000000000, 2 MiB aligned, with a 2 MiB hole between
  * allocations so that a range can never span two. Each GPU page is one physically contiguous
  * alloc_pages() block, so every physical_address in a page table is real RAM that a consumer
- * can remap.
+ * can remap. With NVP2P_EMU_ALLOC_BAR the pages are MMIO instead: a range of an ivshmem
+ * device's memory BAR (emu_bar.c), the kind of address a real GPU hands out.
  */
 #include <linux/fs.h>
+#include <linux/io.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -58,11 +60,23 @@ struct emu_alloc *emu_find_alloc(u64 va, u64 len)
 	return NULL;
 }
 
+/* Physical address of GPU page i. BAR_REVERSED puts page 0 at the end of the range. */
+phys_addr_t emu_chunk_phys(const struct emu_alloc *a, unsigned long i)
+{
+	if (!a->bar)
+		return page_to_phys(a->chunks[i]);
+	if (a->flags & NVP2P_EMU_ALLOC_BAR_REVERSED)
+		i = a->nchunks - 1 - i;
+	return emu_bar_phys(a->bar_off + i * a->chunk);
+}
+
 void emu_release_alloc_ram(struct emu_alloc *a)
 {
 	unsigned long i;
 
-	for (i = 0; i < a->nchunks; i++)
+	if (a->bar)
+		emu_bar_free(a->bar_off, a->size);   /* only now may another alloc reuse it */
+	for (i = 0; a->chunks && i < a->nchunks; i++)
 		if (a->chunks[i])
 			__free_pages(a->chunks[i], a->order);
 	kvfree(a->chunks);
@@ -91,17 +105,42 @@ static u64 emu_chunk_bytes(u32 page_kind)
 	return 0;
 }
 
+/* Back a new allocation with RAM chunks or with BAR space; 0 or a negative errno. */
+static int emu_alloc_backing(struct emu_alloc *a)
+{
+	unsigned long i;
+
+	if (a->bar)
+		return emu_bar_alloc(a->size, a->chunk, &a->bar_off);
+	a->chunks = kvcalloc(a->nchunks, sizeof(*a->chunks), GFP_KERNEL);
+	if (!a->chunks)
+		return -ENOMEM;
+	for (i = 0; i < a->nchunks; i++) {
+		a->chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+					   __GFP_RETRY_MAYFAIL, a->order);
+		if (!a->chunks[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+#define EMU_ALLOC_FLAGS (NVP2P_EMU_ALLOC_CPU_CACHEABLE | NVP2P_EMU_ALLOC_BAR | \
+			 NVP2P_EMU_ALLOC_BAR_REVERSED)
+
 static long emu_ioc_alloc(void __user *uarg)
 {
 	struct nvp2p_emu_alloc req;
 	struct emu_alloc *a;
-	unsigned long i;
 	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
 	if (!req.size || req.size > EMU_MAX_ALLOC || !emu_chunk_bytes(req.page_kind) ||
-	    (req.flags & ~NVP2P_EMU_ALLOC_CPU_CACHEABLE))
+	    (req.flags & ~EMU_ALLOC_FLAGS))
+		return -EINVAL;
+	/* A BAR is not coherent memory, and only BAR pages can be reordered. */
+	if ((req.flags & NVP2P_EMU_ALLOC_BAR) ?
+	    (req.flags & NVP2P_EMU_ALLOC_CPU_CACHEABLE) : (req.flags & NVP2P_EMU_ALLOC_BAR_REVERSED))
 		return -EINVAL;
 
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
@@ -114,6 +153,7 @@ static long emu_ioc_alloc(void __user *uarg)
 	/* Pins are made of 64 KiB units, so an allocation is at least that. */
 	a->size = round_up(round_up(req.size, a->chunk), 64 * 1024);
 	a->nchunks = a->size / a->chunk;
+	a->bar = req.flags & NVP2P_EMU_ALLOC_BAR;
 
 	mutex_lock(&emu_lock);
 	ret = emu_take_injected(NVP2P_EMU_FAIL_ALLOC);
@@ -127,15 +167,9 @@ static long emu_ioc_alloc(void __user *uarg)
 		return ret;
 	}
 
-	a->chunks = kvcalloc(a->nchunks, sizeof(*a->chunks), GFP_KERNEL);
-	if (!a->chunks)
-		goto nomem;
-	for (i = 0; i < a->nchunks; i++) {
-		a->chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
-					   __GFP_RETRY_MAYFAIL, a->order);
-		if (!a->chunks[i])
-			goto nomem;
-	}
+	ret = emu_alloc_backing(a);
+	if (ret)
+		goto fail;
 
 	mutex_lock(&emu_lock);
 	a->va = emu_next_va;
@@ -151,15 +185,13 @@ static long emu_ioc_alloc(void __user *uarg)
 	}
 	return 0;
 
-nomem:
+fail:
 	mutex_lock(&emu_lock);
 	emu_total_bytes -= a->size;
 	mutex_unlock(&emu_lock);
-	if (a->chunks)
-		emu_release_alloc_ram(a);
-	else
-		kfree(a);
-	return -ENOMEM;
+	a->bar = false;                 /* a failed BAR allocation holds no BAR space */
+	emu_release_alloc_ram(a);
+	return ret;
 }
 
 static long emu_ioc_free(void __user *uarg)
@@ -191,13 +223,20 @@ static long emu_ioc_rw(void __user *uarg, bool to_user)
 	while (done < req.len) {
 		u64 in = (off + done) % a->chunk;
 		u64 n = min(a->chunk - in, req.len - done);
-		char *kaddr = page_address(a->chunks[(off + done) / a->chunk]) + in;
+		unsigned long i = (off + done) / a->chunk;
 		void __user *u = u64_to_user_ptr(req.user_ptr + done);
 
-		if (to_user ? copy_to_user(u, kaddr, n) : copy_from_user(kaddr, u, n)) {
-			ret = -EFAULT;
-			break;
+		if (a->bar) {
+			/* MMIO: no struct page, no kernel mapping; emu_bar_copy maps it. */
+			ret = emu_bar_copy(emu_chunk_phys(a, i) + in, u, n, to_user);
+		} else {
+			char *kaddr = page_address(a->chunks[i]) + in;
+
+			if (to_user ? copy_to_user(u, kaddr, n) : copy_from_user(kaddr, u, n))
+				ret = -EFAULT;
 		}
+		if (ret)
+			break;
 		done += n;
 	}
 	mutex_unlock(&emu_lock);
@@ -247,6 +286,23 @@ static long emu_ioc_cb_delay(void __user *uarg)
 	return 0;
 }
 
+static long emu_ioc_phys(void __user *uarg)
+{
+	struct nvp2p_emu_phys req;
+	struct emu_alloc *a;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	mutex_lock(&emu_lock);
+	a = emu_find_alloc(req.va, 1);
+	if (a)
+		req.phys = emu_chunk_phys(a, (req.va - a->va) / a->chunk) + (req.va - a->va) % a->chunk;
+	mutex_unlock(&emu_lock);
+	if (!a)
+		return -EINVAL;
+	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
+}
+
 static long emu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -266,6 +322,8 @@ static long emu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return emu_ioc_stats(uarg);
 	case NVP2P_EMU_IOC_CB_DELAY:
 		return emu_ioc_cb_delay(uarg);
+	case NVP2P_EMU_IOC_PHYS:
+		return emu_ioc_phys(uarg);
 	}
 	return -ENOTTY;
 }
@@ -285,10 +343,16 @@ static struct miscdevice emu_misc = {
 
 static int __init emu_init(void)
 {
-	int ret = misc_register(&emu_misc);
+	/* Binds the ivshmem device if the guest has one; without it only ALLOC_BAR fails. */
+	int ret = emu_bar_register();
 
 	if (ret)
 		return ret;
+	ret = misc_register(&emu_misc);
+	if (ret) {
+		emu_bar_unregister();
+		return ret;
+	}
 	pr_info("nvp2p_emu: emulated NVIDIA p2p provider loaded (test only)\n");
 	return 0;
 }
@@ -305,6 +369,7 @@ static void __exit emu_exit(void)
 		emu_release_alloc_ram(a);
 	}
 	mutex_unlock(&emu_lock);
+	emu_bar_unregister();           /* after every allocation gave its BAR space back */
 }
 
 module_init(emu_init);

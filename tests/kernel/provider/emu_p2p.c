@@ -56,7 +56,7 @@ static int emu_make_pin(u64 va, u64 len, bool persistent, struct emu_pin **out)
 		return -ENOMEM;
 	}
 	for (i = first; i <= last; i++) {
-		p->page_array[i - first].physical_address = page_to_phys(a->chunks[i]);
+		p->page_array[i - first].physical_address = emu_chunk_phys(a, i);
 		p->page_ptrs[i - first] = &p->page_array[i - first];
 	}
 	memcpy(p->uuid, emu_uuid, sizeof(p->uuid));
