@@ -12,8 +12,12 @@
 # (when driver/ has module sources), the last two with KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
 # the .deb in $VRAMIO_KERNEL_CACHE, default /var/cache/vramio-kernels, else
 # $BUILD/kernel/cache); packs busybox-static, the modules, the static guest programs
-# (tests/kernel/guest/*_test.c, linked with $BUILD/lib/libgdrapi.a when they use gdrapi.h)
+# (tests/kernel/guest/*_test.c and emuctl.c, each linked with the helpers common.c and mmio.c,
+# and with $BUILD/lib/libgdrapi.a when they use gdrapi.h)
 # and tests/kernel/guest/init.sh as /init into a gzip'd newc cpio, and boots it under TCG.
+# The guest gets an ivshmem-plain PCI device whose 64 MiB memory BAR the provider hands out
+# as GPU pages on request (NVP2P_EMU_ALLOC_BAR), so gdrdrv is also run on MMIO pages
+# (tests/kernel/guest/bar_test.c, bar_life_test.c), as on a real GPU's BAR1.
 #
 # Adding guest programs (other areas, e.g. the tools): list them in
 # tests/kernel/guest-extra.list, or in a file named by $VRAMIO_GUEST_EXTRA, one per line:
@@ -28,7 +32,7 @@
 #
 # Environment: BUILD (build folder, default build), VRAMIO_KERNELS (space separated series to
 # run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 180), KEEP_LOGS=1
-# (print the whole serial log).
+# (print the whole serial log), VRAMIO_QEMU_BAR=0 (no ivshmem device: the BAR tests skip).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
@@ -127,13 +131,13 @@ build_guest() {
         make -C "$REPO" BUILD="$BUILD" lib >"$GUEST/lib.log" 2>&1
     fi
     for src in tests/kernel/guest/*.c; do
-        [ "$src" = tests/kernel/guest/common.c ] && continue
+        case $src in */common.c|*/mmio.c) continue ;; esac      # helpers, linked into all
         out=$GUEST/$(basename "$src" .c)
         libs=
         grep -q '<gdrapi.h>' "$src" && libs="$BUILD/lib/libgdrapi.a -ldl"
         if ! gcc -static -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
             -Iinclude -Idriver/uapi -Itests/kernel -Itests/kernel/guest -o "$out" "$src" \
-            tests/kernel/guest/common.c $libs >"$out.log" 2>&1; then
+            tests/kernel/guest/common.c tests/kernel/guest/mmio.c $libs >"$out.log" 2>&1; then
             echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
             sed 's/^/    /' "$out.log" | head -n 30
             rm -f "$out"
@@ -226,10 +230,13 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
     (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initramfs.cpio.gz"
 
     serial=$out/serial.log
-    local t0=$SECONDS
+    local t0=$SECONDS bar=()
+    # Shared memory behind the BAR: an anonymous memfd, nothing left on disk.
+    [ "${VRAMIO_QEMU_BAR:-1}" = 0 ] ||
+        bar=(-object memory-backend-memfd,id=bar,size=64M,share=on -device ivshmem-plain,memdev=bar)
     timeout --kill-after=10 "$QEMU_TIMEOUT" qemu-system-x86_64 -machine pc,accel=tcg -cpu max \
         -m 512 -smp 2 -nodefaults -display none -serial stdio -no-reboot \
-        -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+        -device isa-debug-exit,iobase=0xf4,iosize=0x04 "${bar[@]}" \
         -kernel "$img" -initrd "$out/initramfs.cpio.gz" \
         -append 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 quiet' \
         </dev/null >"$serial.raw" 2>&1

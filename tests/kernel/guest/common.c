@@ -134,6 +134,16 @@ int emu_cb_delay(unsigned int ms)
     return emu_ioctl(NVP2P_EMU_IOC_CB_DELAY, &d);
 }
 
+int emu_phys(uint64_t va, uint64_t *phys)
+{
+    struct nvp2p_emu_phys q = { .va = va };
+    int ret = emu_ioctl(NVP2P_EMU_IOC_PHYS, &q);
+
+    if (!ret)
+        *phys = q.phys;
+    return ret;
+}
+
 void fill_pattern(void *buf, size_t len, uint32_t seed)
 {
     unsigned char *p = buf;

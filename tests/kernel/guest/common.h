@@ -33,6 +33,7 @@ int emu_read(uint64_t va, void *buf, size_t len);
 int emu_stats(struct nvp2p_emu_stats *st);
 int emu_inject(unsigned int what, unsigned int count, int errno_value);
 int emu_cb_delay(unsigned int ms);
+int emu_phys(uint64_t va, uint64_t *phys);    /* physical address behind va */
 
 /* The leak counter and the number of free callbacks fired so far (0 if unreadable). */
 uint64_t emu_live_pins(void);
