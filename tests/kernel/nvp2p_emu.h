@@ -89,4 +89,25 @@ struct nvp2p_emu_phys {
 };
 #define NVP2P_EMU_IOC_PHYS _IOWR(NVP2P_EMU_MAGIC, 8, struct nvp2p_emu_phys)
 
+/*
+ * Added for the MMIO tests (x86 guests): what the calling process's page table holds for the
+ * user address `uaddr` of a VM_IO/VM_PFNMAP mapping (a gdrdrv mapping): the PFN and the
+ * cache mode that the PTE's PAT bits select. ENOENT when no PTE is there.
+ */
+struct nvp2p_emu_pte {
+    __u64 uaddr;       /* in */
+    __u64 pfn;         /* out */
+    __u32 cache_mode;  /* out: NVP2P_EMU_CACHE_*, or NVP2P_EMU_CACHE_UNKNOWN */
+    __u32 pad;
+};
+/* x86's enum page_cache_mode, numbered as the kernel numbers it. */
+#define NVP2P_EMU_CACHE_WB       0
+#define NVP2P_EMU_CACHE_WC       1
+#define NVP2P_EMU_CACHE_UC_MINUS 2
+#define NVP2P_EMU_CACHE_UC       3
+#define NVP2P_EMU_CACHE_WT       4
+#define NVP2P_EMU_CACHE_WP       5
+#define NVP2P_EMU_CACHE_UNKNOWN  0xffffffffU
+#define NVP2P_EMU_IOC_PTE _IOWR(NVP2P_EMU_MAGIC, 9, struct nvp2p_emu_pte)
+
 #endif /* NVP2P_EMU_H */

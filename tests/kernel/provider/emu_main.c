@@ -324,6 +324,8 @@ static long emu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return emu_ioc_cb_delay(uarg);
 	case NVP2P_EMU_IOC_PHYS:
 		return emu_ioc_phys(uarg);
+	case NVP2P_EMU_IOC_PTE:
+		return emu_ioc_pte(uarg);
 	}
 	return -ENOTTY;
 }
