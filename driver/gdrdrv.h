@@ -102,7 +102,8 @@ struct gdrdrv_pin {
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
-	bool wc_reserved;                /* x86: WC memory type reserved for the BAR pages */
+	bool wc_reserved;                /* x86: WC memory type reserved for the BAR pages
+					  * while the pin has mappings */
 };
 
 /* gdrdrv_main.c */

@@ -13,7 +13,7 @@
  * So the first host page goes in with vmf_insert_pfn_prot() and the rest with
  * io_remap_pfn_range() over contiguous runs; both then take the cache mode from the memory
  * type recorded for the pages, which is why BAR (non-RAM) pages mapped WC get a WC
- * reservation of their own (gdrdrv_wc_reserve), held until the page table goes.
+ * reservation of their own (gdrdrv_wc_reserve), held while the pin has mappings.
  *
  * Memory types: WC is write-combined (non-coherent, the BAR's natural type); CACHING is
  * allowed only when the page table says the pages are CPU_CACHEABLE (coherent platforms);
@@ -219,8 +219,17 @@ static void gdrdrv_vma_close(struct vm_area_struct *vma)
 	struct gdrdrv_pin *pin = vma->vm_private_data;
 
 	mutex_lock(&pin->lock);
-	if (pin->map_count && !--pin->map_count)
+	if (pin->map_count && !--pin->map_count) {
 		pin->map_type = GDRDRV_MAPPING_TYPE_NONE;
+		/*
+		 * The last mapping is gone (munmap removed its PTEs before calling us). Drop the
+		 * WC reservation now, not when the pin goes: a later mapping of this pin may ask
+		 * for DEVICE, and PAT would give it the WC type still reserved for the pages
+		 * (tests/kernel bar_test device_after_wc). After a free callback there is nothing
+		 * left to release: the callback did it.
+		 */
+		gdrdrv_wc_release(pin);
+	}
 	mutex_unlock(&pin->lock);
 	gdrdrv_pin_put(pin);
 }
