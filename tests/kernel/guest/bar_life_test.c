@@ -59,6 +59,7 @@ static void test_raw_order(enum order o)
         close(fd);                      /* the mapping keeps the file, the pin and its WC type */
         fd = -1;
         check_wc("close_then_munmap_keeps_wc", pp, np);
+        check_ptes("close_then_munmap_keeps_ptes", m, pp, np, MODE(WC));
         memcpy(m, in, len);
         same = !emu_read(va, out, len) && !memcmp(in, out, len);
     } else if (o == UNPIN_THEN_MUNMAP) {
@@ -66,12 +67,14 @@ static void test_raw_order(enum order o)
 
         memcpy(m, in, len);
         e = ioctl(fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;    /* zaps the live mapping */
+        check_ptes("unpin_zaps_ptes", m, pp, np, 0);
         same = !emu_read(va, out, len) && !memcmp(in, out, len);
     } else if (o == MUNMAP_HALVES) {
         /* Unmapping the first half splits the VMA; the second half must still work. */
         memcpy(m, in, len);
         munmap(m, len / 2);
         check_wc("munmap_in_halves_keeps_wc", pp + np / 2, np / 2);
+        check_ptes("munmap_in_halves_keeps_ptes", m + len / 2, pp + np / 2, np / 2, MODE(WC));
         fill_pattern(in + len / 2, len / 2, 555);
         memcpy(m + len / 2, in + len / 2, len / 2);
         same = !emu_read(va, out, len) && !memcmp(in, out, len);
@@ -236,10 +239,12 @@ static void test_free_while_mapped(void)
         if (nonpersistent) {
             t_check(flag == 1, "free_sets_callback_flag", "flag %d", flag);
             check_released("free_releases_memtype_before_munmap", pp, np);
+            check_ptes("free_zaps_ptes", map, pp, np, 0);
             t_check(access_faults(map), "access_after_free_sigbus", "the access did not fault");
         } else {
             t_check(flag == 0, "persistent_free_no_flag", "flag %d", flag);
             check_wc("persistent_free_keeps_wc", pp, np);
+            check_ptes("persistent_free_keeps_ptes", map, pp, np, MODE(WC));
             gdr_copy_from_mapping(mh, got, map, len);
             t_check(!memcmp(want, got, len), "persistent_data_survives_free", "data differs");
             check_space_held(pp, np, len);

@@ -63,6 +63,7 @@ static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, 
          "ret %d mapped %u wc %u type %d va/size %s", ret, info.mapped, info.wc_mapping,
          info.mapping_type, info.va == va + pin_off && info.mapped_size == pin_len ? "ok" : "wrong");
     check_wc(NAME("memtype_wc"), pp, np);
+    check_ptes(NAME("ptes_wc"), map, pp, np, MODE(WC));
 
     unsigned char *m = map;
     ret = gdr_copy_from_mapping(mh, buf, m, pin_len);
@@ -99,6 +100,7 @@ static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, 
     ret = gdr_unmap(g, mh, map, pin_len);
     map = NULL;
     STEP(!ret, "unmap", "%s", strerror(ret));
+    check_released(NAME("unmap_releases_memtype"), pp, np);
     ret = gdr_unpin_buffer(g, mh);
     mh.h = 0;
     STEP(!ret && emu_live_pins() == base, "unpin", "ret %d live pins %llu (was %llu)", ret,
@@ -117,20 +119,29 @@ out:
     free(buf);
 }
 
-/* ---- a DEVICE mapping takes no WC reservation, and data still flows --------------------- */
-static void test_device_mapping(gdr_t g)
+/*
+ * ---- a DEVICE mapping takes no WC reservation, and data still flows ---------------------
+ * wc_first: the pin was mapped WC and unmapped before. Its PTEs must still come out
+ * uncached: PAT gives partial remaps the type reserved for the pages, so a WC reservation
+ * left behind by the first mapping would turn the "DEVICE" mapping WC.
+ */
+static void test_device_mapping(gdr_t g, int wc_first)
 {
+    const char *tag = wc_first ? "device_after_wc" : "device";
     unsigned char in[4096], out[4096];
     uint64_t va = 0, *pp = NULL;
     size_t np = 0, wc, any;
     gdr_mh_t mh = { 0 };
     gdr_info_t info = { 0 };
     void *map = NULL;
-    int a, b = -1, c = -1;
+    char name[64];
+    int a = -1, b = -1, c = -1;
 
+    snprintf(name, sizeof(name), "%s_mapping", tag);
     if (emu_alloc(2 * GPU_PAGE, 1, BAR_FLAG, &va) || !(pp = bar_capture(va, 2 * GPU_PAGE, &np)) ||
-        gdr_pin_buffer_v2(g, va, 2 * GPU_PAGE, 0, &mh)) {
-        t_fail("device_mapping", "setup failed");
+        gdr_pin_buffer_v2(g, va, 2 * GPU_PAGE, 0, &mh) ||
+        (wc_first && (gdr_map(g, mh, &map, 2 * GPU_PAGE) || gdr_unmap(g, mh, map, 2 * GPU_PAGE)))) {
+        t_fail(name, "setup failed");
         goto out;
     }
     a = gdr_map_v2(g, mh, &map, 2 * GPU_PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING);
@@ -139,11 +150,16 @@ static void test_device_mapping(gdr_t g)
         fill_pattern(in, sizeof(in), 99);
         b = gdr_copy_to_mapping(mh, (char *)map + GPU_PAGE, in, sizeof(in));
         c = emu_read(va + GPU_PAGE, out, sizeof(out)) || memcmp(in, out, sizeof(in));
-        if (memtype_cover(pp, np, &wc, &any) == 0)
-            t_check(wc == 0, "device_mapping_no_wc", "%zu pages under a WC entry", wc);
+        if (memtype_cover(pp, np, &wc, &any) == 0) {
+            snprintf(name, sizeof(name), "%s_no_wc", tag);
+            t_check(wc == 0, name, "%zu pages under a WC entry", wc);
+        }
+        snprintf(name, sizeof(name), "%s_ptes_uncached", tag);
+        check_ptes(name, map, pp, np, MODE(UC) | MODE(UC_MINUS));
         gdr_unmap(g, mh, map, 2 * GPU_PAGE);
     }
-    t_check(!a && info.mapping_type == GDR_MAPPING_TYPE_DEVICE && !b && !c, "device_mapping",
+    snprintf(name, sizeof(name), "%s_mapping", tag);
+    t_check(!a && info.mapping_type == GDR_MAPPING_TYPE_DEVICE && !b && !c, name,
             "map %d type %d copy %d data %s", a, info.mapping_type, b, c ? "differs" : "ok");
 out:
     if (mh.h)
@@ -179,6 +195,12 @@ static void test_multi_pins(void)
     if (!t_check(!ret, "multi_pins_map", "pin/map %d: %s", i - 1, strerror(ret)))
         goto out;
     check_wc("multi_pins_memtype_wc", pp, np);
+    for (i = 0; i < 4; i++) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "multi_pins_ptes_wc_%c", 'a' + i);
+        check_ptes(name, map[i], pp + off[i] / HOST_PAGE, len[i] / HOST_PAGE, MODE(WC));
+    }
 
     /* Each of A, B, C writes its own range; D then writes across the A/B boundary. */
     for (i = 0; i < 3; i++) {
@@ -245,7 +267,8 @@ int main(void)
     round_trip(g, "128k_reversed_midpage", 2, REVERSED, GPU_PAGE, 6 * GPU_PAGE);
     round_trip(g, "4k", 0, 0, 0, 2 * GPU_PAGE);
     round_trip(g, "4k_reversed", 0, REVERSED, GPU_PAGE, 3 * GPU_PAGE);
-    test_device_mapping(g);
+    test_device_mapping(g, 0);
+    test_device_mapping(g, 1);
     test_multi_pins();
     ret = gdr_close(g);
     t_check(!ret, "close", "gdr_close %d", ret);

@@ -144,6 +144,18 @@ int emu_phys(uint64_t va, uint64_t *phys)
     return ret;
 }
 
+int emu_pte(const void *addr, uint64_t *pfn, uint32_t *cache_mode)
+{
+    struct nvp2p_emu_pte q = { .uaddr = (uintptr_t)addr };
+    int ret = emu_ioctl(NVP2P_EMU_IOC_PTE, &q);
+
+    if (!ret) {
+        *pfn = q.pfn;
+        *cache_mode = q.cache_mode;
+    }
+    return ret;
+}
+
 void fill_pattern(void *buf, size_t len, uint32_t seed)
 {
     unsigned char *p = buf;

@@ -34,6 +34,7 @@ int emu_stats(struct nvp2p_emu_stats *st);
 int emu_inject(unsigned int what, unsigned int count, int errno_value);
 int emu_cb_delay(unsigned int ms);
 int emu_phys(uint64_t va, uint64_t *phys);    /* physical address behind va */
+int emu_pte(const void *addr, uint64_t *pfn, uint32_t *cache_mode); /* our PTE of addr */
 
 /* The leak counter and the number of free callbacks fired so far (0 if unreadable). */
 uint64_t emu_live_pins(void);

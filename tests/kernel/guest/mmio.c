@@ -100,6 +100,38 @@ void check_released(const char *name, const uint64_t *p, size_t n)
     t_check(any == 0, name, "%zu of %zu pages still have a PAT entry (%zu WC)", any, n, wc);
 }
 
+void check_ptes(const char *name, const void *map, const uint64_t *p, size_t n, unsigned modes)
+{
+    static const char *const mode_names[] = { "WB", "WC", "UC-", "UC", "WT", "WP" };
+    static int noted;
+    size_t bad = 0, first = 0;
+    uint64_t pfn = 0, bad_pfn = 0;
+    uint32_t mode = 0, bad_mode = 0;
+    int ret, bad_ret = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        pfn = 0;
+        mode = NVP2P_EMU_CACHE_UNKNOWN;
+        ret = emu_pte((const char *)map + i * HOST_PAGE, &pfn, &mode);
+        int ok = modes ? !ret && pfn == p[i] / HOST_PAGE && mode < 32 && (modes & (1u << mode))
+                       : ret == ENOENT;
+        if (!ok && !bad++) {
+            first = i;
+            bad_ret = ret;
+            bad_pfn = pfn;
+            bad_mode = mode;
+        }
+        if (!noted && modes && !ret && mode < 6) {
+            printf("# PTE of a mapped BAR page: pfn 0x%llx, cache mode %s\n",
+                   (unsigned long long)pfn, mode_names[mode]);
+            noted = 1;
+        }
+    }
+    t_check(!bad, name, "%zu of %zu PTEs wrong; first: page %zu: errno %d pfn 0x%llx (want 0x%llx) mode %d",
+            bad, n, first, bad_ret, (unsigned long long)bad_pfn,
+            (unsigned long long)(p[first] / HOST_PAGE), (int)bad_mode);
+}
+
 /* ---- the kernel log written while we run ------------------------------------------------ */
 static int kmsg_fd = -1;
 

@@ -42,5 +42,11 @@ void check_wc(const char *name, const uint64_t *p, size_t n);
 void check_released(const char *name, const uint64_t *p, size_t n);
 /* Pages wholly under a WC entry, and pages touching an entry of any type; -1: no PAT list. */
 int memtype_cover(const uint64_t *p, size_t n, size_t *wc, size_t *any);
+/*
+ * The PTEs of n host pages mapped at map: page i must map p[i] with a cache mode in
+ * `modes` (a mask of 1 << NVP2P_EMU_CACHE_*), or, with modes 0, be absent (zapped).
+ */
+void check_ptes(const char *name, const void *map, const uint64_t *p, size_t n, unsigned modes);
+#define MODE(m) (1u << NVP2P_EMU_CACHE_##m)
 
 #endif /* VRAMIO_GUEST_MMIO_H */
