@@ -116,15 +116,20 @@ static void test_raw(void)
 #define PAIR_SEQ 4096
 struct pair_ctx {
     uint64_t ns;                /* op a's time; op b's is twice that */
+    size_t max_index[3], min_index[3];
     unsigned long runs[3];
     size_t len;
     char seq[PAIR_SEQ];
 };
 
-static void spin_op(struct pair_ctx *c, int who)
+static void spin_op(struct pair_ctx *c, int who, size_t i)
 {
     uint64_t t0 = now_ns();
 
+    if (i > c->max_index[who])
+        c->max_index[who] = i;
+    if (i < c->min_index[who])
+        c->min_index[who] = i;
     while (now_ns() - t0 < c->ns * (uint64_t)who)
         ;
     c->runs[who]++;
@@ -134,14 +139,12 @@ static void spin_op(struct pair_ctx *c, int who)
 
 static void op_a(void *p, size_t i)
 {
-    (void)i;
-    spin_op(p, 1);
+    spin_op(p, 1, i);
 }
 
 static void op_b(void *p, size_t i)
 {
-    (void)i;
-    spin_op(p, 2);
+    spin_op(p, 2, i);
 }
 
 static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_t want_batch)
@@ -154,6 +157,7 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
 
     memset(&c, 0, sizeof(c));
     c.ns = ns;
+    c.min_index[1] = c.min_index[2] = (size_t)-1;
     done = measure_latency_pair(op_a, op_b, &c, iters, 5.0, &a, &b, &r);
     snprintf(why, sizeof(why), "ratio %.3f, p50 %.3f / %.3f us, runs %lu / %lu, done %zu", r,
              a.p50, b.p50, c.runs[1], c.runs[2], done);
@@ -176,6 +180,11 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
     snprintf(what, sizeof(what), "measure/pair-alternates/%s", name);
     check(done > 0 && c.runs[1] == c.runs[2] && first == want_batch && interior > 4 &&
           doubled == interior, what, why);
+    /* Indices pick addresses: a's and b's must not meet. */
+    snprintf(why, sizeof(why), "a used %zu..%zu, b %zu..%zu", c.min_index[1], c.max_index[1],
+             c.min_index[2], c.max_index[2]);
+    snprintf(what, sizeof(what), "measure/pair-indices/%s", name);
+    check(c.max_index[1] < c.min_index[2], what, why);
 }
 
 int main(void)

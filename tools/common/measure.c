@@ -73,13 +73,13 @@ size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double bu
      * before had left; batches of 200 (tests/gpu/gpu_bench) give both 0.13-0.15 us. */
     for (size_t i = 0; i < 4; i++) {
         a(ctx, i);
-        b(ctx, i);
+        b(ctx, iters + i);
     }
     est = 0;
     for (int k = 0; k < 2; k++) {
         t0 = now_ns();
         for (size_t i = 0; i < 8; i++)
-            fn[k](ctx, i);
+            fn[k](ctx, i + (k ? iters : 0));
         t[k] = (double)(now_ns() - t0) / 8.0;
         if (t[k] > est)
             est = t[k];
@@ -107,8 +107,10 @@ size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double bu
             int w = (int)((k + n) & 1);
 
             t0 = now_ns();
+            /* b counts from iters + batch, past every index a gets: an operation that
+             * moves through memory by its index never reads what the other has just read. */
             for (size_t i = 0; i < batch; i++)
-                fn[w](ctx, done + i);
+                fn[w](ctx, done + i + (w ? iters + batch : 0));
             t[w] = (double)(now_ns() - t0) / 1000.0 / (double)batch;
         }
         va[n] = t[0];

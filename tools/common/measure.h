@@ -22,8 +22,11 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
 
 /* Two operations side by side (the library and its raw reference): batches of the same
  * length alternate, the order turning every round, so that drift and noise hit both alike.
- * Stats of each go to sa and sb; *ratio gets the median of the per-round ratios b/a. Returns
- * the number of operations of each that ran. */
+ * Stats of each go to sa and sb; *ratio gets the median of the per-round ratios b/a.
+ * a gets the indices 0, 1, ... and b indices from iters + batch on, so that operations that
+ * pick an address from their index do not share addresses (on the H200 a read right after
+ * the other's read of the same line came back in about half the time). Returns the number of
+ * operations of each that ran. */
 size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
                             struct stats *sa, struct stats *sb, double *ratio);
 
