@@ -34,6 +34,7 @@ md=$(cat "$tmp/b.md")
 grep -q 'Made by `make bench TEST`' <<<"$md" && ok report/command || fail report/command "the command is not in the report"
 grep -q 'cuMemcpy is faster from \*\*256 KiB\*\* up' <<<"$md" && ok report/write-crossover || fail report/write-crossover "$(grep -m1 Crossover <<<"$md")"
 grep -q 'missed:\*\* gdr_copy_to_mapping p50, 8-128 B, within 5% of raw: worst ratio 1.070' <<<"$md" && ok report/target-small-writes || fail report/target-small-writes "the paired ratio 1.070 at 64 B must be judged a miss"
+grep -qE 'missed:\*\* at least 40x faster than cuMemcpy up to 4 KiB \(writes\): least [0-9.]+x at 4 KiB \(the raw loop: [0-9.]+x\)' <<<"$md" && ok report/target-40x || fail report/target-40x "$(grep -m1 40x <<<"$md")"
 grep -q 'missed:\*\* write bandwidth 64 KiB-1 MiB at least 95% of raw: least 92.3%' <<<"$md" && ok report/target-write-bw || fail report/target-write-bw "18000/19500 must be a miss at 92.3%"
 grep -q 'met: read bandwidth 64 KiB-1 MiB at least 90% of raw: least 92.1%' <<<"$md" && ok report/target-read-bw || fail report/target-read-bw "700/760 must be met at 92.1%"
 grep -q 'met: pplat p50 within 10% of the raw ping-pong through host memory: 0.767' <<<"$md" && ok report/target-pplat || fail report/target-pplat "not judged"
