@@ -272,15 +272,10 @@ static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *
 int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
     if (type != GDR_MAPPING_TYPE_CACHING && n - 8 <= 24 && !(((uintptr_t)dst | n) & 7)) {
-        volatile uint64_t *d = dst;
-        const unsigned char *s = src;
-        uint64_t v;
         size_t i;
 
-        for (i = 0; i < n / 8; i++) {
-            memcpy(&v, s + 8 * i, 8);
-            d[i] = v;
-        }
+        for (i = 0; i < n; i += 8)
+            scalar_store((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
         store_fence();
         return 0;
     }
