@@ -160,6 +160,18 @@ static void run_matrix(const struct vr_copy_kernel *k, const struct copy_directi
                        copy_test_rand(64), copy_test_rand(64), r);
 }
 
+/* One result line: kernel, direction and mapping type. */
+static void print_result(const char *kernel, const char *dir, const char *type,
+                         const struct result *r)
+{
+    if (r->failures)
+        printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n", kernel, dir,
+               type, r->failures, r->copies, r->first);
+    else
+        printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", kernel, dir, type, r->copies);
+    fflush(stdout);
+}
+
 static void run_kernel(const struct vr_copy_kernel *k, int probe)
 {
     size_t t, d;
@@ -180,14 +192,7 @@ static void run_kernel(const struct vr_copy_kernel *k, int probe)
             if (probe && (probe_calls != calls) != kernel_runs && r.failures++ == 0)
                 snprintf(r.first, sizeof(r.first), "the kernel's loops %s",
                          kernel_runs ? "never ran" : "ran for this mapping type");
-            if (r.failures)
-                printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n",
-                       k->name, copy_directions[d].name, copy_types[t].name, r.failures,
-                       r.copies, r.first);
-            else
-                printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", k->name,
-                       copy_directions[d].name, copy_types[t].name, r.copies);
-            fflush(stdout);
+            print_result(k->name, copy_directions[d].name, copy_types[t].name, &r);
         }
 }
 
@@ -221,14 +226,7 @@ static void run_entry_points(void)
             struct result r = { 0, 0, "" };
 
             run_matrix(NULL, &entries[d], copy_types[t].type, 1, &r);
-            if (r.failures)
-                printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n",
-                       vr_copy_kernel_name(), entries[d].name, copy_types[t].name, r.failures,
-                       r.copies, r.first);
-            else
-                printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", vr_copy_kernel_name(),
-                       entries[d].name, copy_types[t].name, r.copies);
-            fflush(stdout);
+            print_result(vr_copy_kernel_name(), entries[d].name, copy_types[t].name, &r);
         }
 }
 
