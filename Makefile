@@ -24,7 +24,7 @@ SANITIZE  ?=
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARNINGS) -pthread
-CPPFLAGS_ALL := -Iinclude -Isrc -Idriver/uapi -I$(CUDA_HOME)/include -D_GNU_SOURCE \
+CPPFLAGS_ALL := -Iinclude -Isrc -Iutil -Idriver/uapi -I$(CUDA_HOME)/include -D_GNU_SOURCE \
                 -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 
 ifeq ($(SANITIZE),asan)
@@ -40,12 +40,22 @@ ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
 
+# ---- util: internal helpers of the library and the tools (the CUDA loader, the context
+# helper). Linked into both, exported by neither: the library's map file hides them, and the
+# tools link the archive.
+UTIL_SRCS := $(wildcard util/*.c)
+UTIL_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(UTIL_SRCS))
+UTIL_LIB   = $(BUILD)/obj/util/libvrutil.a
+
+$(UTIL_LIB): $(UTIL_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+
 # ---- the library -----------------------------------------------------------------------
 LIB_SRCS  := $(wildcard src/*.c)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 
-LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS) $(COPY_SRCS))
+LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS) $(COPY_SRCS)) $(UTIL_OBJS)
 LIB_MAP   := src/libgdrapi.map
 LIB_REAL  := $(BUILD)/lib/libgdrapi.so.$(VERSION)
 LIB_SONAME:= libgdrapi.so.$(VERSION_MAJOR)
