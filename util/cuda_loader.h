@@ -5,6 +5,7 @@
  * The library must load on machines without a GPU, so it never links libcuda. Each entry
  * point below is looked up by the name that <cuda.h> maps it to (cuMemAlloc is really
  * cuMemAlloc_v2), so callers write cu->cuMemAlloc(...) with the usual prototypes.
+ * One list serves the library and the tools (pplat's kernel launch is the last group).
  * Add an entry to VR_CUDA_FUNCS to use another function; a symbol missing from an old
  * driver leaves its pointer NULL, and vr_cuda_require() reports it.
  */
@@ -56,7 +57,13 @@
     X(cuMemRetainAllocationHandle)           \
     X(cuMemExportToShareableHandle)          \
     X(cuMemGetAllocationPropertiesFromHandle)\
-    X(cuMemGetHandleForAddressRange)
+    X(cuMemGetHandleForAddressRange)         \
+    X(cuModuleLoadData)                      \
+    X(cuModuleUnload)                        \
+    X(cuModuleGetFunction)                   \
+    X(cuLaunchKernel)                        \
+    X(cuStreamQuery)                         \
+    X(cuStreamSynchronize)
 
 struct vr_cuda {
 #define VR_CUDA_MEMBER(fn) __typeof__(&fn) fn;
