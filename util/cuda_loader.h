@@ -2,10 +2,10 @@
 /*
  * cuda_loader.h - the CUDA driver API, loaded at run time with dlopen("libcuda.so.1").
  *
- * The library must load on machines without a GPU, so it never links libcuda. Each entry
- * point below is looked up by the name that <cuda.h> maps it to (cuMemAlloc is really
- * cuMemAlloc_v2), so callers write cu->cuMemAlloc(...) with the usual prototypes.
- * One list serves the library and the tools (pplat's kernel launch is the last group).
+ * The library must load on machines without a GPU, so it never links libcuda. The entry
+ * points are those of VR_CUDA_FUNCS (cuda_api.h), each looked up by its exported symbol
+ * (cuMemAlloc is cuMemAlloc_v2), so callers write cu->cuMemAlloc(...) with the usual
+ * prototypes. One list serves the library and the tools; loading is thread-safe.
  * Add an entry to VR_CUDA_FUNCS to use another function; a symbol missing from an old
  * driver leaves its pointer NULL, and vr_cuda_require() reports it.
  */
@@ -13,60 +13,10 @@
 #define VRAMIO_CUDA_LOADER_H
 
 #include <stddef.h>
-#include <cuda.h>
-
-#define VR_CUDA_FUNCS(X)                     \
-    X(cuInit)                                \
-    X(cuDriverGetVersion)                    \
-    X(cuGetErrorString)                      \
-    X(cuGetErrorName)                        \
-    X(cuDeviceGet)                           \
-    X(cuDeviceGetCount)                      \
-    X(cuDeviceGetName)                       \
-    X(cuDeviceGetUuid)                       \
-    X(cuDeviceGetAttribute)                  \
-    X(cuDeviceTotalMem)                      \
-    X(cuDeviceGetPCIBusId)                   \
-    X(cuDevicePrimaryCtxRetain)              \
-    X(cuDevicePrimaryCtxRelease)             \
-    X(cuCtxSetCurrent)                       \
-    X(cuCtxGetCurrent)                       \
-    X(cuCtxGetDevice)                        \
-    X(cuCtxSynchronize)                      \
-    X(cuCtxPushCurrent)                      \
-    X(cuCtxPopCurrent)                       \
-    X(cuPointerGetAttribute)                 \
-    X(cuMemGetAddressRange)                  \
-    X(cuMemAlloc)                            \
-    X(cuMemFree)                             \
-    X(cuMemAllocHost)                        \
-    X(cuMemFreeHost)                         \
-    X(cuMemHostAlloc)                        \
-    X(cuMemHostGetDevicePointer)             \
-    X(cuMemcpyHtoD)                          \
-    X(cuMemcpyDtoH)                          \
-    X(cuMemsetD8)                            \
-    X(cuMemGetAllocationGranularity)         \
-    X(cuMemCreate)                           \
-    X(cuMemRelease)                          \
-    X(cuMemAddressReserve)                   \
-    X(cuMemAddressFree)                      \
-    X(cuMemMap)                              \
-    X(cuMemUnmap)                            \
-    X(cuMemSetAccess)                        \
-    X(cuMemRetainAllocationHandle)           \
-    X(cuMemExportToShareableHandle)          \
-    X(cuMemGetAllocationPropertiesFromHandle)\
-    X(cuMemGetHandleForAddressRange)         \
-    X(cuModuleLoadData)                      \
-    X(cuModuleUnload)                        \
-    X(cuModuleGetFunction)                   \
-    X(cuLaunchKernel)                        \
-    X(cuStreamQuery)                         \
-    X(cuStreamSynchronize)
+#include "cuda_api.h"
 
 struct vr_cuda {
-#define VR_CUDA_MEMBER(fn) __typeof__(&fn) fn;
+#define VR_CUDA_MEMBER(name, symbol, params) CUresult (*name) params;
     VR_CUDA_FUNCS(VR_CUDA_MEMBER)
 #undef VR_CUDA_MEMBER
 };

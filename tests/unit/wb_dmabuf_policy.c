@@ -5,12 +5,12 @@
  * pin asks for and when a refused PCIE flag is retried without it, and the
  * GDRCOPY_USE_DMABUF_MMAP switch.
  */
-#include <cuda.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_types.h"
 #include "dmabuf_policy.h"
 #include "gdrapi.h"
 #include "helpers/check.h"
