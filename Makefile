@@ -24,7 +24,7 @@ SANITIZE  ?=
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARNINGS) -pthread
-CPPFLAGS_ALL := -Iinclude -Isrc -Iutil -Idriver/uapi -D_GNU_SOURCE \
+CPPFLAGS_ALL := -Iinclude -Isrc -Iutil -Idriver -D_GNU_SOURCE \
                 -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 
 ifeq ($(SANITIZE),asan)

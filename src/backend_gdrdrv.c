@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "backend.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 #include "log.h"
 
 #define GD_DEVICE "/dev/gdrdrv"

@@ -33,7 +33,7 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
 
 $(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Isrc -Iutil -Idriver/uapi -o $@ $< $(TEST_HELPER_SRCS) \
+	$(CC) $(TEST_CFLAGS) -Isrc -Iutil -Idriver -o $@ $< $(TEST_HELPER_SRCS) \
 	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)

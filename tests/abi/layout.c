@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #include <sys/ioctl.h>
 #include "gdrapi.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define SA(cond) _Static_assert(cond, #cond)
 

@@ -136,7 +136,7 @@ build_guest() {
         libs=
         grep -q '<gdrapi.h>' "$src" && libs="$BUILD/lib/libgdrapi.a -ldl"
         if ! gcc -static -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
-            -Iinclude -Idriver/uapi -Itests/kernel -Itests/kernel/guest -o "$out" "$src" \
+            -Iinclude -Idriver -Itests/kernel -Itests/kernel/guest -o "$out" "$src" \
             tests/kernel/guest/common.c tests/kernel/guest/mmio.c $libs >"$out.log" 2>&1; then
             echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
             sed 's/^/    /' "$out.log" | head -n 30
