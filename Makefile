@@ -24,8 +24,20 @@ SANITIZE  ?=
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARNINGS) -pthread
-CPPFLAGS_ALL := -Iinclude -Isrc -Iutil -Idriver -D_GNU_SOURCE \
-                -DVRAMIO_VERSION_STRING='"$(VERSION)"'
+CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DVRAMIO_VERSION_STRING='"$(VERSION)"'
+
+# Include paths per area: each area sees the installed headers, its own and those of the
+# layers below it, so a private header included outside its area does not compile.
+# "uapi/gdrdrv.h" (the ioctl ABI) is found through -Idriver, its path written out.
+UTIL_CPPFLAGS := -Iutil
+LIB_CPPFLAGS  := -Isrc -Iutil -Idriver
+TOOL_CPPFLAGS := -Itools -Iutil -Idriver
+# Black-box tests see the public headers only; white-box tests of src/ see the library's.
+TEST_CPPFLAGS := -Iinclude -Itests/unit
+WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Isrc -Iutil -Idriver
+$(BUILD)/obj/util/%.o:  AREA_CPPFLAGS = $(UTIL_CPPFLAGS)
+$(BUILD)/obj/src/%.o:   AREA_CPPFLAGS = $(LIB_CPPFLAGS)
+$(BUILD)/obj/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS)
 
 ifeq ($(SANITIZE),asan)
   SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -35,7 +47,7 @@ else
   SAN_FLAGS :=
 endif
 
-ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(SAN_FLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(AREA_CPPFLAGS) $(SAN_FLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
@@ -97,5 +109,9 @@ tests: $(TEST_PROGS)
 
 clean:
 	rm -rf $(BUILD)
+
+# make print-VAR: the value of a variable (tests/abi/test_include_areas.sh reads the flags).
+print-%:
+	@echo '$($*)'
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -14,7 +14,7 @@ UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/un
 TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
 COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
 
-TEST_CFLAGS = -std=gnu11 $(WARNINGS) -pthread -Iinclude -Itests/unit -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS)
+TEST_CFLAGS = -std=gnu11 $(WARNINGS) -pthread $(TEST_CPPFLAGS) -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
@@ -33,7 +33,7 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
 
 $(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Isrc -Iutil -Idriver -o $@ $< $(TEST_HELPER_SRCS) \
+	$(CC) $(TEST_CFLAGS) $(WB_CPPFLAGS) -o $@ $< $(TEST_HELPER_SRCS) \
 	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)

@@ -54,6 +54,6 @@ bench: lib tools
 # The tools' own helpers, tested without a GPU by 'make check'.
 $(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itools -o $@ $< $(TOOL_COMMON_OBJS) $(UTIL_LIB) -L$(BUILD)/lib -lgdrapi \
+	$(CC) $(ALL_CFLAGS) $(TOOL_CPPFLAGS) -o $@ $< $(TOOL_COMMON_OBJS) $(UTIL_LIB) -L$(BUILD)/lib -lgdrapi \
 	    -Wl,-rpath,$(abspath $(BUILD)/lib) $(TOOL_LIBS) $(ALL_LDFLAGS)
 TEST_PROGS += $(BUILD)/tests/tools_selftest
