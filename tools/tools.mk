@@ -14,6 +14,9 @@ TOOL_BINS   := $(patsubst %,$(BUILD)/bin/gdrcopy_%,$(TOOL_NAMES))
 TOOL_STATIC := $(BUILD)/bin/gdrcopy_sanity_static
 TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c))
 SANITY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/sanity/*.c))
+# The emulated provider's memory kind (TEST ONLY): linked into the guest's static sanity alone.
+GM_EMU_OBJ  := $(BUILD)/obj/tests/tools/gpumem_emu.o
+$(BUILD)/obj/tests/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/kernel
 TOOL_LIBS   := -ldl -lpthread -lm
 NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
@@ -33,7 +36,7 @@ $(BUILD)/bin/gdrcopy_pplat: $(BUILD)/obj/gen/pplat_kernel.o
 
 # glibc warns that dlopen in a static program needs the shared libraries at run time: true and
 # intended (CUDA kinds are skipped in the guest, which has no libcuda).
-$(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_STATIC)
+$(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(GM_EMU_OBJ) $(UTIL_LIB) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
 	rm -f $@; $(CC) -static $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(UTIL_LIB) $(LIB_STATIC) $(TOOL_LIBS) 2>&1 | \
 	    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }
