@@ -63,7 +63,7 @@ $(UTIL_LIB): $(UTIL_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 
 # ---- the library -----------------------------------------------------------------------
-LIB_SRCS  := $(wildcard src/*.c)
+LIB_SRCS  := $(wildcard src/*.c src/backends/*.c)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 

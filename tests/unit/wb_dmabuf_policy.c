@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cuda_types.h"
-#include "dmabuf_policy.h"
+#include "backends/dmabuf_policy.h"
 #include "gdrapi.h"
 #include "helpers/check.h"
 

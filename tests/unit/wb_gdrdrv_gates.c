@@ -75,7 +75,7 @@ static int fake_munmap(void *addr, size_t len)
 #define ioctl(...) fake_ioctl(__VA_ARGS__)
 #define mmap(...) fake_mmap(__VA_ARGS__)
 #define munmap(...) fake_munmap(__VA_ARGS__)
-#include "../../src/backend_gdrdrv.c"
+#include "../../src/backends/gdrdrv.c"
 #undef open
 #undef close
 #undef ioctl

@@ -17,9 +17,9 @@
 #include "gdrapi.h"
 #include "helpers/check.h"
 #include "pin_util.h"
-#include "vk_device.h"
-#include "vk_import_cache.h"
-#include "vulkan_loader.h"
+#include "backends/vulkan_device.h"
+#include "backends/vulkan_import_cache.h"
+#include "backends/vulkan_loader.h"
 
 static void test_page_range(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_dmabuf.c - GPU memory mapped for the CPU through a CUDA dma-buf export, as GDRCopy
- * 2.6 does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin), mmap of
+ * dmabuf.c - GPU memory mapped for the CPU through a CUDA dma-buf export, as GDRCopy 2.6
+ * does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin), mmap of
  * the fd for the mapping, FORCE_PCIE passed as the export's PCIE mapping flag.
  *
  * Unlike upstream it asserts nothing, answers the driver version and the legacy get_info, and

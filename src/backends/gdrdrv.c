@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
+ * gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
  * ioctl ABI (driver/uapi/gdrdrv.h), with gdrdrv 2.0 .. 2.6 modules, ours or upstream's.
  *
  * Version gates (gdrapi-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and

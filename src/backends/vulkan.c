@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_vulkan.c - GPU memory mapped for the CPU without a kernel module, through
+ * vulkan.c - GPU memory mapped for the CPU without a kernel module, through
  * Vulkan/CUDA interop.
  *
  * A pin finds the CUDA VMM allocation that holds its address (cuMemRetainAllocationHandle,
  * cuMemGetAddressRange), exports it as a POSIX fd, imports the fd into a device-local
  * host-visible memory type of the Vulkan device whose UUID is the CUDA device's, and maps it
  * with vkMapMemory. The mapping is BAR1, write-combined. One import per allocation, shared by
- * every pin inside it (vk_import_cache.c) and released with the last; the import keeps the
+ * every pin inside it (vulkan_import_cache.c) and released with the last; the import keeps the
  * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
  * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
  *
@@ -27,8 +27,8 @@
 #include "cuda_loader.h"
 #include "log.h"
 #include "pin_util.h"
-#include "vk_device.h"
-#include "vk_import_cache.h"
+#include "vulkan_device.h"
+#include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
 
 struct vk_ctx {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* vk_import_cache.c - shared, reference-counted imports of CUDA allocations (see the header). */
-#include "vk_import_cache.h"
+/* vulkan_import_cache.c - shared, reference-counted imports of CUDA allocations (see the header). */
+#include "vulkan_import_cache.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vk_import_cache.h - the vulkan backend's table of imported CUDA allocations.
+ * vulkan_import_cache.h - the vulkan backend's table of imported CUDA allocations.
  *
  * One Vulkan import (and one CPU mapping) per CUDA allocation, shared by every pin inside it
  * and released with the last. Pure bookkeeping: it knows nothing of CUDA or Vulkan, so it is
