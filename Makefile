@@ -63,7 +63,9 @@ $(UTIL_LIB): $(UTIL_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 
 # ---- the library -----------------------------------------------------------------------
-LIB_SRCS  := $(wildcard src/*.c src/backends/*.c)
+# src/arch/: CPU features, the cycle clock (the copy engine's tests link them too).
+ARCH_SRCS := $(wildcard src/arch/*.c)
+LIB_SRCS  := $(wildcard src/*.c src/backends/*.c) $(ARCH_SRCS)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* pin_util.c - GPU-page arithmetic and pin time stamps for the user-space backends. */
+/* pin_util.c - GPU-page arithmetic and the fork check for the user-space backends. */
 #include "pin_util.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 #include "gdrapi.h"
 
@@ -30,55 +28,6 @@ int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize)
         return 0;
     return va - base <= bsize - len;
 }
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-
-uint64_t vr_pin_clock_now(void)
-{
-    return __rdtsc();
-}
-
-static uint32_t clock_rate;
-static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-
-/* The TSC rate against the monotonic clock over 2 ms: once per process, at the first
- * gdr_get_info of such a pin, so that opening and pinning stay cheap. */
-static void clock_calibrate(void)
-{
-    uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
-
-    do {
-        t1 = mono_ns();
-    } while (t1 - t0 < 2000000u);
-    c1 = __rdtsc();
-    clock_rate = (uint32_t)((c1 - c0) * 1000000u / (t1 - t0));
-}
-
-uint32_t vr_pin_clock_per_ms(void)
-{
-    pthread_once(&clock_once, clock_calibrate);
-    return clock_rate;
-}
-#else
-uint64_t vr_pin_clock_now(void)
-{
-    return mono_ns();
-}
-
-uint32_t vr_pin_clock_per_ms(void)
-{
-    return 1000000u;
-}
-#endif
 
 int vr_check_owner(pid_t owner, char *why, size_t len)
 {

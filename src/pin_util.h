@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pin_util.h - small pure helpers shared by the backends that live in user space (dma-buf,
- * vulkan): the GPU-page arithmetic of a pin request, the pin time stamp that gdr_get_info
- * reports (tm_cycles, cycles_per_ms), the fork check and the compatible driver version.
+ * vulkan): the GPU-page arithmetic of a pin request, the fork check and the compatible
+ * driver version. (The pin time stamp's clock is arch/cycles.h.)
  */
 #ifndef VRAMIO_PIN_UTIL_H
 #define VRAMIO_PIN_UTIL_H
@@ -17,12 +17,6 @@ int vr_gpu_page_range(uint64_t addr, uint64_t size, uint64_t *va, uint64_t *len)
 
 /* 1 when [va, va+len) lies inside [base, base+bsize), else 0 (no overflow on any input). */
 int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize);
-
-/* A time stamp in CPU cycles (the TSC on x86, nanoseconds elsewhere). */
-uint64_t vr_pin_clock_now(void);
-
-/* The rate of vr_pin_clock_now() per millisecond, measured once per process. */
-uint32_t vr_pin_clock_per_ms(void);
 
 /* EACCES with why when the calling process is not owner (a forked child using its parent's
  * gdr_t: the driver objects behind it belong to the parent), else 0. */

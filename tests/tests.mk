@@ -12,7 +12,7 @@
 UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
 UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c))
 TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
-COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
+COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS))
 
 TEST_CFLAGS = -std=gnu11 $(WARNINGS) -pthread $(TEST_CPPFLAGS) -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS)
 

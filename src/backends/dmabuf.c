@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "arch/cycles.h"
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
@@ -233,7 +234,7 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     p->fd = fd;
     p->va = va;
     p->len = plen;
-    p->tm_cycles = vr_pin_clock_now();
+    p->tm_cycles = vr_cycles_now();
     *pin = p;
     return 0;
 }
@@ -291,7 +292,7 @@ static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
     info->mapped_size = p->len;
     info->page_size = GPU_PAGE_SIZE;
     info->tm_cycles = p->tm_cycles;
-    info->cycles_per_ms = vr_pin_clock_per_ms();
+    info->cycles_per_ms = vr_cycles_per_ms();
     info->mapping_type = p->map ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
     return 0;
 }

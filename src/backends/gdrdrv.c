@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "arch/cycles.h"
 #include "backend.h"
 #include "uapi/gdrdrv.h"
 #include "log.h"
@@ -287,15 +288,8 @@ static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pi
         info->mapping_type = !i.mapped ? GDR_MAPPING_TYPE_NONE :
                              i.wc_mapping ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_CACHING;
     }
-#if defined(__aarch64__)
-    if (!info->cycles_per_ms) {
-        /* The module's get_cycles() is the generic timer, whose rate EL0 can read. */
-        uint64_t freq;
-
-        __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(freq));
-        info->cycles_per_ms = (uint32_t)(freq / 1000);
-    }
-#endif
+    if (!info->cycles_per_ms)           /* the module did not say: its get_cycles() rate */
+        info->cycles_per_ms = vr_kernel_cycles_per_ms();
     return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "arch/cycles.h"
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
@@ -335,7 +336,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     p->imp = e;
     p->va = va;
     p->len = plen;
-    p->tm_cycles = vr_pin_clock_now();
+    p->tm_cycles = vr_cycles_now();
     *pin = p;
     return 0;
 }
@@ -388,7 +389,7 @@ static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
     info->mapped_size = p->len;
     info->page_size = p->imp->page_size;
     info->tm_cycles = p->tm_cycles;
-    info->cycles_per_ms = vr_pin_clock_per_ms();
+    info->cycles_per_ms = vr_cycles_per_ms();
     info->mapping_type = p->mapped ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
     return 0;
 }

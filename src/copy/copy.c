@@ -18,10 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
+#include "arch/fence.h"
 #include "copy_kernels.h"
 #include "log.h"
 
@@ -92,19 +89,6 @@ __attribute__((constructor)) static void vr_copy_init(void)
 const char *vr_copy_kernel_name(void)
 {
     return active->name;
-}
-
-/* Stores to a WC (or device) mapping are weakly ordered against later stores (a flag the GPU
- * polls, a doorbell): one fence at the end of the whole copy makes them all visible first. */
-static inline void store_fence(void)
-{
-#if defined(__x86_64__)
-    _mm_sfence();
-#elif defined(__aarch64__)
-    __asm__ volatile("dmb oshst" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
 }
 
 /* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
@@ -224,7 +208,7 @@ copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, cons
         return;
     }
     copy_shaped(1, &k->to_map, dst, src, n);
-    store_fence();
+    vr_store_fence();
 }
 
 /* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
@@ -276,7 +260,7 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
 
         for (i = 0; i < n; i += 8)
             scalar_store((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
-        store_fence();
+        vr_store_fence();
         return 0;
     }
     return copy_to_any(type, dst, src, n);
