@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "arch/cycles.h"
 #include "backend.h"
@@ -79,41 +78,23 @@ static int forked(const struct vk_ctx *c)
     return c->pid != getpid();
 }
 
-/* Microseconds since t (for the debug log of import costs). */
-static double us_since(uint64_t *t)
-{
-    struct timespec ts;
-    uint64_t now, prev = *t;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    *t = now;
-    return prev ? (double)(now - prev) / 1e3 : 0;
-}
-
 /* Free an import's Vulkan memory and our reference on the CUDA allocation. */
 static void import_release(struct vr_import *e, int in_owner_process)
 {
     const struct vr_vk_gpu *gpu = e->owner;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
-    uint64_t t = 0;
-    double unmap = 0, mfree = 0;
 
-    us_since(&t);
     /* In a forked child the driver objects belong to the parent: touch nothing. */
     if (in_owner_process && gpu) {
         VkDeviceMemory mem = (VkDeviceMemory)(uintptr_t)e->mem;
 
         gpu->fn.vkUnmapMemory(gpu->dev, mem);
-        unmap = us_since(&t);
         gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
-        mfree = us_since(&t);
     }
     if (in_owner_process && cu)
         cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
-    vr_dbg("vulkan: released the import of 0x%llx + %llu: unmap %.1f us, free %.1f us, "
-           "cuMemRelease %.1f us", (unsigned long long)e->key.base,
-           (unsigned long long)e->key.size, unmap, mfree, us_since(&t));
+    vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
+           (unsigned long long)e->key.size);
     free(e);
 }
 
@@ -143,10 +124,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     CUresult cr;
     VkResult vr;
     int fd = -1, rc;
-    uint64_t t = 0;
-    double t_prop, t_gpu, t_export, t_import;
 
-    us_since(&t);
     memset(&prop, 0, sizeof(prop));
     cr = cu->cuMemGetAllocationPropertiesFromHandle(&prop, h);
     if (cr != CUDA_SUCCESS) {
@@ -170,11 +148,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
             CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
         gran = GPU_PAGE_SIZE;
-    t_prop = us_since(&t);
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
     if (rc)
         return rc;
-    t_gpu = us_since(&t);
     cr = cu->cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     if (cr != CUDA_SUCCESS) {
         snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
@@ -193,9 +169,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
             .allocationSize = e->key.size,
             .memoryTypeIndex = gpu->memtype,
         };
-        t_export = us_since(&t);
         vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, &mem);
-        t_import = us_since(&t);
     }
     if (vr != VK_SUCCESS) {
         close(fd); /* a successful import owns the fd; a failed one leaves it to us */
@@ -212,10 +186,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
                  (unsigned long long)e->key.base, vr_vk_result_name(vr));
         return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
     }
-    vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d): properties %.1f us, Vulkan device %.1f us, "
-           "export %.1f us, import %.1f us, map %.1f us", (unsigned long long)e->key.base,
-           (unsigned long long)e->key.size, e->device, t_prop, t_gpu, t_export, t_import,
-           us_since(&t));
+    vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d, memory type %u)",
+           (unsigned long long)e->key.base, (unsigned long long)e->key.size, e->device,
+           gpu->memtype);
     e->mem = (uint64_t)(uintptr_t)mem;
     e->cpu = cpu;
     e->page_size = (uint32_t)gran;
