@@ -80,11 +80,6 @@ void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
 /* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
 
-/* Test-only: register a mapping of ordinary memory as a pin, for the dispatch benchmark and the
- * white-box tests (no backend involved). */
-int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token);
-int vr_handles_test_remove(unsigned long token);
-
 struct vr_mapping {
     uintptr_t base;
     size_t len;

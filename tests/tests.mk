@@ -31,9 +31,11 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Isrc -Isrc/copy -o $@ $< $(COPY_OBJS) $(ALL_LDFLAGS)
 
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
+# tests/unit/wb/: hooks on the library's internals, built into these programs only.
+WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(WB_CPPFLAGS) -o $@ $< $(TEST_HELPER_SRCS) \
+	$(CC) $(TEST_CFLAGS) $(WB_CPPFLAGS) -o $@ $< $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) \
 	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)

@@ -123,16 +123,6 @@ int vr_icache_release(struct vr_icache *c, struct vr_import *e)
     return last;
 }
 
-size_t vr_icache_count(struct vr_icache *c)
-{
-    size_t n;
-
-    pthread_mutex_lock(&c->lock);
-    n = c->count;
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
-
 struct vr_import *vr_icache_take_all(struct vr_icache *c)
 {
     struct vr_import *list = NULL, *e;

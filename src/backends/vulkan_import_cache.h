@@ -70,9 +70,6 @@ void vr_icache_publish(struct vr_icache *c, struct vr_import *e, int err);
  * table and the caller releases its import, then free()s it. */
 int vr_icache_release(struct vr_icache *c, struct vr_import *e);
 
-/* Number of entries in the table (tests, diagnostics). */
-size_t vr_icache_count(struct vr_icache *c);
-
 /* Unlink and return every entry still in the table, as a list through next (for close,
  * after all pins are gone this is empty). */
 struct vr_import *vr_icache_take_all(struct vr_icache *c);

@@ -20,6 +20,7 @@
 #include "backends/vulkan_device.h"
 #include "backends/vulkan_import_cache.h"
 #include "backends/vulkan_loader.h"
+#include "wb/hooks.h"
 
 static void test_page_range(void)
 {
