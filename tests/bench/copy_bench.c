@@ -36,12 +36,6 @@ void vr_log(enum vr_log_level level, const char *fmt, ...)
     (void)fmt;
 }
 
-int vr_log_enabled(enum vr_log_level level)
-{
-    (void)level;
-    return 0;
-}
-
 static double now_ns(void)
 {
     struct timespec ts;

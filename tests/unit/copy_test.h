@@ -30,12 +30,6 @@ void vr_log(enum vr_log_level level, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-int vr_log_enabled(enum vr_log_level level)
-{
-    (void)level;
-    return 1;
-}
-
 typedef void (*copy_fn)(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
                         void *dst, const void *src, size_t n);
 
