@@ -3,7 +3,7 @@
  * gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
  * ioctl ABI (driver/uapi/gdrdrv.h), with gdrdrv 2.0 .. 2.6 modules, ours or upstream's.
  *
- * Version gates (gdrapi-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
+ * Version gates (docs/gdrdrv-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
  * REQ_MAPPING_TYPE from 2.5. Against an older module pins go through PIN_BUFFER (v1), info
  * through GET_INFO, and the attributes are answered as such a module behaves (no
  * persistent pins, no FORCE_PCIE).

@@ -26,17 +26,15 @@
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
  * the choice depends only on the CPU's features (deterministic).
  *
- * Order, from the WC BAR figures measured on the GPU machine (shared/spec/gpu-machine.md;
- * H200 on PCIe Gen5, Xeon with AVX-512 and MOVDIR64B):
- *  avx512    writes 19.5 GB/s, the same as avx2 (the link is the limit there), and reads
- *            0.91 GB/s with 64-byte streaming loads against 0.76 for avx2: first, for reads.
- *  avx2      writes 19.5 GB/s, reads 0.76 GB/s.
- *  sse41     reads 0.69 GB/s; no write figure, but a 16-byte store fills a quarter of a
- *            WC line where the wider kernels fill a half or all of it.
- *  c         8-byte volatile accesses (8-byte reads: 0.008 GB/s). Always usable, so no entry
- *            after it is ever chosen automatically.
- *  movdir64b after c, so by name only: its 64-byte direct stores reach 11-12 GB/s there,
- *            well below the NT stores; its reads are sse41's streaming loads.
+ * Order, from WC BAR figures of raw loops (docs/copy-kernels.md has them):
+ *  avx512    writes as fast as avx2 (the link is the limit), reads faster with 64-byte
+ *            streaming loads: first, for reads.
+ *  avx2      then sse41: a 16-byte store fills a quarter of a WC line where the wider
+ *            kernels fill a half or all of it.
+ *  c         8-byte volatile accesses. Always usable, so no entry after it is ever chosen
+ *            automatically.
+ *  movdir64b after c, so by name only: its 64-byte direct stores are well below the NT
+ *            stores; its reads are sse41's streaming loads.
  * A 16-byte step (sse41) leads the wider kernels to their alignment; every AVX2 or AVX-512
  * CPU has SSE4.1, and each kernel's 'needs' says so all the same.
  */
@@ -248,10 +246,9 @@ static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *
 /*
  * Flags, doorbells and short messages: 8 to 32 bytes at an 8-byte aligned place of a mapping
  * that is not cacheable, done with 8-byte stores and the fence, without the frame and the
- * shaping code of the general path. On the H200 (gpu_bench, same run) this took an 8-byte
- * gdr_copy_to_mapping from 1.13 to 1.07 times a raw store+sfence loop behind a call, 16 B
- * from 1.09 to 1.04. The general path issues the same naturally aligned stores for such a
- * copy, so the bytes in memory are the same either way (copy_matrix runs both).
+ * shaping code of the general path (what that gained on the H200: docs/copy-kernels.md).
+ * The general path issues the same naturally aligned stores for such a copy, so the bytes in
+ * memory are the same either way (copy_matrix runs both).
  */
 int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
