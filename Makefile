@@ -23,8 +23,10 @@ SANITIZE  ?=
 
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror
-BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARNINGS) -pthread
-CPPFLAGS_ALL := -Iinclude -D_GNU_SOURCE -DVRAMIO_VERSION_STRING='"$(VERSION)"'
+# The flags every C file gets, here and nowhere else; the fragments add include paths only.
+C_FLAGS  := -std=gnu11 $(WARNINGS) -pthread -D_GNU_SOURCE
+BASE_CFLAGS := $(C_FLAGS) -fPIC -fvisibility=hidden
+CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 
 # Include paths per area: each area sees the installed headers, its own and those of the
 # layers below it, so a private header included outside its area does not compile.
@@ -49,6 +51,21 @@ endif
 
 ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(AREA_CPPFLAGS) $(SAN_FLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
+
+# ---- link recipes of programs: one per kind, used by every fragment ---------------------
+# Test and benchmark programs, built from sources in one step: $(call prog-link,CPPFLAGS,INPUTS).
+PROG_CFLAGS = $(C_FLAGS) $(SAN_FLAGS) $(CFLAGS)
+prog-link   = $(CC) $(PROG_CFLAGS) $(1) -o $@ $(2) $(ALL_LDFLAGS)
+# Linking against the library of this build tree, found there at run time.
+LINK_LIBGDRAPI = -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib)
+# Static programs for the QEMU guest (no sanitizers: a static program cannot use them).
+# glibc warns that dlopen in a static program needs the shared libraries at run time: true,
+# and harmless there (the guest has no libcuda). tests/kernel/run-qemu.sh reads these two.
+GUEST_CFLAGS   = -static $(C_FLAGS) $(CFLAGS)
+GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel -Itests/kernel/guest
+guest-link = rm -f $@; $(CC) $(GUEST_CFLAGS) $(1) -o $@ $(2) 2>&1 | \
+    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }; \
+    test -x $@
 
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
 

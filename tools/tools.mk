@@ -34,13 +34,10 @@ $(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(UTIL_LIB) $
 $(BUILD)/bin/gdrcopy_sanity: $(SANITY_OBJS)
 $(BUILD)/bin/gdrcopy_pplat: $(BUILD)/obj/gen/pplat_kernel.o
 
-# glibc warns that dlopen in a static program needs the shared libraries at run time: true and
-# intended (CUDA kinds are skipped in the guest, which has no libcuda).
+# The guest has no libcuda: the CUDA kinds are skipped there.
 $(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(GM_EMU_OBJ) $(UTIL_LIB) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	rm -f $@; $(CC) -static $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(UTIL_LIB) $(LIB_STATIC) $(TOOL_LIBS) 2>&1 | \
-	    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }
-	@test -x $@
+	$(call guest-link,,$(filter %.o,$^) $(UTIL_LIB) $(LIB_STATIC) $(TOOL_LIBS))
 
 # pplat's kernel: a fatbin embedded as bytes, or the reason it is missing.
 $(PPLAT_GEN): tools/pplat_kernel.cu tools/gen_fatbin.sh
@@ -57,6 +54,5 @@ bench: lib tools
 # The tools' own helpers, tested without a GPU by 'make check'.
 $(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TOOL_CPPFLAGS) -o $@ $< $(TOOL_COMMON_OBJS) $(UTIL_LIB) -L$(BUILD)/lib -lgdrapi \
-	    -Wl,-rpath,$(abspath $(BUILD)/lib) $(TOOL_LIBS) $(ALL_LDFLAGS)
+	$(call prog-link,-Iinclude $(TOOL_CPPFLAGS),$< $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LINK_LIBGDRAPI) $(TOOL_LIBS))
 TEST_PROGS += $(BUILD)/tests/tools_selftest

@@ -12,5 +12,4 @@ bench-dispatch: $(BENCH_DISPATCH)
 # White-box: links the static library and the test hooks (tests/unit/wb/) for the insert.
 $(BENCH_DISPATCH): tests/bench/bench_dispatch.c $(WB_HOOK_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARNINGS) -pthread $(WB_CPPFLAGS) -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS) \
-	    -o $@ $< $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
+	$(call prog-link,$(WB_CPPFLAGS),$< $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl)
