@@ -21,9 +21,11 @@ $(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPER_SRCS) $(LIB_REA
 	$(call prog-link,$(TEST_CPPFLAGS),$< $(TEST_HELPER_SRCS) $(LINK_LIBGDRAPI) -ldl)
 
 # White-box: may include src/ headers (the one deliberate exception).
-$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
+# The copy engine's objects and the library's log.c; copy_test.h counts the warnings.
+COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS) $(BUILD)/obj/src/log.o
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(COPY_OBJS))
+	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(COPY_OBJS) $(COPY_TEST_LOG))
 
 # tests/unit/wb/: hooks on the library's internals, built into these programs only.
 WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)

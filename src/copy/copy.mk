@@ -28,6 +28,6 @@ COPY_BENCH := $(BUILD)/bench/copy_bench
 bench-copy: $(COPY_BENCH)
 	$(COPY_BENCH) $(COPY_BENCH_ARGS)
 
-$(COPY_BENCH): tests/bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS))
+$(COPY_BENCH): tests/bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
 	@mkdir -p $(dir $@)
 	$(call prog-link,-Iinclude -Isrc -Isrc/copy,$^)
