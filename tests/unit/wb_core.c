@@ -511,6 +511,7 @@ static int child_checks(gdr_t g, gdr_mh_t mh, void *ptr)
 static void fork_case(enum child_end end, const char *how)
 {
     char name[64], keeps[64], clean[64];
+    int waited;
     gdr_t g = fake_open_gdr();
     char buf[64] = "x";
     gdr_info_t info;
@@ -535,8 +536,10 @@ static void fork_case(enum child_end end, const char *how)
             exit(bad ? 1 : 0);
         _exit(bad ? 1 : 0);
     }
-    check(wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          name, "child status %#x", status);
+    waited = wait_bounded(pid, &status, 30);
+    check(waited == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, name,
+          "child %s, status %#x (bit mask of failed checks in the exit code: 1)",
+          waited ? "hung and was killed" : "ended", (unsigned)status);
     check(gdr_copy_to_mapping(mh, ptr, buf, 8) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
           info.mapped && touch_faults(ptr) == 0, keeps, "%s",
           vramio_last_error());
