@@ -297,6 +297,8 @@ int main(int argc, char **argv)
     char why[1024];
     int rc, first_kind = -1;
 
+    tool_enable_backends();
+
     parse_args(argc, argv, &o);
     T.verbose = o.verbose;
     T.gpu = o.gpu;
