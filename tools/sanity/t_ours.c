@@ -56,18 +56,6 @@ void test_attributes_sanity(void)
     T_OK(gdr_close(g));
 }
 
-static int count_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    int n = 0;
-
-    while (d && readdir(d))
-        n++;
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static int count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -87,7 +75,7 @@ struct footprint {
 
 static void footprint(struct footprint *f)
 {
-    f->fds = count_dir("/proc/self/fd");
+    f->fds = t_count_fds();
     f->maps = count_lines("/proc/self/maps");
     f->pins = 0;
     gm_live_pins(&f->pins); /* provider's leak counter, emu only */
