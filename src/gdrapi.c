@@ -49,7 +49,7 @@ static struct vr_slot *pin_lock(const struct vr_gdr *gdr, gdr_mh_t handle)
  */
 static int pin_mapped_here(const struct vr_pin *pin)
 {
-    return pin->map_ptr && pin->map_pid == getpid();
+    return pin->map_ptr && pin->map_pid == vr_self_pid();
 }
 
 int vr_pin_release_locked(struct vr_slot *s)
@@ -284,7 +284,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
         rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);
     } else {
         pin->map_ptr = ptr;
-        pin->map_pid = getpid();
+        pin->map_pid = vr_self_pid();
         pin->map_size = a->size;
         pin->map_type = granted;
         vr_slot_set_mapping(s, ptr, a->size, granted);

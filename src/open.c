@@ -142,7 +142,7 @@ VR_EXPORT gdr_t gdr_open(void)
         free(gdr);
         return NULL;
     }
-    gdr->pid = getpid();
+    gdr->pid = vr_self_pid();
     /* Why each backend is unusable: an error when that leaves none, else a detail. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
@@ -181,7 +181,7 @@ int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
         vr_slot_unlock(s);
         return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
     }
-    if (gdr->pid != getpid()) {
+    if (gdr->pid != vr_self_pid()) {
         vr_slot_unlock(s);
         return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
                        "forked process: its pins and mappings are not inherited; call gdr_open "
@@ -221,7 +221,7 @@ VR_EXPORT int gdr_close(gdr_t g)
         vr_slot_unlock(s);
         return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
     }
-    if (((struct vr_gdr *)s->obj)->pid != getpid()) {
+    if (((struct vr_gdr *)s->obj)->pid != vr_self_pid()) {
         /* A forked child closing what it inherited: the pins and driver objects are the
          * parent's, so nothing is released here (upstream's gdr_close only closes the
          * child's copy of the descriptor). The records are memory of the child, gone at its
