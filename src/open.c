@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "core.h"
 #include "copy/copy.h"
 
@@ -177,15 +176,15 @@ int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
     if (!s)
         return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
     gdr = s->obj;
-    if (s->closing) {
-        vr_slot_unlock(s);
-        return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
-    }
     if (gdr->pid != vr_self_pid()) {
         vr_slot_unlock(s);
         return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
                        "forked process: its pins and mappings are not inherited; call gdr_open "
                        "in this process", fn, (int)gdr->pid);
+    }
+    if (s->closing) {
+        vr_slot_unlock(s);
+        return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
     }
     s->refs++;
     vr_slot_unlock(s);
@@ -217,10 +216,6 @@ VR_EXPORT int gdr_close(gdr_t g)
 
     if (!s)
         return vr_fail(EINVAL, "gdr_close: %p is not an open gdr_t", (void *)g);
-    if (s->closing) {
-        vr_slot_unlock(s);
-        return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
-    }
     if (((struct vr_gdr *)s->obj)->pid != vr_self_pid()) {
         /* A forked child closing what it inherited: the pins and driver objects are the
          * parent's, so nothing is released here (upstream's gdr_close only closes the
@@ -230,6 +225,10 @@ VR_EXPORT int gdr_close(gdr_t g)
         vr_dbg("gdr_close: %p belongs to the parent process: nothing to release here",
                (void *)g);
         return 0;
+    }
+    if (s->closing) {
+        vr_slot_unlock(s);
+        return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
     }
     s->closing = 1;
     while (s->refs > 0)
