@@ -6,8 +6,9 @@
 # gdr_open without the module getting NULL, the NCCL-style VMM path with VRAMIO_ENABLE_VULKAN=1,
 # and gdrcopy_sanity on every allocation kind with the extended tests (-e), once more selected
 # by upstream's test names. Logs go to $OUT (default /tmp/vramio-gpu); a summary to stdout.
-# Also run by tests/gpu/run_on_gpu.sh.
+# Usage: run_fork_on_gpu.sh [fork|sanity|all] (default all; each part fits a 10-minute run).
 set -u
+part=${1:-all}
 OUT=${OUT:-/tmp/vramio-gpu}
 mkdir -p "$OUT"
 [ -f .gpu/env.sh ] && . .gpu/env.sh
@@ -21,8 +22,9 @@ summary() { # log label
     grep -E '^(not ok|skip) ' "$1"
 }
 
+if [ "$part" = all ] || [ "$part" = fork ]; then
 # The fork sequences; the program bounds each scenario itself, timeout bounds the whole.
-env -u VRAMIO_ENABLE_VULKAN timeout 900 build/gpu/fork_test > "$OUT/fork_test.log" 2>&1
+env -u VRAMIO_ENABLE_VULKAN timeout 300 build/gpu/fork_test > "$OUT/fork_test.log" 2>&1
 echo "exit $?" >> "$OUT/fork_test.log"
 grep -E '^#' "$OUT/fork_test.log" | cut -c1-300
 summary "$OUT/fork_test.log" "fork_test"
@@ -31,14 +33,16 @@ summary "$OUT/fork_test.log" "fork_test"
 env -u VRAMIO_ENABLE_VULKAN timeout 60 build/bin/gdrcopy_info > "$OUT/info_default.log" 2>&1
 echo "== gdrcopy_info (default settings): backends"
 sed -n '/^Backends/,/^$/p' "$OUT/info_default.log" | cut -c1-200
+fi
+[ "$part" = all ] || [ "$part" = sanity ] || exit 0
 
 # The sanity suite on every kind, extended tests included (the tool opts into vulkan itself).
-timeout 540 build/bin/gdrcopy_sanity -e > "$OUT/sanity_all.log" 2>&1
+timeout 400 build/bin/gdrcopy_sanity -e > "$OUT/sanity_all.log" 2>&1
 echo "exit $?" >> "$OUT/sanity_all.log"
 summary "$OUT/sanity_all.log" "gdrcopy_sanity -e (every kind)"
 
 # Upstream's names select the same runs (scripts written for GDRCopy 2.6 run unchanged).
-timeout 300 build/bin/gdrcopy_sanity -t invalidation_fork_after_gdr_map_vmmalloc \
+timeout 120 build/bin/gdrcopy_sanity -t invalidation_fork_after_gdr_map_vmmalloc \
     -t invalidation_fork_child_gdr_map_parent_vmmalloc -t invalidation_fork_map_and_free_vmmalloc \
     -t invalidation_fork_map_and_free_cumemalloc -t basic_cumemalloc \
     -t invalidation_fork_child_gdr_pin_parent_with_tokens > "$OUT/sanity_upstream.log" 2>&1
