@@ -47,9 +47,6 @@ struct vr_pin {
     gdr_mapping_type_t map_type;
 };
 
-/* The backends in probing order, indexed by vramio_backend_t - 1. */
-extern const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1];
-
 /*
  * The object of a live gdr_t of this process, with a reference taken (gdr_close waits for
  * it): 0, or EINVAL (not an open gdr_t) or EACCES (opened by the parent of this forked
@@ -60,13 +57,13 @@ int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **gdr);
 void vr_gdr_put(struct vr_gdr *gdr);
 
 /*
- * gdr_open's choice, for table (probing order, VRAMIO_BACKEND_COUNT - 1 entries): fills
+ * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): fills
  * gdr->status and gdr->why for every backend and, when open is set, the usable ones' contexts
  * in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
  * GDRCOPY_BACKEND (the reason in reason).
  */
-int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
-                       char *reason, size_t len);
+int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                       struct vr_gdr *gdr, int open, char *reason, size_t len);
 
 /* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
 int vr_pin_release_locked(struct vr_slot *s);

@@ -14,8 +14,11 @@
 #include "core.h"
 #include "copy/copy.h"
 
-const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1] = {
-    &vr_backend_gdrdrv, &vr_backend_dmabuf, &vr_backend_vulkan,
+/* The backends, indexed by vramio_backend_t; probing order is the enum's order. */
+static const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT] = {
+    [VRAMIO_BACKEND_GDRDRV] = &vr_backend_gdrdrv,
+    [VRAMIO_BACKEND_DMABUF] = &vr_backend_dmabuf,
+    [VRAMIO_BACKEND_VULKAN] = &vr_backend_vulkan,
 };
 
 #define ALL_BACKENDS ((1u << VRAMIO_BACKEND_COUNT) - 2)
@@ -82,7 +85,8 @@ static int opted_in(const struct vr_backend_ops *ops)
     return v && atoi(v) != 0;
 }
 
-int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
+int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                       struct vr_gdr *gdr, int open,
                        char *reason, size_t len)
 {
     char off[VR_REASON_LEN];
@@ -96,7 +100,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
         return EINVAL;
     }
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b - 1];
+        const struct vr_backend_ops *ops = table[b];
 
         gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
                                           VR_REASON_LEN);
@@ -107,7 +111,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
      * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
      * broad backend it stays as the fall-through for memory that one refuses. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b - 1];
+        const struct vr_backend_ops *ops = table[b];
 
         if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
             continue;
@@ -122,7 +126,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
     gdr->nactive = 0;
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (ok[b] && open)
-            gdr->active[gdr->nactive++] = (struct vr_active){ table[b - 1], ctx[b] };
+            gdr->active[gdr->nactive++] = (struct vr_active){ table[b], ctx[b] };
     return 0;
 }
 
@@ -136,7 +140,7 @@ VR_EXPORT gdr_t gdr_open(void)
         vr_fail_err(ENOMEM, "gdr_open: out of memory");
         return NULL;
     }
-    if (vr_choose_backends(vr_backend_table, gdr, 1, off, sizeof(off))) {
+    if (vr_choose_backends(backends, gdr, 1, off, sizeof(off))) {
         vr_fail_err(EINVAL, "gdr_open: %s", off);
         free(gdr);
         return NULL;
@@ -146,10 +150,15 @@ VR_EXPORT gdr_t gdr_open(void)
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
             vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
-                   vr_backend_table[b - 1]->name, gdr->why[b]);
+                   backends[b]->name, gdr->why[b]);
     if (gdr->nactive == 0) {
-        vr_fail_err(ENODEV, "gdr_open: no usable backend (gdrdrv: %s; dmabuf: %s; vulkan: %s)",
-                    gdr->why[1], gdr->why[2], gdr->why[3]);
+        char all[VRAMIO_BACKEND_COUNT * (VR_REASON_LEN + 16)];
+        size_t used = 0;
+
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+            used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
+                                     used ? "; " : "", backends[b]->name, gdr->why[b]);
+        vr_fail_err(ENODEV, "gdr_open: no usable backend (%s)", all);
         free(gdr);
         return NULL;
     }
@@ -303,7 +312,7 @@ VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_
         vr_copy_reason(reason, len, "out of memory");
         return vr_fail_err(ENOMEM, "vramio_backend_probe: out of memory");
     }
-    rc = vr_choose_backends(vr_backend_table, probe, 0, off, sizeof(off));
+    rc = vr_choose_backends(backends, probe, 0, off, sizeof(off));
     if (rc) {
         vr_copy_reason(reason, len, off);
         free(probe);
