@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - what the core files of the library (gdrapi.c, open.c, errors.c) share: the objects
+ * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c, errors.c) share: the objects
  * behind gdr_t and gdr_mh_t, the reference-taking lookup of a gdr_t, and error reporting.
  */
 #ifndef VRAMIO_CORE_H
@@ -65,8 +65,39 @@ void vr_gdr_put(struct vr_gdr *gdr);
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                        struct vr_gdr *gdr, int open, char *reason, size_t len);
 
-/* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
-int vr_pin_release_locked(struct vr_slot *s);
+/*
+ * ---- instance.c: the gdr_t object ----
+ * gdr_open with the backends of table (indexed by vramio_backend_t): 0 and the registered
+ * instance in *gdr, or an errno recorded as the last error.
+ */
+int vr_instance_open(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                     struct vr_gdr **gdr);
+/* The first half of gdr_close: mark g closing and wait until no call uses it. 0 with the
+ * instance in *gdr (its pins are then released and vr_instance_free ends the close), 0 with
+ * *gdr NULL when there is nothing to release in this process (a forked child), or EINVAL. */
+int vr_instance_close_begin(gdr_t g, struct vr_gdr **gdr);
+void vr_instance_free(struct vr_gdr *gdr);
+/* vramio_get_backend, vramio_backend_status, vramio_backend_probe past their checks. */
+int vr_instance_backend(gdr_t g, vramio_backend_t *backend);
+int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
+int vr_backends_probe(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                      vramio_backend_t backend, char *reason, size_t len);
+
+/*
+ * ---- pin.c: the pins of a gdr_t ----
+ * Each takes a reference on g for its duration and names fn in its errors; arguments are
+ * checked by the caller (gdrapi.c).
+ */
+int vr_pin_create(gdr_t g, const struct vr_pin_req *req, gdr_mh_t *handle, const char *fn);
+int vr_pin_unpin(gdr_t g, gdr_mh_t handle, const char *fn);
+int vr_pin_callback_flag(gdr_t g, gdr_mh_t handle, int *flag, const char *fn);
+int vr_pin_info(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info, const char *fn);
+int vr_pin_map(gdr_t g, gdr_mh_t handle, void **va, size_t size, gdr_mapping_type_t want,
+               const char *fn);
+int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn);
+int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
+/* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
+void vr_pins_release_owned(unsigned long owner);
 
 /* Record a failure as this thread's last error, log it at level, and return err. */
 __attribute__((format(printf, 3, 4)))

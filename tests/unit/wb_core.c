@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_core.c - white-box test of the core's dispatch and locking (gdrapi.c, open.c) with three
+ * wb_core.c - white-box test of the core's dispatch and locking (gdrapi.c, instance.c, pin.c) with three
  * fake backends defined here, so that it runs, also under TSan, on a machine without a GPU.
- * The fakes are registered from the test side only: a struct vr_gdr is filled the way gdr_open
- * fills it, and everything after that goes through the public gdr_* calls.
+ * The fakes are handed to the instance as its backend table (vr_instance_open, what gdr_open
+ * does with the real ones), and everything after that goes through the public gdr_* calls.
  *
  * Checks: the pin is offered in priority order, ENOTSUP falls through, another error is final,
  * all-declined returns the first error with every reason; gdr_close releases pins, mappings
@@ -191,24 +191,17 @@ static const struct vr_backend_ops fake_a = FAKE(VRAMIO_BACKEND_GDRDRV, "fakeA",
 static const struct vr_backend_ops fake_b = FAKE(VRAMIO_BACKEND_DMABUF, "fakeB", b_pin);
 static const struct vr_backend_ops fake_c = FAKE(VRAMIO_BACKEND_VULKAN, "fakeC", c_pin);
 
-/* A gdr_t served by the fakes, registered as gdr_open registers an instance. */
+/* A gdr_t served by the fakes: the instance opened from their table, as gdr_open opens one
+ * from the real backends'. */
 static gdr_t fake_open_gdr(void)
 {
-    const struct vr_backend_ops *ops[3] = { &fake_a, &fake_b, &fake_c };
-    struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
-    int i;
+    static const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT] = {
+        [VRAMIO_BACKEND_GDRDRV] = &fake_a, [VRAMIO_BACKEND_DMABUF] = &fake_b,
+        [VRAMIO_BACKEND_VULKAN] = &fake_c,
+    };
+    struct vr_gdr *gdr;
 
-    for (i = 0; i < 3; i++) {
-        gdr->active[i].ops = ops[i];
-        ops[i]->open(&gdr->active[i].ctx, NULL, 0);
-        snprintf(gdr->why[i + 1], VR_REASON_LEN, "usable");
-    }
-    gdr->nactive = 3;
-    gdr->pid = getpid();
-    if (vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token) != 0)
-        return NULL;
-    gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
-    return (gdr_t)(uintptr_t)gdr->token;
+    return vr_instance_open(table, &gdr) ? NULL : (gdr_t)(uintptr_t)gdr->token;
 }
 
 static void test_dispatch(void)
