@@ -74,6 +74,13 @@ const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
     return kernels;
 }
 
+/* The table stays here, where the copy paths see the portable kernel's fields as constants;
+ * the policy that chooses from it is copy_select.c's, which is handed the table. */
+const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
+{
+    return vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]), features, forced);
+}
+
 /* The portable kernel until the constructor below has run: correct on every CPU, so a copy
  * made by another library's constructor before ours is still right, only slower. */
 static const struct vr_copy_kernel *active = KERNEL_C;

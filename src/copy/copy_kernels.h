@@ -52,8 +52,12 @@ const struct vr_copy_kernel *vr_copy_kernels(size_t *count);
 /* Whether a kernel runs with these features. */
 int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features);
 
-/* The choice: 'forced' (a name, or NULL/"" for automatic) if known and usable, else the
- * first usable kernel in table order; an unusable or unknown name is logged (vr_warn). */
+/* The choice among ks[0..count) (copy_select.c): 'forced' (a name, or NULL/"" for automatic)
+ * if known and usable, else the first usable kernel in table order; an unusable or unknown
+ * name is logged (vr_warn). */
+const struct vr_copy_kernel *vr_copy_choose_from(const struct vr_copy_kernel *ks, size_t count,
+                                                 unsigned features, const char *forced);
+/* The same among this build's kernels (copy.c's table). */
 const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced);
 
 /* vr_copy_to/from_mapping with an explicit kernel. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * copy_select.c - which copy kernels this CPU runs (its features: arch/cpu_features.c), and
- * the choice of one (automatic, or forced by GDRCOPY_COPY_KERNEL=<name>). Runs once per
+ * the choice of one from the table it is given (automatic, or forced by
+ * GDRCOPY_COPY_KERNEL=<name>). Runs once per
  * process, from copy.c's constructor; the copy loops never look at CPU features.
  */
 #include <stdint.h>
@@ -15,10 +16,10 @@ int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features)
     return (k->needs & features) == k->needs;
 }
 
-const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
+const struct vr_copy_kernel *vr_copy_choose_from(const struct vr_copy_kernel *ks, size_t count,
+                                                 unsigned features, const char *forced)
 {
-    size_t count, i;
-    const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
+    size_t i;
     const struct vr_copy_kernel *best = NULL;
 
     for (i = 0; i < count && !best; i++)
