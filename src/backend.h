@@ -22,8 +22,9 @@
 
 /* What the caller asked to pin. */
 struct vr_pin_req {
-    uint64_t addr;       /* as given: the backend rounds it down to its page */
+    uint64_t addr;       /* as given */
     uint64_t size;       /* as given, > 0 */
+    uint64_t va, len;    /* [addr, addr + size) in whole GPU pages (the core rounds it) */
     uint32_t flags;      /* gdr_pin_flags_t, already checked against known flags */
     uint64_t p2p_token;  /* legacy gdr_pin_buffer tokens; 0 from gdr_pin_buffer_v2 */
     uint32_t va_space;
@@ -85,6 +86,16 @@ struct vr_backend_ops {
      * sensible values even when it returns an error (clients ignore the return code). */
     int (*driver_version)(void *ctx, int *major, int *minor);
 };
+
+/* driver_version of a backend without the kernel module: it behaves like a persistent-mode
+ * gdrdrv 2.6, so that clients comparing the version against 2.1 / 2.5 take modern paths. */
+static inline int vr_backend_compat_version(void *ctx, int *major, int *minor)
+{
+    (void)ctx;
+    *major = 2;
+    *minor = 6;
+    return 0;
+}
 
 /* The backends, defined one per file; each is always compiled in and reports itself
  * unusable (with the reason) where its requirements are missing. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c, errors.c) share: the objects
- * behind gdr_t and gdr_mh_t, the reference-taking lookup of a gdr_t, and error reporting.
+ * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c, errors.c) share:
+ * the objects behind gdr_t and gdr_mh_t, the calls between those files, error reporting.
  */
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
@@ -89,6 +89,9 @@ int vr_backends_probe(const struct vr_backend_ops *const table[VRAMIO_BACKEND_CO
  * checked by the caller (gdrapi.c).
  */
 int vr_pin_create(gdr_t g, const struct vr_pin_req *req, gdr_mh_t *handle, const char *fn);
+/* Round [addr, addr+size) out to whole GPU pages (GPU_PAGE_SIZE). 0, or EINVAL when size is
+ * 0 or the range, rounded, wraps around the end of the address space. */
+int vr_gpu_page_range(uint64_t addr, uint64_t size, uint64_t *va, uint64_t *len);
 int vr_pin_unpin(gdr_t g, gdr_mh_t handle, const char *fn);
 int vr_pin_callback_flag(gdr_t g, gdr_mh_t handle, int *flag, const char *fn);
 int vr_pin_info(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info, const char *fn);

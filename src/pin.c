@@ -112,14 +112,35 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     return 0;
 }
 
-int vr_pin_create(gdr_t g, const struct vr_pin_req *req, gdr_mh_t *handle, const char *fn)
+int vr_gpu_page_range(uint64_t addr, uint64_t size, uint64_t *va, uint64_t *len)
 {
-    struct vr_gdr *gdr;
-    int rc = vr_gdr_get(g, fn, &gdr);
+    uint64_t start = addr & GPU_PAGE_MASK;
+    uint64_t last;
 
+    if (size == 0 || size - 1 > UINT64_MAX - addr)
+        return EINVAL;
+    last = addr + (size - 1);            /* last byte: cannot wrap, checked above */
+    if ((last | GPU_PAGE_OFFSET) == UINT64_MAX)
+        return EINVAL;                   /* the rounded end would be 2^64 */
+    *va = start;
+    *len = (last | GPU_PAGE_OFFSET) + 1 - start;
+    return 0;
+}
+
+int vr_pin_create(gdr_t g, const struct vr_pin_req *asked, gdr_mh_t *handle, const char *fn)
+{
+    struct vr_pin_req req = *asked;
+    struct vr_gdr *gdr;
+    int rc;
+
+    /* Every backend pins whole GPU pages: the range is rounded once, here. */
+    if (vr_gpu_page_range(req.addr, req.size, &req.va, &req.len))
+        return vr_fail(EINVAL, "%s: 0x%llx + %llu wraps around in whole GPU pages", fn,
+                       (unsigned long long)req.addr, (unsigned long long)req.size);
+    rc = vr_gdr_get(g, fn, &gdr);
     if (rc)
         return rc;
-    rc = pin_with_backends(gdr, req, fn, handle);
+    rc = pin_with_backends(gdr, &req, fn, handle);
     vr_gdr_put(gdr);
     return rc;
 }

@@ -226,8 +226,8 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
         return ENOMEM;
     }
     p->handle = handle;
-    p->va = req->addr & GPU_PAGE_MASK;
-    p->mapped_size = ((req->addr + req->size + GPU_PAGE_OFFSET) & GPU_PAGE_MASK) - p->va;
+    p->va = req->va;
+    p->mapped_size = req->len;
     *pinp = p;
     return 0;
 }

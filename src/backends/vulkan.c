@@ -28,7 +28,6 @@
 #include "cuda_loader.h"
 #include "fork.h"
 #include "log.h"
-#include "pin_util.h"
 #include "vulkan_device.h"
 #include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
@@ -253,20 +252,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     struct vr_import_key key;
     struct vr_import *e;
     struct vk_pin *p;
-    uint64_t va, plen;
+    uint64_t va = req->va, plen = req->len;
     int rc, created;
 
     /* FORCE_PCIE needs nothing: this mapping is always through the PCIe BAR1. The legacy
      * p2p tokens only matter to the kernel module's non-persistent mode. */
-    rc = vr_check_owner(c->pid, why, len);
-    if (rc)
-        return rc;
-    rc = vr_gpu_page_range(req->addr, req->size, &va, &plen);
-    if (rc) {
-        snprintf(why, len, "the range 0x%llx + %llu wraps around",
-                 (unsigned long long)req->addr, (unsigned long long)req->size);
-        return rc;
-    }
     rc = vr_cuda_init(&cu, why, len);
     if (!rc)
         rc = cuda_has_vmm(cu, why, len);
@@ -334,14 +324,11 @@ static int vulkan_unpin(void *ctx, void *pin)
 static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
                       void **ptr, gdr_mapping_type_t *granted)
 {
-    struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
 
-    (void)size; /* the core checked it against mapped_size */
+    (void)ctx; (void)size; /* the core checked size against mapped_size */
     if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC)
         return EINVAL; /* a BAR1 mapping is write-combined, nothing else */
-    if (forked(c))
-        return EACCES;
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
@@ -429,5 +416,5 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .info = vulkan_info,
     .callback_flag = vulkan_cb_flag,
     .get_attr = vulkan_get_attr,
-    .driver_version = vr_compat_driver_version,
+    .driver_version = vr_backend_compat_version,
 };

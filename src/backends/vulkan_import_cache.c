@@ -140,3 +140,10 @@ struct vr_import *vr_icache_take_all(struct vr_icache *c)
     pthread_mutex_unlock(&c->lock);
     return list;
 }
+
+int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize)
+{
+    if (va < base || len > bsize)
+        return 0;
+    return va - base <= bsize - len;
+}

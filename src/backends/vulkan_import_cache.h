@@ -74,4 +74,8 @@ int vr_icache_release(struct vr_icache *c, struct vr_import *e);
  * after all pins are gone this is empty). */
 struct vr_import *vr_icache_take_all(struct vr_icache *c);
 
+/* 1 when [va, va+len) lies inside [base, base+bsize), else 0 (no overflow on any input): a
+ * pin's GPU pages inside the allocation that an entry imports. */
+int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize);
+
 #endif /* VRAMIO_VK_IMPORT_CACHE_H */

@@ -62,8 +62,8 @@ static int make_pin(const struct vr_pin_req *req, void **pin)
 
     if (!p)
         return ENOMEM;
-    p->va = req->addr & ~(PAGE - 1);
-    p->size = ((req->addr + req->size + PAGE - 1) & ~(PAGE - 1)) - p->va;
+    p->va = req->va;                 /* the core hands whole GPU pages */
+    p->size = req->len;
     *pin = p;
     live_pins++;
     return 0;
@@ -204,6 +204,26 @@ static gdr_t fake_open_gdr(void)
     return vr_instance_open(table, &gdr) ? NULL : (gdr_t)(uintptr_t)gdr->token;
 }
 
+/* The core rounds a pin to whole GPU pages once for every backend, and refuses a range whose
+ * last page would end past the address space before any backend sees it. */
+static void test_rounding(gdr_t g)
+{
+    gdr_info_v2_t info;
+    gdr_mh_t mh;
+    int ops, rc;
+
+    rc = gdr_pin_buffer_v2(g, A_BASE + PAGE + 100, PAGE, 0, &mh);
+    check(rc == 0 && gdr_get_info_v2(g, mh, &info) == 0 && info.va == A_BASE + PAGE &&
+          info.mapped_size == 2 * PAGE, "core_rounds_to_gpu_pages", "rc %d va %#llx size %llu",
+          rc, (unsigned long long)info.va, (unsigned long long)info.mapped_size);
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    ops = backend_ops;
+    rc = gdr_pin_buffer_v2(g, (unsigned long)(UINT64_MAX - 0x8000), 0x100, 0, &mh);
+    check(rc == EINVAL && backend_ops == ops && mh.h == 0, "core_refuses_wrap_in_gpu_pages",
+          "rc %d, %d backend ops", rc, (int)(backend_ops - ops));
+}
+
 static void test_dispatch(void)
 {
     gdr_t g = fake_open_gdr();
@@ -231,6 +251,7 @@ static void test_dispatch(void)
           "rc %d, '%s'", rc, e);
     check(vramio_get_backend(g, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV, "get_backend_first",
           "%d", (int)be);
+    test_rounding(g);
     check(gdr_close(g) == 0 && live_ctx == 0, "close_closes_contexts", "%d left", (int)live_ctx);
 }
 

@@ -186,7 +186,7 @@ static void reset(uint32_t version)
 /* Pin, map, info, unpin through the backend against a module of this version. */
 static void round_trip(uint32_t version, const char *tag)
 {
-    struct vr_pin_req req = { .addr = 0x100000, .size = 0x10000 };
+    struct vr_pin_req req = { .addr = 0x100000, .size = 0x10000, .va = 0x100000, .len = 0x10000 };
     gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
     struct vr_pin_info info;
     char why[256] = "", name[96];
@@ -264,7 +264,7 @@ static void pin_errors(void)
         { EACCES, EACCES, "pin_eacces_final" },
         { ENOSPC, ENOSPC, "pin_enospc_final" },
     };
-    struct vr_pin_req req = { .addr = 0x100000, .size = 1 };
+    struct vr_pin_req req = { .addr = 0x100000, .size = 1, .va = 0x100000, .len = 0x10000 };
     char why[256];
     void *ctx = NULL, *pin = NULL;
 
