@@ -70,9 +70,10 @@ struct vr_backend_ops {
 
     /* Map the pinned range for the CPU: size is what the caller passed (the core checks it
      * against mapped_size), want is the requested type (NONE = backend's choice). Returns the
-     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had. */
+     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had.
+     * A failure may say why (one line in why, as pin does); the core logs it. */
     int (*map)(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-               void **ptr, gdr_mapping_type_t *granted);
+               void **ptr, gdr_mapping_type_t *granted, char *why, size_t len);
     int (*unmap)(void *ctx, void *pin, void *ptr, size_t size);
 
     int (*info)(void *ctx, void *pin, struct vr_pin_info *info);

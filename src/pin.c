@@ -250,6 +250,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
 {
     struct map_args *a = arg;
     gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
+    char why[VR_REASON_LEN] = "";
     void *ptr = NULL;
     int rc;
 
@@ -258,9 +259,10 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
     else if (a->size > pin->mapped_size)
         rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
                      (unsigned long long)pin->mapped_size);
-    else if ((rc = pin->ops->map(pin->ctx, pin->bpin, a->size, a->want, &ptr, &granted)))
+    else if ((rc = pin->ops->map(pin->ctx, pin->bpin, a->size, a->want, &ptr, &granted, why,
+                                 sizeof(why))))
         vr_fail_err(rc, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name, a->size,
-                    vramio_strerror(rc));
+                    why[0] ? why : vramio_strerror(rc));
     else if (!ptr || granted <= GDR_MAPPING_TYPE_NONE || granted >= GDR_MAPPING_TYPE_MAX) {
         pin->ops->unmap(pin->ctx, pin->bpin, ptr, a->size);
         rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);

@@ -256,18 +256,19 @@ static int dmabuf_unpin(void *ctx, void *pin)
 }
 
 static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-                      void **ptr, gdr_mapping_type_t *granted)
+                      void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
 {
     struct dmabuf_pin *p = pin;
-    char why[320];
     void *m;
 
     (void)ctx; (void)size;
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC)
-        return EINVAL; /* the exporter maps BAR1 write-combined */
+    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, len, "the dma-buf exporter maps BAR1 write-combined only");
+        return EINVAL;
+    }
     m = mmap(NULL, (size_t)p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (m == MAP_FAILED)
-        return vr_dmabuf_mmap_error(errno, 0, why, sizeof(why));
+        return vr_dmabuf_mmap_error(errno, 0, why, len);
     /* The exporter's mapping would be copied into a forked child; gdrdrv's is not. */
     vr_fork_dontfork(m, (size_t)p->len);
     p->map = m;

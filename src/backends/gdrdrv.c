@@ -294,7 +294,7 @@ static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pi
 }
 
 static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
-                      gdr_mapping_type_t *granted)
+                      gdr_mapping_type_t *granted, char *why, size_t why_len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
@@ -320,15 +320,20 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         p->req = want;
     } else if (c->version < GD_VERSION(2, 5) && want != GDR_MAPPING_TYPE_NONE &&
                want != GDR_MAPPING_TYPE_WC) {
-        return EINVAL;                   /* older modules only map write-combined */
+        snprintf(why, why_len, "gdrdrv %d.%d maps write-combined only (typed mappings need 2.5)",
+                 c->version >> 16, c->version & 0xffff);
+        return EINVAL;
     }
     /* The caller's size may be smaller: map every pinned page, so that ptr + (addr - va)
      * stays valid over the whole pinned range. */
     len = (size_t)p->mapped_size;
     va = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd,
               (off_t)(p->handle * (uint64_t)page));
-    if (va == MAP_FAILED)
-        return errno;
+    if (va == MAP_FAILED) {
+        rc = errno;
+        snprintf(why, why_len, "mmap of /dev/gdrdrv at the pin's offset failed: %s", strerror(rc));
+        return rc;
+    }
     p->map_ptr = va;
     p->map_len = len;
     rc = gd_query(c, p, &info);

@@ -322,13 +322,15 @@ static int vulkan_unpin(void *ctx, void *pin)
 }
 
 static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-                      void **ptr, gdr_mapping_type_t *granted)
+                      void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
 {
     struct vk_pin *p = pin;
 
     (void)ctx; (void)size; /* the core checked size against mapped_size */
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC)
-        return EINVAL; /* a BAR1 mapping is write-combined, nothing else */
+    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, len, "the vulkan backend maps write-combined only (a BAR1 window)");
+        return EINVAL;
+    }
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;

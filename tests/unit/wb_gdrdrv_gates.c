@@ -210,7 +210,7 @@ static void round_trip(uint32_t version, const char *tag)
           !used(old ? GDRDRV_IOC_PIN_BUFFER_V2 : GDRDRV_IOC_PIN_BUFFER), name, "rc %d: %s", rc, why);
     if (rc)
         goto out;
-    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted);
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_offset_whole_handle", tag);
     check(rc == 0 && (uint64_t)fake.mmap_off == fake.handle * (uint64_t)sysconf(_SC_PAGESIZE) &&
           granted == GDR_MAPPING_TYPE_WC, name, "rc %d off %#llx granted %d", rc,
@@ -225,7 +225,7 @@ static void round_trip(uint32_t version, const char *tag)
 
     /* A typed request: REQ_MAPPING_TYPE from 2.5; older modules grant WC only. */
     fake.nused = 0;
-    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted);
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_caching", tag);
     if (old)
         check(rc == EINVAL && !used(GDRDRV_IOC_REQ_MAPPING_TYPE), name, "rc %d", rc);
