@@ -36,8 +36,8 @@ struct vr_pin_info {
     uint64_t va;                     /* start of the pinned range, page aligned */
     uint64_t mapped_size;            /* rounded size of the pinned range */
     uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
+    uint64_t tm_cycles;              /* cycles the pin took, if measured here (gdrdrv), else 0 */
+    uint32_t cycles_per_ms;          /* their rate; the core fills both when tm_cycles is 0 */
     gdr_mapping_type_t mapping_type; /* GDR_MAPPING_TYPE_NONE while not mapped */
 };
 

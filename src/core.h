@@ -41,6 +41,7 @@ struct vr_pin {
     void *ctx;
     void *bpin;                            /* the backend's pin */
     uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
+    uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;

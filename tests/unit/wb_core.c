@@ -149,8 +149,11 @@ static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
 
     (void)ctx;
     backend_ops++;
+    /* B measures nothing, like the user-space backends: the core times its pins. */
+    int b = in(p->va, B_BASE);
+
     *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
-                                  .tm_cycles = 1, .cycles_per_ms = 1000 };
+                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
     return 0;
 }
 
@@ -218,6 +221,14 @@ static void test_rounding(gdr_t g)
     check(rc == 0 && gdr_get_info_v2(g, mh, &info) == 0 && info.va == A_BASE + PAGE &&
           info.mapped_size == 2 * PAGE, "core_rounds_to_gpu_pages", "rc %d va %#llx size %llu",
           rc, (unsigned long long)info.va, (unsigned long long)info.mapped_size);
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    memset(&info, 0, sizeof(info));
+    rc = gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh);
+    if (rc == 0)
+        rc = gdr_get_info_v2(g, mh, &info);
+    check(rc == 0 && info.tm_cycles > 0 && info.cycles_per_ms > 0, "core_times_pin_for_backend",
+          "rc %d tm %llu rate %u", rc, (unsigned long long)info.tm_cycles, info.cycles_per_ms);
     if (rc == 0)
         gdr_unpin_buffer(g, mh);
     ops = backend_ops;
