@@ -32,6 +32,7 @@
     X(cuCtxGetCurrent)                       \
     X(cuCtxGetDevice)                        \
     X(cuCtxSynchronize)                      \
+    X(cuStreamSynchronize)                   \
     X(cuCtxPushCurrent)                      \
     X(cuCtxPopCurrent)                       \
     X(cuPointerGetAttribute)                 \
