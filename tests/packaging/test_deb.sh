@@ -158,9 +158,12 @@ fi
 
 # ---- the tools: on PATH, each with its man page, runnable --------------------------------
 bad=""
-for t in $(tool_names); do
+for t in $(tool_names) $(runner_names); do
     [ -x "/usr/bin/$t" ] || bad="$bad $t(binary)"
     man -w "$t" >/dev/null 2>&1 || bad="$bad $t(man page)"
+done
+for p in $(preload_names); do
+    ls /usr/lib/*/"$p" >/dev/null 2>&1 || bad="$bad $p(library)"
 done
 [ -z "$bad" ] && ok tools-installed || not_ok tools-installed "missing:$bad"
 out=$(env -u LD_LIBRARY_PATH timeout 60 gdrcopy_info 2>&1); rc=$?

@@ -9,7 +9,7 @@ set -u
 
 BUILD=${BUILD:-build}
 VERSION=$(project_version)
-TOOLS=$(tool_names)
+TOOLS="$(tool_names) $(runner_names)"
 work=$(mktemp -d /tmp/vramio-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -27,7 +27,8 @@ check_install() {
     fi
     local miss="" f
     for f in "$libdir/libgdrapi.so.$VERSION" "$prefix/include/gdrapi.h" \
-             "$prefix/include/gdrconfig.h" "$prefix/include/vramio.h" "$libdir/pkgconfig/gdrapi.pc"; do
+             "$prefix/include/gdrconfig.h" "$prefix/include/vramio.h" "$libdir/pkgconfig/gdrapi.pc" \
+             $(for p in $(preload_names); do echo "$libdir/$p"; done); do
         [ -f "$d$f" ] || miss="$miss $f"
     done
     for f in $TOOLS; do
