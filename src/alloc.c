@@ -41,11 +41,13 @@ static int cuda_fail(const char *what, CUresult r)
                        vr_cuda_errstr(r));
 }
 
-/* Reserve, map and open access to handle h of size bytes on device gpu. */
-static int map_allocation(const struct vr_cuda *cu, int gpu, CUmemGenericAllocationHandle h,
-                          size_t size, size_t align, CUdeviceptr *out)
+/* Reserve, map and open access to handle h of size bytes for the devices of access[]: the
+ * owner first, then its peers, like cudaMalloc memory that peers may reach once peer access
+ * is enabled; when the peers are refused, the owner alone. */
+static int map_allocation(const struct vr_cuda *cu, const CUmemAccessDesc *access, int naccess,
+                          CUmemGenericAllocationHandle h, size_t size, size_t align,
+                          CUdeviceptr *out)
 {
-    CUmemAccessDesc access;
     CUdeviceptr ptr = 0;
     CUresult r;
 
@@ -57,11 +59,9 @@ static int map_allocation(const struct vr_cuda *cu, int gpu, CUmemGenericAllocat
         cu->cuMemAddressFree(ptr, size);
         return cuda_fail("cuMemMap", r);
     }
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = gpu;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = cu->cuMemSetAccess(ptr, size, &access, 1);
+    r = cu->cuMemSetAccess(ptr, size, access, (size_t)naccess);
+    if (r != CUDA_SUCCESS && naccess > 1)
+        r = cu->cuMemSetAccess(ptr, size, access, 1);
     if (r != CUDA_SUCCESS) {
         cu->cuMemUnmap(ptr, size);
         cu->cuMemAddressFree(ptr, size);
@@ -80,6 +80,8 @@ struct gpu_pool {
     struct vr_pool pool;
     int gpu;
     CUmemAllocationProp prop;
+    int naccess;
+    CUmemAccessDesc access[VR_POOL_MAX_GPUS];   /* this GPU, then its peers */
 };
 
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,7 +108,7 @@ static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie)
         return cuda_fail("cuMemCreate", r);
     }
     /* Aligned to the slab size: the pool finds a block's slab by masking its address. */
-    rc = map_allocation(cu, gp->gpu, h, size, gp->pool.slab_size, &ptr);
+    rc = map_allocation(cu, gp->access, gp->naccess, h, size, gp->pool.slab_size, &ptr);
     vr_cuda_ctx_leave(cu, &guard);
     if (rc) {
         cu->cuMemRelease(h);
@@ -149,8 +151,30 @@ static size_t pool_cache_bytes(void)
     return (size_t)mb << 20;
 }
 
+/* Read-write access for gpu and for every device that can reach it peer to peer. */
+static void pool_access(const struct vr_cuda *cu, struct gpu_pool *gp, int count)
+{
+    int peer, can;
+
+    gp->naccess = 0;
+    for (peer = -1; peer < count && peer < VR_POOL_MAX_GPUS; peer++) {
+        CUmemAccessDesc *a = &gp->access[gp->naccess];
+
+        if (peer == gp->gpu)
+            continue;
+        if (peer >= 0 && (!cu->cuDeviceCanAccessPeer ||
+                          cu->cuDeviceCanAccessPeer(&can, peer, gp->gpu) != CUDA_SUCCESS || !can))
+            continue;
+        memset(a, 0, sizeof(*a));
+        a->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        a->location.id = peer < 0 ? gp->gpu : peer;
+        a->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        gp->naccess++;
+    }
+}
+
 /* The allocation properties and granularity of device gpu: POSIX fd and RDMA where offered. */
-static int pool_make(const struct vr_cuda *cu, int gpu, struct gpu_pool **out)
+static int pool_make(const struct vr_cuda *cu, int gpu, int count, struct gpu_pool **out)
 {
     struct gpu_pool *gp;
     size_t gran = 0;
@@ -165,6 +189,7 @@ static int pool_make(const struct vr_cuda *cu, int gpu, struct gpu_pool **out)
     if (!gp)
         return ENOMEM;
     gp->gpu = gpu;
+    pool_access(cu, gp, count);
     gp->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     gp->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     gp->prop.location.id = gpu;
@@ -201,7 +226,7 @@ static int pool_get(int gpu, struct gpu_pool **out)
     if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || gpu >= count || gpu >= VR_POOL_MAX_GPUS)
         return vr_fail(ENODEV, "vramio_alloc: there is no CUDA device %d (%d found)", gpu, count);
     pthread_mutex_lock(&pools_lock);
-    rc = pools[gpu] ? 0 : pool_make(cu, gpu, &pools[gpu]);
+    rc = pools[gpu] ? 0 : pool_make(cu, gpu, count, &pools[gpu]);
     *out = pools[gpu];
     pthread_mutex_unlock(&pools_lock);
     return rc;

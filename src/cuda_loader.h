@@ -26,6 +26,7 @@
     X(cuDeviceGetAttribute)                  \
     X(cuDeviceTotalMem)                      \
     X(cuDeviceGetPCIBusId)                   \
+    X(cuDeviceCanAccessPeer)                 \
     X(cuDevicePrimaryCtxRetain)              \
     X(cuDevicePrimaryCtxRelease)             \
     X(cuCtxSetCurrent)                       \

@@ -23,6 +23,7 @@
 int fake_plain_allocs(void);
 int fake_vmm_live(void);
 int fake_syncs(void);
+int fake_access_devices(void);
 void *fake_gpa_v2(void);
 
 typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t,
@@ -130,6 +131,20 @@ static void unchanged(const char *mode)
           "resolve %d d %#llx plain %d", resolved, (unsigned long long)d, fake_plain_allocs());
 }
 
+/* Four GPUs, all peers: the pool's memory is open to every one of them (or, when the driver
+ * refuses that, to the owner alone: the allocation still works). */
+static void peers(const char *mode, int want)
+{
+    CUdeviceptr d = 0;
+    char name[80];
+    int resolved = runtime_resolve();
+
+    snprintf(name, sizeof(name), "bridge/%s_access_for_%d_devices", mode, want);
+    check(resolved && rt.alloc(&d, 1000) == CUDA_SUCCESS && from_pool(d) &&
+          fake_access_devices() == want && rt.free(d) == CUDA_SUCCESS, name,
+          "resolve %d d %#llx access %d", resolved, (unsigned long long)d, fake_access_devices());
+}
+
 static void noctx(void)
 {
     CUdeviceptr d = 0;
@@ -149,6 +164,10 @@ int main(int argc, char **argv)
         bridged();
     else if (!strcmp(mode, "noctx"))
         noctx();
+    else if (!strcmp(mode, "peers"))
+        peers(mode, 4);
+    else if (!strcmp(mode, "peers_refused"))
+        peers(mode, 1);
     else
         unchanged(mode);
     return check_status();

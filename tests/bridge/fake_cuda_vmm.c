@@ -7,7 +7,9 @@
  * are memfds mapped where reserved), so a test can read and write it directly.
  *
  * Environment: FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device
- * without VMM), FAKE_CUDA_NOCTX=1 (no context is current). Exported for the tests:
+ * without VMM), FAKE_CUDA_NOCTX=1 (no context is current), FAKE_CUDA_DEVICES=N (N devices,
+ * all peers), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
+ * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2).
  */
@@ -27,12 +29,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t size; } plain[MAXN];
 static struct { int fd; size_t size; int refs; } handles[MAXN];       /* index + 1 = handle */
 static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
-static int n_plain, n_handles, n_syncs;
+static int n_plain, n_handles, n_syncs, n_access;
 static int ctx_dummy;
 
 int fake_plain_allocs(void) { return n_plain; }
 int fake_vmm_live(void) { return n_handles; }
 int fake_syncs(void) { return n_syncs; }
+int fake_access_devices(void) { return n_access; }
 
 static int env_is(const char *name, const char *v)
 {
@@ -45,8 +48,20 @@ CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
 CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
 CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driver"; return CUDA_SUCCESS; }
-CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return o == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
+static int ndev(void)
+{
+    const char *e = getenv("FAKE_CUDA_DEVICES");
+
+    return e ? atoi(e) : 1;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return o >= 0 && o < ndev() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+CUresult cuDeviceGetCount(int *n) { *n = ndev(); return CUDA_SUCCESS; }
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+    *can = d != peer && d < ndev() && peer < ndev();
+    return CUDA_SUCCESS;
+}
 CUresult cuCtxGetCurrent(CUcontext *c)
 {
     *c = env_is("FAKE_CUDA_NOCTX", "1") ? NULL : (CUcontext)&ctx_dummy;
@@ -250,7 +265,10 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocati
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d, size_t n)
 {
     (void)ptr; (void)size;
-    return d && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (!d || !n || (n > 1 && env_is("FAKE_CUDA_PEER_REFUSE", "1")))
+        return CUDA_ERROR_INVALID_VALUE;
+    n_access = (int)n;
+    return CUDA_SUCCESS;
 }
 
 static int find_map(uintptr_t a)

@@ -44,6 +44,8 @@ client bridged LD_PRELOAD="$bridge"
 client fallback LD_PRELOAD="$bridge" FAKE_CUDA_VMM=0
 client noctx LD_PRELOAD="$bridge" FAKE_CUDA_NOCTX=1
 client plain
+client peers LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4
+client peers_refused LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
 
 # The log says what was intercepted, and how it ended.
 log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
