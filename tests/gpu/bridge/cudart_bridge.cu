@@ -126,9 +126,30 @@ int main(int argc, char **argv)
         got[i] = bg_pin(g, (unsigned long long)(uintptr_t)small[i], 4096, &sp[i]) == 0;
         pinned += got[i];
     }
-    if (expect_pin)
+    if (expect_pin) {
+        /* Pins of one import share its CPU mapping, so the distance between a buffer's CPU
+         * and device addresses is the same for all buffers of one slab: as many distances as
+         * slabs means one import per slab. */
+        int slabs = 0, deltas = 0;
+        size_t j;
+
+        for (i = 0; i < 16; i++) {
+            uintptr_t si = (uintptr_t)small[i] >> 21;
+            intptr_t di = (intptr_t)(sp[i].cpu - (char *)small[i]);
+            int new_slab = 1, new_delta = 1;
+
+            for (j = 0; j < i; j++) {
+                new_slab &= ((uintptr_t)small[j] >> 21) != si;
+                new_delta &= (intptr_t)(sp[j].cpu - (char *)small[j]) != di;
+            }
+            slabs += got[i] && new_slab;
+            deltas += got[i] && new_delta;
+        }
         bg_check(pinned == 16 && in_pool == 16, "cudart/small_buffers_pinned",
                  "%d pinned, %d from the pool", pinned, in_pool);
+        bg_check(pinned == 16 && deltas == slabs, "cudart/one_import_per_slab",
+                 "%d slabs, %d distinct mappings", slabs, deltas);
+    }
     for (i = 0; i < 16; i++) {
         if (got[i])
             bg_unpin(g, &sp[i]);
