@@ -4,9 +4,9 @@
  * come from vramio's pool, which the vulkan backend pins, maps and copies with no kernel
  * module. The program is not changed; its children inherit the bridge.
  *
- * The bridge is found through VRAMIO_BRIDGE_LIB, else beside this program (../lib, as in the
- * build tree and in PREFIX installs), else by its name through the loader's search path
- * (distribution installs put it in the multiarch library directory).
+ * The bridge is found through VRAMIO_BRIDGE_LIB, else relative to this program: the private
+ * directory of an install (../lib/vramio, ../lib64/vramio, ../lib/<multiarch>/vramio; see
+ * packaging/install.mk), or ../lib in the build tree; else by its name through the loader.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #define BRIDGE_NAME "libvramio_bridge.so"
+#ifndef VRAMIO_MULTIARCH
+#define VRAMIO_MULTIARCH ""
+#endif
 
 static void usage(FILE *f)
 {
@@ -38,8 +41,11 @@ static void usage(FILE *f)
 /* The bridge beside this program, or its bare name for the loader's search. */
 static void find_bridge(char *out, size_t len)
 {
+    static const char *const dirs[] = { "../lib/vramio", "../lib64/vramio",
+                                        "../lib/" VRAMIO_MULTIARCH "/vramio", "../lib" };
     const char *env = getenv("VRAMIO_BRIDGE_LIB");
     char self[PATH_MAX];
+    size_t i;
     ssize_t n;
     char *slash;
 
@@ -53,9 +59,10 @@ static void find_bridge(char *out, size_t len)
         slash = strrchr(self, '/');
         if (slash) {
             *slash = '\0';
-            if ((size_t)snprintf(out, len, "%s/../lib/%s", self, BRIDGE_NAME) < len &&
-                access(out, R_OK) == 0)
-                return;
+            for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+                if ((size_t)snprintf(out, len, "%s/%s/%s", self, dirs[i], BRIDGE_NAME) < len &&
+                    access(out, R_OK) == 0)
+                    return;
         }
     }
     snprintf(out, len, "%s", BRIDGE_NAME);

@@ -255,12 +255,12 @@ VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
         return vr_fail(EINVAL, "vramio_alloc: %s", !dptr ? "dptr is NULL" :
                        size == 0 ? "size is 0" : "negative GPU ordinal");
     *dptr = 0;
+    if (size > SIZE_MAX / 2)
+        return vr_fail(EINVAL, "vramio_alloc: size %zu too large", size);
     rc = pool_get(gpu, &gp);
     if (rc)
         return rc;
     rc = vr_pool_alloc(&gp->pool, size, &addr);
-    if (rc == EINVAL)
-        return vr_fail(EINVAL, "vramio_alloc: size %zu too large", size);
     if (rc) /* the reason was recorded where it failed */
         return rc;
     *dptr = addr;
