@@ -15,7 +15,7 @@ BRIDGE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,bridge/bridge_resolve.c bridge/br
 all: bridge
 bridge: $(BRIDGE_LIB) $(BRIDGE_RUN)
 
-$(BRIDGE_LIB): $(BRIDGE_OBJS) bridge/bridge.map $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(BRIDGE_LIB): $(BRIDGE_OBJS) bridge/bridge.map bridge/bridge.mk $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--version-script=bridge/bridge.map -Wl,-z,defs -Wl,-z,relro -Wl,-z,now \
 	    $(ALL_LDFLAGS) -o $@ $(BRIDGE_OBJS) -L$(BUILD)/lib -lgdrapi -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..' \
