@@ -58,6 +58,33 @@ else
     echo "not ok bridge/log_says_what_was_intercepted: $(printf '%s' "$log" | head -c 300)"
 fi
 
+# NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
+# own handle of the driver, then asks it for "cuGetProcAddress" and for the allocation
+# functions; each answer must be the bridge's.
+CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+for kind in shared static; do
+    case $kind in
+        shared) lib=$CUDA_LIB/libcudart.so; link=(-L"$CUDA_LIB" -lcudart -Wl,-rpath,"$CUDA_LIB") ;;
+        static) lib=$CUDA_LIB/libcudart_static.a; link=("$lib" -ldl -lpthread -lrt) ;;
+    esac
+    if [ ! -e "$lib" ]; then
+        echo "skip bridge/runtime_${kind}_lookups_caught: no $lib (the CUDA toolkit's runtime)"; continue
+    fi
+    if ! $CC -O1 $warn -I"$CUDA_INC" -o "$dir/runtime_$kind" tests/bridge/runtime_client.c "${link[@]}"; then
+        echo "not ok bridge/runtime_${kind}_lookups_caught: the client does not build"; continue
+    fi
+    log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
+          timeout 60 "$dir/runtime_$kind" 2>&1)
+    miss=
+    for want in 'dlsym("cuGetProcAddress_v2")' 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
+                'cuGetProcAddress("cuMemAlloc", [0-9]*)' 'cuGetProcAddress("cuMemFree", [0-9]*)' \
+                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
+        printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
+    done
+    [ -z "$miss" ] && echo "ok bridge/runtime_${kind}_lookups_caught" ||
+        echo "not ok bridge/runtime_${kind}_lookups_caught: not seen:$miss"
+done
+
 # ---- vramio-run ------------------------------------------------------------------------
 expect() { # name want_rc want_regex cmd...
     local name=$1 want=$2 re=$3 out rc
