@@ -145,33 +145,33 @@ class Pin:
                              % (n, offset, self.size))
         return self.cpu + offset
 
-    def copy_to(self, src, offset=0):
-        """Copy a host buffer into the GPU memory at offset; returns the bytes copied."""
-        addr, n, keep = _host_view(src, False)
+    def _copy(self, to_gpu, host, offset, size):
+        addr, n, keep = _host_view(host, not to_gpu)
+        if size is not None:
+            n = min(n, size)
         with self._lock:
-            dst = self._range(offset, n)
-            rc = _lib.load().gdr_copy_to_mapping(self._mh, dst, addr, n)
+            m = self._range(offset, n)
+            lib = _lib.load()
+            if to_gpu:
+                rc = lib.gdr_copy_to_mapping(self._mh, m, addr, n)
+            else:
+                rc = lib.gdr_copy_from_mapping(self._mh, addr, m, n)
         del keep
         if rc:
-            _lib.fail(rc, "copy_to")
+            _lib.fail(rc, "copy_to" if to_gpu else "copy_from")
         return n
+
+    def copy_to(self, src, offset=0):
+        """Copy a host buffer into the GPU memory at offset; returns the bytes copied."""
+        return self._copy(True, src, offset, None)
 
     def copy_from(self, dst=None, offset=0, size=None):
         """Copy GPU memory at offset into dst (a writable buffer), or into new bytes."""
         if dst is None:
-            n = self.size - offset if size is None else size
-            out = bytearray(max(n, 0))
-            self.copy_from(out, offset)
+            out = bytearray(max(self.size - offset if size is None else size, 0))
+            self._copy(False, out, offset, None)
             return bytes(out)
-        addr, n, keep = _host_view(dst, True)
-        if size is not None:
-            n = min(n, size)
-        with self._lock:
-            srcp = self._range(offset, n)
-            rc = _lib.load().gdr_copy_from_mapping(self._mh, addr, srcp, n)
-        del keep
-        if rc:
-            _lib.fail(rc, "copy_from")
+        self._copy(False, dst, offset, size)
         return dst
 
     def close(self):
