@@ -95,7 +95,8 @@ results "$OUT/torch.log"
 } > "$OUT/cupy.log" 2>&1
 results "$OUT/cupy.log"
 
-# 6. gdrcopy_sanity (last: the longest, and cut by the budget first): every test that passes on the VMM kinds passes on the cuda kind.
+# 6. gdrcopy_sanity (last: the longest, and the first cut by the budget): every test that
+# passes on the vmm-fd kind passes on the cuda kind.
 timeout $(tmo 120) "$RUN" build/bin/gdrcopy_sanity --kind cuda,vmm-fd --timeout $(tmo 30) \
     > "$OUT/sanity.log" 2>&1
 echo "exit $?" >> "$OUT/sanity.log"
