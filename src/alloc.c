@@ -23,6 +23,7 @@
 #include "core.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
+#include "fork.h"
 #include "slab_pool.h"
 #include "vramio.h"
 
@@ -84,8 +85,24 @@ struct gpu_pool {
     CUmemAccessDesc access[VR_POOL_MAX_GPUS];   /* this GPU, then its peers */
 };
 
+/* pools_lock: the table of pools; slabs_lock: the bookkeeping of every pool (held for a few
+ * hundred nanoseconds per call). A fork must not leave the child either lock held. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t slabs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pools_fork_once = PTHREAD_ONCE_INIT;
 static struct gpu_pool *pools[VR_POOL_MAX_GPUS];
+
+static void pools_fork_register(void)
+{
+    vr_fork_protect_mutex(&pools_lock);
+    vr_fork_protect_mutex(&slabs_lock);
+}
+
+static void pools_lock_take(void)
+{
+    pthread_once(&pools_fork_once, pools_fork_register);
+    pthread_mutex_lock(&pools_lock);
+}
 
 static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie)
 {
@@ -204,7 +221,8 @@ static int pool_make(const struct vr_cuda *cu, int gpu, int count, struct gpu_po
                vr_fail_err(EIO, "vramio_alloc: GPU %d reports an allocation granularity of %zu "
                            "bytes (not a power of two)", gpu, gran);
     }
-    rc = vr_pool_init(&gp->pool, &vmm_slab_ops, gp, gran, VR_POOL_SMALL_MAX, pool_cache_bytes());
+    rc = vr_pool_init(&gp->pool, &vmm_slab_ops, gp, gran, VR_POOL_SMALL_MAX, pool_cache_bytes(),
+                      &slabs_lock);
     if (rc) {
         free(gp);
         return vr_fail_err(rc, "vramio_alloc: cannot set up the pool of GPU %d", gpu);
@@ -225,7 +243,7 @@ static int pool_get(int gpu, struct gpu_pool **out)
         return vr_fail_err(rc, "vramio_alloc: %s", why);
     if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || gpu >= count || gpu >= VR_POOL_MAX_GPUS)
         return vr_fail(ENODEV, "vramio_alloc: there is no CUDA device %d (%d found)", gpu, count);
-    pthread_mutex_lock(&pools_lock);
+    pools_lock_take();
     rc = pools[gpu] ? 0 : pool_make(cu, gpu, count, &pools[gpu]);
     *out = pools[gpu];
     pthread_mutex_unlock(&pools_lock);
@@ -237,7 +255,7 @@ static int pools_snapshot(struct gpu_pool **out)
 {
     int i, n = 0;
 
-    pthread_mutex_lock(&pools_lock);
+    pools_lock_take();
     for (i = 0; i < VR_POOL_MAX_GPUS; i++)
         if (pools[i])
             out[n++] = pools[i];
@@ -247,7 +265,7 @@ static int pools_snapshot(struct gpu_pool **out)
 
 VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
 {
-    struct gpu_pool *gp;
+    struct gpu_pool *gp = NULL;
     uint64_t addr = 0;
     int rc;
 

@@ -106,7 +106,7 @@ static void hash_del(struct vr_pool *p, struct vr_slab *s)
 }
 
 int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, size_t slab_size,
-                 size_t small_max, size_t cache_max)
+                 size_t small_max, size_t cache_max, pthread_mutex_t *lock)
 {
     size_t s;
     unsigned n = 0;
@@ -138,7 +138,12 @@ int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, si
     p->bucket = calloc(p->nbuckets, sizeof(*p->bucket));
     if (!p->bucket)
         return ENOMEM;
-    pthread_mutex_init(&p->lock, NULL);
+    if (lock) {
+        p->lock = lock;
+    } else {
+        pthread_mutex_init(&p->own_lock, NULL);
+        p->lock = &p->own_lock;
+    }
     return 0;
 }
 
@@ -215,11 +220,11 @@ static int alloc_large(struct vr_pool *p, size_t size, uint64_t *addr)
     rc = slab_new(p, span, 0, &s);
     if (rc)
         return rc;
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     hash_add(p, s);
     p->large_live++;
     p->large_bytes += span;
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
     *addr = s->base;
     return 0;
 }
@@ -236,7 +241,7 @@ int vr_pool_alloc(struct vr_pool *p, size_t size, uint64_t *addr)
         return alloc_large(p, size, addr);
     for (c = 0; p->class_size[c] < size; c++)
         ;
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     while (!(s = p->partial[c])) {
         if (p->empty) {
             s = p->empty;
@@ -250,11 +255,11 @@ int vr_pool_alloc(struct vr_pool *p, size_t size, uint64_t *addr)
         } else {
             /* Made without the lock; by the time it exists another thread may have freed
              * room, and then the new slab goes to the cache below. */
-            pthread_mutex_unlock(&p->lock);
+            pthread_mutex_unlock(p->lock);
             rc = slab_new(p, p->slab_size, 1, &fresh);
             if (rc)
                 return rc;
-            pthread_mutex_lock(&p->lock);
+            pthread_mutex_lock(p->lock);
             continue;
         }
         carve(p, s, c);
@@ -273,7 +278,7 @@ int vr_pool_alloc(struct vr_pool *p, size_t size, uint64_t *addr)
         p->cached_slabs++;
         fresh = NULL;
     }
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
     if (fresh)
         slab_destroy(p, fresh);
     return 0;
@@ -295,11 +300,11 @@ int vr_pool_free(struct vr_pool *p, uint64_t addr)
     struct vr_slab *s, *gone = NULL;
     long i = -1;
 
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     s = lookup(p, addr);
     if (!s || s->cls == CLS_EMPTY || (s->cls == CLS_OWN && addr != s->base) ||
         (s->cls >= 0 && (i = live_block(p, s, addr, 1)) < 0)) {
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(p->lock);
         return EINVAL;
     }
     if (s->cls == CLS_OWN) {
@@ -329,7 +334,7 @@ int vr_pool_free(struct vr_pool *p, uint64_t addr)
             }
         }
     }
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
     if (gone)
         slab_destroy(p, gone);
     return 0;
@@ -341,7 +346,7 @@ int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size)
     int rc = ENOENT;
     long i = -1;
 
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     s = lookup(p, addr);
     if (s && s->cls == CLS_OWN && addr - s->base < s->span) {
         *base = s->base;
@@ -352,7 +357,7 @@ int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size)
         *base = s->base + (uint64_t)i * *size;
         rc = 0;
     }
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
     return rc;
 }
 
@@ -361,7 +366,7 @@ size_t vr_pool_trim(struct vr_pool *p)
     struct vr_slab *list, *s;
     size_t n = 0;
 
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     list = p->empty;
     p->empty = NULL;
     for (s = list; s; s = s->next) {
@@ -369,7 +374,7 @@ size_t vr_pool_trim(struct vr_pool *p)
         p->carved_slabs--;
         p->cached_slabs--;
     }
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
     while ((s = list) != NULL) {
         list = s->next;
         slab_destroy(p, s);
@@ -380,7 +385,7 @@ size_t vr_pool_trim(struct vr_pool *p)
 
 void vr_pool_get_stats(struct vr_pool *p, struct vr_pool_stats *st)
 {
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     st->slabs = p->carved_slabs;
     st->cached_slabs = p->cached_slabs;
     st->slab_bytes = p->carved_slabs * p->slab_size;
@@ -388,7 +393,7 @@ void vr_pool_get_stats(struct vr_pool *p, struct vr_pool_stats *st)
     st->small_bytes = p->small_bytes;
     st->large_allocs = p->large_live;
     st->large_bytes = p->large_bytes;
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
 }
 
 void vr_pool_destroy(struct vr_pool *p)
@@ -406,5 +411,6 @@ void vr_pool_destroy(struct vr_pool *p)
     }
     free(p->bucket);
     p->bucket = NULL;
-    pthread_mutex_destroy(&p->lock);
+    if (p->lock == &p->own_lock)
+        pthread_mutex_destroy(&p->own_lock);
 }

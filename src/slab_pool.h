@@ -13,7 +13,8 @@
  * Larger requests get a slab of their own, rounded up to slab_size. Every slab starts at a
  * multiple of slab_size, so the slab of any address is found by masking it. An emptied slab
  * stays cached for reuse by any class while the cache holds at most cache_bytes; beyond that
- * it is destroyed. One mutex per pool; slabs are made and destroyed outside it.
+ * it is destroyed. One mutex per pool (or one the caller shares between pools); slabs are
+ * made and destroyed outside it.
  */
 #ifndef VRAMIO_SLAB_POOL_H
 #define VRAMIO_SLAB_POOL_H
@@ -36,7 +37,8 @@ struct vr_slab_ops {
 struct vr_slab;
 
 struct vr_pool {
-    pthread_mutex_t lock;
+    pthread_mutex_t *lock;       /* own_lock, or the caller's */
+    pthread_mutex_t own_lock;
     const struct vr_slab_ops *ops;
     void *ctx;
     size_t slab_size;            /* a power of two */
@@ -64,9 +66,11 @@ struct vr_pool_stats {
 };
 
 /* slab_size: a power of two, at least 2 * VR_POOL_MIN_ALIGN; small_max is lowered to
- * slab_size / 2 when larger (a shared slab holds at least two blocks). 0 or EINVAL/ENOMEM. */
+ * slab_size / 2 when larger (a shared slab holds at least two blocks). lock: a mutex that the
+ * caller owns (several pools may share it, e.g. to protect it across fork), or NULL for one
+ * of the pool's own. 0 or EINVAL/ENOMEM. */
 int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, size_t slab_size,
-                 size_t small_max, size_t cache_max);
+                 size_t small_max, size_t cache_max, pthread_mutex_t *lock);
 
 /* Destroy every slab, live allocations included (tests; the library keeps its pools). */
 void vr_pool_destroy(struct vr_pool *p);

@@ -71,20 +71,20 @@ static void test_init(void)
     struct fake f = { .align = SLAB };
     int rc;
 
-    rc = vr_pool_init(&p, &fake_ops, &f, 3000, 1024, 0);
+    rc = vr_pool_init(&p, &fake_ops, &f, 3000, 1024, 0, NULL);
     check(rc == EINVAL, "pool/init_slab_not_power_of_two", "rc %d", rc);
-    rc = vr_pool_init(&p, &fake_ops, &f, 256, 1024, 0);
+    rc = vr_pool_init(&p, &fake_ops, &f, 256, 1024, 0, NULL);
     check(rc == EINVAL, "pool/init_slab_too_small", "rc %d", rc);
-    rc = vr_pool_init(&p, NULL, &f, SLAB, 1024, 0);
+    rc = vr_pool_init(&p, NULL, &f, SLAB, 1024, 0, NULL);
     check(rc == EINVAL, "pool/init_no_ops", "rc %d", rc);
-    rc = vr_pool_init(&p, &fake_ops, &f, 2u << 20, 1u << 20, 0);
+    rc = vr_pool_init(&p, &fake_ops, &f, 2u << 20, 1u << 20, 0, NULL);
     check(rc == 0 && p.small_max == (1u << 20) && p.class_size[0] == 256 &&
           p.class_size[2] == 768 && p.class_size[p.nclasses - 1] == (1u << 20),
           "pool/init_classes_256_to_1MiB", "rc %d small_max %zu classes %u", rc, p.small_max,
           p.nclasses);
     if (rc == 0)
         vr_pool_destroy(&p);
-    rc = vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 0);
+    rc = vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 0, NULL);
     check(rc == 0 && p.small_max == SLAB / 2, "pool/init_small_max_capped_at_half_slab",
           "rc %d small_max %zu", rc, p.small_max);
     if (rc == 0)
@@ -120,7 +120,7 @@ static void test_carving(void)
     int bad_align = 0, bad_find = 0, overlap = 0, i;
     unsigned seed = 7;
 
-    if (vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 4 * SLAB)) {
+    if (vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 4 * SLAB, NULL)) {
         check(0, "pool/carving", "init failed");
         return;
     }
@@ -171,7 +171,7 @@ static void test_reuse_and_errors(void)
     size_t size = 0;
     int n0;
 
-    if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, SLAB)) {
+    if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, SLAB, NULL)) {
         check(0, "pool/reuse", "init failed");
         return;
     }
@@ -227,7 +227,7 @@ static void test_cache_bound_and_failures(void)
     struct vr_pool_stats st;
     int i, rc;
 
-    if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, 2 * SLAB)) {
+    if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, 2 * SLAB, NULL)) {
         check(0, "pool/cache_bound", "init failed");
         return;
     }
@@ -268,6 +268,7 @@ static void test_cache_bound_and_failures(void)
 #define SLOTS   64
 
 static struct vr_pool tpool;
+static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER; /* the caller's lock, as alloc.c's */
 static atomic_int thread_errors;
 
 static void *worker(void *arg)
@@ -312,7 +313,7 @@ static void test_threads(void)
     struct vr_pool_stats st;
     int i, started = 0;
 
-    if (vr_pool_init(&tpool, &fake_ops, &f, SLAB, SLAB / 2, 8 * SLAB)) {
+    if (vr_pool_init(&tpool, &fake_ops, &f, SLAB, SLAB / 2, 8 * SLAB, &tlock)) {
         check(0, "pool/threads", "init failed");
         return;
     }
