@@ -6,8 +6,8 @@
 #   make install         see packaging/install.mk (PREFIX, DESTDIR, libdir)
 #
 # Sources are found by wildcard, so adding a file needs no edit here. Each area may add its own
-# rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, tests/tests.mk,
-# driver/driver.mk, packaging/install.mk).
+# rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, bridge/bridge.mk,
+# tests/tests.mk, driver/driver.mk, packaging/install.mk).
 
 .DEFAULT_GOAL := all
 
@@ -40,6 +40,7 @@ WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Isrc -Iutil -Idriver
 $(BUILD)/obj/util/%.o:  AREA_CPPFLAGS = $(UTIL_CPPFLAGS)
 $(BUILD)/obj/src/%.o:   AREA_CPPFLAGS = $(LIB_CPPFLAGS)
 $(BUILD)/obj/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS)
+$(BUILD)/obj/bridge/%.o: AREA_CPPFLAGS = -Ibridge -Iutil
 
 ifeq ($(SANITIZE),asan)
   SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -122,6 +123,7 @@ $(LIB_STATIC): $(LIB_OBJS)
 # ---- tools, tests, module, packaging: one fragment each ---------------------------------
 TEST_PROGS :=          # executables run by 'make check' (appended to by the fragments)
 -include tools/tools.mk
+-include bridge/bridge.mk
 -include tests/tests.mk
 -include driver/driver.mk
 -include packaging/install.mk

@@ -35,6 +35,8 @@
       (int *value, CUdevice_attribute attr, CUdevice dev))                                  \
     X(cuDeviceTotalMem,         "cuDeviceTotalMem_v2",      (size_t *bytes, CUdevice dev))  \
     X(cuDeviceGetPCIBusId,      "cuDeviceGetPCIBusId",      (char *id, int len, CUdevice dev)) \
+    X(cuDeviceCanAccessPeer,    "cuDeviceCanAccessPeer",                                    \
+      (int *can, CUdevice dev, CUdevice peer))                                              \
     /* contexts */                                                                          \
     X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *ctx, CUdevice dev)) \
     X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))            \

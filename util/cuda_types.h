@@ -12,6 +12,7 @@
 #define VRAMIO_CUDA_TYPES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A device address is 64 bits wide on every 64-bit target (the only ones vramio builds for). */
 #if defined(__LP64__)
@@ -20,6 +21,7 @@ typedef unsigned long long CUdeviceptr;
 typedef unsigned int CUdeviceptr;
 #endif
 
+typedef uint64_t cuuint64_t;
 typedef int CUdevice;                              /* a device ordinal's handle */
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef struct vr_cu_context *CUcontext;           /* opaque driver objects */
@@ -51,6 +53,7 @@ typedef enum {
     CU_DEVICE_ATTRIBUTE_PCI_BUS_ID                                  = 33,
     CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID                               = 34,
     CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID                               = 50,
+    CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT                     = 51,
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         = 102,
     CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
     CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED     = 110,
@@ -66,6 +69,13 @@ typedef struct {
     unsigned long long p2pToken;
     unsigned int vaSpaceToken;
 } CUDA_POINTER_ATTRIBUTE_P2P_TOKENS;
+
+/* What cuGetProcAddress_v2 says about a lookup (the bridge answers it for the runtime). */
+typedef enum {
+    CU_GET_PROC_ADDRESS_SUCCESS                = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND       = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+} CUdriverProcAddressQueryResult;
 
 /* cuMemHostAlloc flags. */
 #define CU_MEMHOSTALLOC_PORTABLE  0x01

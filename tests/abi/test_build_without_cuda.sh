@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_build_without_cuda.sh - the library and the tools build where no CUDA toolkit is
+# test_build_without_cuda.sh - the library, the tools and the bridge build where no CUDA toolkit is
 # installed (CUDA_HOME pointing at an empty directory, no nvcc): CUDA is declared by
 # util/cuda_types.h and util/cuda_api.h and loaded at run time. pplat is still built and
 # says that its GPU kernel is missing. Builds into a temporary directory.
@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/no-cuda"
 if log=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j2 BUILD="$tmp/build" \
-        CC="$CC" CUDA_HOME="$tmp/no-cuda" NVCC= lib tools 2>&1); then
+        CC="$CC" CUDA_HOME="$tmp/no-cuda" NVCC= all 2>&1); then
     echo "ok builds_without_cuda_toolkit"
 else
     echo "not ok builds_without_cuda_toolkit:"
