@@ -262,15 +262,27 @@ static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *
 }
 
 /*
- * Flags, doorbells and short messages: 8 to 32 bytes at an 8-byte aligned place of a mapping
- * that is not cacheable, done with 8-byte stores and the fence, without the frame and the
- * shaping code of the general path. On the H200 (gpu_bench, same run) this took an 8-byte
- * gdr_copy_to_mapping from 1.13 to 1.07 times a raw store+sfence loop behind a call, 16 B
- * from 1.09 to 1.04. The general path issues the same naturally aligned stores for such a
- * copy, so the bytes in memory are the same either way (copy_matrix runs both).
+ * Small copies, where the per-call path shows: on the H200 (tests/gpu/gpu_bench, copylat,
+ * same run) every instruction between two small WC stores and their fences, and between two
+ * small streaming loads, showed in the per-copy time. So the two shapes that dominate short
+ * messages skip the frame and the shaping code of the general path:
+ *
+ *  - 8 to 32 bytes at an 8-byte aligned place: 8-byte stores and the fence (below a line,
+ *    8-byte stores + sfence are the fastest raw sequence there);
+ *  - whole blocks of the chosen kernel at a block-aligned place (for avx512 whole 64-byte
+ *    lines): its bulk loop directly, so each line leaves as one full-line non-temporal store
+ *    (one VMOVNTDQ zmm per line; two 32-byte ones for avx2), the fastest raw sequence for a
+ *    whole line (8-11% faster than eight 8-byte stores there).
+ *
+ * The general path issues the same accesses for such copies (naturally aligned 8-byte
+ * stores; whole blocks through the same bulk loop), so the bytes in memory are the same
+ * either way (copy_matrix runs both). DEVICE mappings take the portable kernel, whose block is
+ * 8 bytes; CACHING mappings take memcpy (copy_to_any).
  */
 int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
+    const struct vr_copy_dir *d;
+
     if (type != GDR_MAPPING_TYPE_CACHING && n - 8 <= 24 && !(((uintptr_t)dst | n) & 7)) {
         size_t i;
 
@@ -279,11 +291,49 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
         store_fence();
         return 0;
     }
+    d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map : &active->to_map;
+    if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
+        d->bulk(dst, src, n);
+        store_fence();
+        return 0;
+    }
     return copy_to_any(type, dst, src, n);
 }
 
-int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+/* Out of line, like copy_to_any: the whole-block read below then needs no frame. */
+static __attribute__((noinline)) int copy_from_any(gdr_mapping_type_t type, void *dst,
+                                                   const void *src, size_t n)
 {
     copy_from(active, type, dst, src, n);
     return 0;
+}
+
+/*
+ * Reads. A read of GPU memory through the BAR is an uncached round trip of about 1 us, so a
+ * batch of small reads is fast only when several of them are in flight at once: the CPU
+ * keeps issuing the next call's loads while the first one's line is still on its way, as far
+ * as its reorder window reaches. Nothing on this path waits for a load: the handle check
+ * reads only the handle table (ordinary cached memory, and its seqlock uses acquire loads,
+ * which are plain loads on x86: no fence), and no fence follows the copy, because a read
+ * stores only to host memory (ordinary cached memory, ordered by the CPU as usual). What
+ * remained was length: the general path's frame, six saved registers and shaping code put
+ * some 120 instructions between two 64-byte streaming loads, and with each call that long
+ * the window held only about two reads (519 ns per 64 B read on the H200 against 177 ns for
+ * the raw loop). Whole blocks at a block-aligned place (a 64-byte line for avx512) therefore
+ * go straight to the kernel's bulk loop.
+ *
+ * Streaming loads from WC memory are weakly ordered against later loads; this path keeps the
+ * contract the general path has always had (no load fence): a caller that must order a read of
+ * a flag before a read of data behind it fences between the two calls itself.
+ */
+int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    const struct vr_copy_dir *d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->from_map
+                                                                  : &active->from_map;
+
+    if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)src | n) & (d->block - 1))) {
+        d->bulk(dst, src, n);
+        return 0;
+    }
+    return copy_from_any(type, dst, src, n);
 }
