@@ -43,6 +43,7 @@ struct ctx {
     size_t n;
     uint64_t dptr;
     const struct vr_cuda *cu;
+    enum raw_write raw_w;   /* the raw write sequence of this size (pick_raw_write) */
 };
 
 /* Reads move by 4 KiB + 64 B per operation, wrapping inside the buffer. */
@@ -66,10 +67,7 @@ static void op_raw_write(void *p, size_t i)
     struct ctx *c = p;
 
     (void)i;
-    if (c->n < 256)
-        raw_store_small(c->dev, c->src, c->n);
-    else
-        raw_write_nt(c->dev, c->src, c->n);
+    raw_write(c->raw_w, c->dev, c->src, c->n);
 }
 
 static void op_lib_read(void *p, size_t i)
@@ -121,7 +119,9 @@ static void usage(void)
            "  --json FILE write the results as JSON to FILE ('-' for stdout)\n"
            "  --budget S  stop each size after S seconds even if ITERS are not done (default 0.5)\n\n"
            "Each size is also measured with the raw reference: the same copy by a plain loop\n"
-           "(8-byte stores + sfence below 256 B, non-temporal stores above; streaming loads),\n"
+           "(writes up to 4 KiB: the fastest in this run of 8-byte stores + sfence, one\n"
+           "64-byte non-temporal store per line and MOVDIR64B; NT stores above; reads:\n"
+           "streaming loads),\n"
            "called the same way as the library, in batches alternating with the library's.\n",
            prog, gm_kind_help());
 }
@@ -162,6 +162,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 struct row {
     size_t size;
+    enum raw_write raw_w;   /* writes: which raw sequence was the fastest at this size */
     struct stats lib, raw, cu;
     double ratio;   /* median of the per-round ratios lib/raw (measure_latency_pair) */
 };
@@ -178,7 +179,8 @@ static void print_row(const char *name, size_t size, const struct stats *st)
            st->p50, st->p99);
 }
 
-static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu)
+static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu,
+                      int write)
 {
     json_arr(j, key);
     for (int i = 0; i < n; i++) {
@@ -187,11 +189,40 @@ static void json_rows(struct json *j, const char *key, const struct row *rows, i
         json_stats(j, "vramio", &rows[i].lib);
         json_stats(j, "raw", &rows[i].raw);
         json_num(j, "ratio", rows[i].ratio);
+        if (write)
+            json_str(j, "raw_seq", raw_write_name(rows[i].raw_w));
         if (with_cu)
             json_stats(j, "cumemcpy", &rows[i].cu);
         json_end(j);
     }
     json_end(j);
+}
+
+/* Up to this size a write's raw reference is the fastest of the raw sequences that apply
+ * (rawcopy.h), timed here in the same run; above it the link is the limit and it is the NT
+ * loop. */
+#define PICK_RAW_MAX 4096
+
+static enum raw_write pick_raw_write(struct ctx *c, const struct opts *o)
+{
+    enum raw_write best = c->n >= 256 ? RAW_W_NT : RAW_W_ST8;
+    double best_t = 0;
+
+    if (c->n > PICK_RAW_MAX)
+        return best;
+    for (int w = 0; w < RAW_W_COUNT; w++) {
+        struct stats st;
+
+        if (!raw_write_usable((enum raw_write)w, c->n))
+            continue;
+        c->raw_w = (enum raw_write)w;
+        measure_latency(op_raw_write, c, o->witers / 4 + 1, o->budget_s / 4, &st);
+        if (best_t == 0 || st.p50 < best_t) {
+            best_t = st.p50;
+            best = (enum raw_write)w;
+        }
+    }
+    return best;
 }
 
 /* One direction: every size, the library and the raw reference side by side (alternating
@@ -206,6 +237,9 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
     for (size_t sz = 1; sz <= o->size; sz <<= 1, n++) {
         c->n = sz;
         rows[n].size = sz;
+        if (write)
+            c->raw_w = pick_raw_write(c, o);
+        rows[n].raw_w = c->raw_w;
         measure_latency_pair(raw, lib, c, iters, o->budget_s, &rows[n].raw, &rows[n].lib,
                              &rows[n].ratio);
         if (o->cumemcpy && c->cu)
@@ -226,14 +260,17 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
             print_row(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", rows[i].size, &rows[i].cu);
     }
     printf("\n%s summary (p50; vramio/raw is the median of the ratios of alternating batches):\n"
-           "  Size(B)   vramio(us)   raw(us)   vramio/raw%s\n",
-           write ? "write" : "read", o->cumemcpy && c->cu ? "   cuMemcpy(us)   cuMemcpy/vramio" : "");
+           "  Size(B)   vramio(us)   raw(us)   vramio/raw%s%s\n",
+           write ? "write" : "read", o->cumemcpy && c->cu ? "   cuMemcpy(us)   cuMemcpy/vramio" : "",
+           write ? "   raw seq" : "");
     for (int i = 0; i < n; i++) {
         printf("  %7zu   %10.4f   %7.4f   %10.3f", rows[i].size, rows[i].lib.p50, rows[i].raw.p50,
                rows[i].ratio);
         if (o->cumemcpy && c->cu)
             printf("   %12.4f   %14.1fx", rows[i].cu.p50,
                    rows[i].lib.p50 > 0 ? rows[i].cu.p50 / rows[i].lib.p50 : 0);
+        if (write)
+            printf("   %s", raw_write_name(rows[i].raw_w));
         printf("\n");
     }
     return n;
@@ -281,8 +318,8 @@ int main(int argc, char **argv)
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "us");
-    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu);
-    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu);
+    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu, 1);
+    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu, 0);
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
 
