@@ -56,6 +56,17 @@ void vr_gdr_put(struct vr_gdr *gdr);
 /* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
 int vr_pin_release_locked(struct vr_slot *s);
 
+/* Where a checked copy range lies in GPU memory (vr_pin_dma_range, for copy_dma.c). */
+struct vr_dma_range {
+    uint64_t dev_addr;                     /* GPU address of the range's first byte */
+    gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
+};
+
+/* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
+ * gdr_copy_*_mapping do, with the same errors; on success fill r. */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn);
+
 /* Record a failure as this thread's last error, log it at level, and return err. */
 __attribute__((format(printf, 3, 4)))
 int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...);

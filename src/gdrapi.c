@@ -404,6 +404,35 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 
+/*
+ * For the copy engine (copy_dma.c): [p, p+n) checked as gdr_copy_*_mapping checks it, and
+ * where it lies in GPU memory. The mapping starts at the pin's info.va, so map_ptr + off is
+ * va + off on the GPU. Takes the slot lock for a moment: the pin's va is not published to the
+ * lock-free path, and a copy big enough for the copy engine does not notice the lock.
+ */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+    struct vr_pin *pin;
+    struct vr_mapping m;
+    int ok;
+
+    if (!s)
+        return copy_fail(fn, handle.h, p, n, 1);
+    pin = s->obj;
+    ok = pin_mapped_here(pin) && host;
+    if (ok) {
+        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
+        ok = in_mapping(&m, p, n);
+    }
+    if (ok)
+        *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
+                                    .type = pin->map_type };
+    vr_slot_unlock(s);
+    return ok ? 0 : copy_fail(fn, handle.h, p, n, 0);
+}
+
 VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)
 {
     if (major)

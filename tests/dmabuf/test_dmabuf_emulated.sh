@@ -20,6 +20,7 @@ fi
 run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 mode
     shift 2
+    local cflags=("$@")
     if ! $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
             tests/dmabuf/dmabuf_client.c tests/unit/helpers/check.c \
             -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
@@ -39,6 +40,29 @@ run_modes() { # label libdir [cflags]
         printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$label/$mode/#p"
         if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
             echo "not ok dmabuf_emu/$label/$mode/exit: status $rc"
+            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+        fi
+    done
+    # The _auto copies (src/copy_dma.c) against the same stand-in.
+    prog=$dir/auto_$label
+    if ! $CC -O1 -g $warn "${cflags[@]}" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
+            tests/dmabuf/dma_auto_client.c tests/unit/helpers/check.c \
+            -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
+        echo "not ok dmabuf_emu/$label/build_auto_client: compiler failed"; return
+    fi
+    for mode in set noctx measured; do
+        case $mode in
+            set)      set -- VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192 ;;
+            noctx)    set -- VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192 FAKE_CUDA_NO_CTX=1 ;;
+            measured) set -- ;;
+        esac
+        out=$(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING \
+              -u VRAMIO_DMA_CROSSOVER_READ -u VRAMIO_DMA_CROSSOVER_WRITE \
+              LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_VERSION=13030 "$@" "$prog" $mode 2>&1)
+        rc=$?
+        printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$label/auto_$mode/#p"
+        if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+            echo "not ok dmabuf_emu/$label/auto_$mode/exit: status $rc"
             printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
         fi
     done
