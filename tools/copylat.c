@@ -20,6 +20,7 @@
 #include "cuda_loader.h"
 #include "common/gpumem.h"
 #include "common/measure.h"
+#include "common/numa.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -111,7 +112,8 @@ static void usage(void)
            "  -w ITERS    write iterations per size (default 10000)\n"
            "  -r ITERS    read iterations per size (default 100)\n"
            "  -c          also measure cuMemcpy (H2D, D2H from pinned memory) and print the ratio\n"
-           "  -C CPU      bind the measuring thread to this CPU\n"
+           "  -C CPU      bind the measuring thread to this CPU (default: the first CPU\n"
+           "              local to the GPU, from sysfs; printed as 'CPU binding')\n"
            "  -d GPU      CUDA device ordinal (default 0)\n"
            "  -a KIND     GPU memory: %s\n"
            "              (default vramio; upstream's cuMemAlloc and cuMemCreate are accepted)\n"
@@ -278,6 +280,7 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
 
 int main(int argc, char **argv)
 {
+    char binding[400];
     struct opts o;
     struct ctx c = { 0 };
     struct tool_map m;
@@ -290,8 +293,8 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.co.cpu))
-        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    numa_bind_for_gpu(o.co.gpu, o.co.cpu, binding, sizeof(binding));
+    printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     tool_alloc(prog, o.co.kind, o.size, &buf, 0);
     if (o.cumemcpy && !gm_kind_is_cuda((enum gm_kind)o.co.kind))
@@ -315,6 +318,7 @@ int main(int argc, char **argv)
     json_str(&j, "tool", "copylat");
     json_str(&j, "backend", vramio_backend_name(be));
     json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
+    json_str(&j, "cpu_binding", binding);
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "us");
