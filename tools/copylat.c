@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct opts {
     size_t size;
     unsigned long witers, riters;
     int cumemcpy;
+    int with_auto;          /* -A: also vramio_copy_*_mapping_auto */
     struct common_opts co;
     double budget_s;
     const char *json;
@@ -85,6 +87,21 @@ static void op_raw_read(void *p, size_t i)
     raw_read_nt(c->dst, c->dev + read_offset(c, i), c->n);
 }
 
+static void op_auto_write(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    vramio_copy_to_mapping_auto(c->mh, c->dev, c->src, c->n);
+}
+
+static void op_auto_read(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    vramio_copy_from_mapping_auto(c->mh, c->dst, c->dev + read_offset(c, i), c->n);
+}
+
 static void op_cu_h2d(void *p, size_t i)
 {
     struct ctx *c = p;
@@ -103,7 +120,7 @@ static void op_cu_d2h(void *p, size_t i)
 
 static void usage(void)
 {
-    printf("Usage: %s [-h] [-s SIZE] [-w ITERS] [-r ITERS] [-c] [-C CPU] [-d GPU] [-a KIND]\n"
+    printf("Usage: %s [-h] [-s SIZE] [-w ITERS] [-r ITERS] [-c] [-A] [-C CPU] [-d GPU] [-a KIND]\n"
            "       [-M TYPE] [--json FILE]\n"
            "Latency of gdr_copy_to_mapping / gdr_copy_from_mapping for sizes 1 B .. SIZE.\n\n"
            "Options:\n"
@@ -112,6 +129,8 @@ static void usage(void)
            "  -w ITERS    write iterations per size (default 10000)\n"
            "  -r ITERS    read iterations per size (default 100)\n"
            "  -c          also measure cuMemcpy (H2D, D2H from pinned memory) and print the ratio\n"
+           "  -A          also measure vramio_copy_*_mapping_auto (the copy engine above its\n"
+           "              crossover, which is printed)\n"
            "  -C CPU      bind the measuring thread to this CPU (default: the first CPU\n"
            "              local to the GPU, from sysfs; printed as 'CPU binding')\n"
            "  -d GPU      CUDA device ordinal (default 0)\n"
@@ -138,7 +157,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
     *o = (struct opts){ .size = 16u << 20, .witers = 10000, .riters = 100,
                         .co = { .cpu = -1, .kind = GM_VRAMIO }, .budget_s = 0.5 };
-    while ((c = getopt_long(argc, argv, "hs:w:r:cC:d:a:M:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hs:w:r:cAC:d:a:M:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
         case 's':
@@ -148,6 +167,7 @@ static void parse(int argc, char **argv, struct opts *o)
         case 'w': o->witers = count_opt(prog, c, optarg, 1ul << 32); break;
         case 'r': o->riters = count_opt(prog, c, optarg, 1ul << 32); break;
         case 'c': o->cumemcpy = 1; break;
+        case 'A': o->with_auto = 1; break;
         case 'C': case 'd': case 'a': case 'M': common_opt(prog, c, optarg, &o->co); break;
         case 'J': o->json = optarg; break;
         case 'B':
@@ -165,7 +185,7 @@ static void parse(int argc, char **argv, struct opts *o)
 struct row {
     size_t size;
     enum raw_write raw_w;   /* writes: which raw sequence was the fastest at this size */
-    struct stats lib, raw, cu;
+    struct stats lib, raw, cu, au;
     double ratio;   /* median of the per-round ratios lib/raw (measure_latency_pair) */
 };
 
@@ -182,7 +202,7 @@ static void print_row(const char *name, size_t size, const struct stats *st)
 }
 
 static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu,
-                      int write)
+                      int write, int with_auto)
 {
     json_arr(j, key);
     for (int i = 0; i < n; i++) {
@@ -195,6 +215,8 @@ static void json_rows(struct json *j, const char *key, const struct row *rows, i
             json_str(j, "raw_seq", raw_write_name(rows[i].raw_w));
         if (with_cu)
             json_stats(j, "cumemcpy", &rows[i].cu);
+        if (with_auto)
+            json_stats(j, "auto", &rows[i].au);
         json_end(j);
     }
     json_end(j);
@@ -246,6 +268,9 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
                              &rows[n].ratio);
         if (o->cumemcpy && c->cu)
             measure_latency(cu, c, iters, o->budget_s, &rows[n].cu);
+        if (o->with_auto)
+            measure_latency(write ? op_auto_write : op_auto_read, c, iters, o->budget_s,
+                            &rows[n].au);
     }
     print_header(write ? "gdr_copy_to_mapping" : "gdr_copy_from_mapping", iters);
     if (write)
@@ -260,6 +285,13 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
         print_header(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", iters);
         for (int i = 0; i < n; i++)
             print_row(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", rows[i].size, &rows[i].cu);
+    }
+    if (o->with_auto) {
+        const char *name = write ? "vramio_copy_to_mapping_auto" : "vramio_copy_from_mapping_auto";
+
+        print_header(name, iters);
+        for (int i = 0; i < n; i++)
+            print_row(name, rows[i].size, &rows[i].au);
     }
     printf("\n%s summary (p50; vramio/raw is the median of the ratios of alternating batches):\n"
            "  Size(B)   vramio(us)   raw(us)   vramio/raw%s%s\n",
@@ -289,6 +321,7 @@ int main(int argc, char **argv)
     struct row wrows[64], rrows[64];
     int nw, nr;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
+    size_t xr = 0, xw = 0;
 
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
@@ -312,6 +345,17 @@ int main(int argc, char **argv)
     c.span = o.size;
     printf("copy kernel: %s, raw reference: %s\n", vramio_copy_kernel(), raw_kernel_name());
 
+    if (o.with_auto) {
+        /* The first large _auto copy of each direction measures the crossover: not inside the
+         * timed loops. */
+        size_t n = o.size < (1u << 20) ? o.size : 1u << 20;
+
+        vramio_copy_to_mapping_auto(c.mh, c.dev, c.src, n);
+        vramio_copy_from_mapping_auto(c.mh, c.dst, c.dev, n);
+        vramio_copy_auto_crossover(c.mh, &xr, &xw);
+        printf("vramio_copy_*_mapping_auto: the copy engine from %zu B (reads), %zu B (writes)%s\n",
+               xr, xw, xr == SIZE_MAX || xw == SIZE_MAX ? " (SIZE_MAX: never)" : "");
+    }
     nw = sweep(&c, &o, 1, wrows);
     nr = sweep(&c, &o, 0, rrows);
 
@@ -322,8 +366,14 @@ int main(int argc, char **argv)
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "us");
-    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu, 1);
-    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu, 0);
+    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu, 1, o.with_auto);
+    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu, 0, o.with_auto);
+    if (o.with_auto) {
+        json_obj(&j, "dma_crossover");
+        json_num(&j, "read", xr == SIZE_MAX ? -1 : (double)xr);
+        json_num(&j, "write", xw == SIZE_MAX ? -1 : (double)xw);
+        json_end(&j);
+    }
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
 
