@@ -60,6 +60,19 @@ struct dma_dev {
 };
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
+
+/* The smallest crossover of any device, per direction (0 while none is known): a copy below it
+ * goes straight to the BAR copy, without the handle's lock or a question to the driver, so
+ * that an _auto copy costs what a gdr_ copy costs wherever the BAR is the better way. */
+static _Atomic size_t min_crossover[2];
+
+static void note_crossover(int dir, size_t x)
+{
+    size_t cur = atomic_load(&min_crossover[dir]);
+
+    while ((cur == 0 || x < cur) && !atomic_compare_exchange_weak(&min_crossover[dir], &cur, x))
+        ;
+}
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;   /* setup and calibration */
 
 static double now_ns(void)
@@ -91,6 +104,7 @@ static void env_crossover(struct dma_dev *d, int dir, const char *name)
         return;
     }
     atomic_store(&d->crossover[dir], x);
+    note_crossover(dir, x);
 }
 
 /* Under setup_lock, with d->ctx current. */
@@ -158,8 +172,11 @@ static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
     int ord = -1, pushed = 0;
     char why[VR_REASON_LEN];
 
-    if (vr_cuda_init(&cu, why, sizeof(why)) || !have_entry_points(cu))
+    if (vr_cuda_init(&cu, why, sizeof(why)) || !have_entry_points(cu)) {
+        note_crossover(DIR_READ, VR_DMA_NEVER);       /* no CUDA: the BAR for good */
+        note_crossover(DIR_WRITE, VR_DMA_NEVER);
         return NULL;
+    }
     r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
     if (r == CUDA_ERROR_INVALID_CONTEXT && __atomic_load_n(&devs[0].state, __ATOMIC_ACQUIRE) == 1) {
         /* Some drivers answer only with a context current: any of ours will do. */
@@ -377,6 +394,7 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
     c.bar_ns_per_byte = t / (double)len;
     x = measure_engine(cu, d, dir, &c) ? VR_DMA_NEVER : vr_dma_crossover(&c);
     atomic_store(&d->crossover[dir], x);
+    note_crossover(dir, x);
     pthread_mutex_unlock(&setup_lock);
     vr_info("copy engine %s crossover: %zu bytes (engine %.0f ns + %.3f ns/B, BAR %.3f ns/B)",
             dir == DIR_WRITE ? "write" : "read", x, c.dma_fixed_ns, c.dma_ns_per_byte,
@@ -419,8 +437,10 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
 VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                           size_t size)
 {
-    if (size < VR_DMA_FLOOR)
-        return gdr_copy_to_mapping(handle, map_d_ptr, h_ptr, size);
+    size_t x = atomic_load_explicit(&min_crossover[DIR_WRITE], memory_order_relaxed);
+
+    if (size < VR_DMA_FLOOR || size < x)
+        return vr_gdr_copy_to_mapping(handle, map_d_ptr, h_ptr, size);
     return auto_copy(DIR_WRITE, handle, map_d_ptr, (unsigned char *)(uintptr_t)h_ptr, size,
                      "vramio_copy_to_mapping_auto");
 }
@@ -428,8 +448,10 @@ VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, cons
 VR_EXPORT int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
                                             size_t size)
 {
-    if (size < VR_DMA_FLOOR)
-        return gdr_copy_from_mapping(handle, h_ptr, map_d_ptr, size);
+    size_t x = atomic_load_explicit(&min_crossover[DIR_READ], memory_order_relaxed);
+
+    if (size < VR_DMA_FLOOR || size < x)
+        return vr_gdr_copy_from_mapping(handle, h_ptr, map_d_ptr, size);
     return auto_copy(DIR_READ, handle, (unsigned char *)(uintptr_t)map_d_ptr, h_ptr, size,
                      "vramio_copy_from_mapping_auto");
 }

@@ -56,6 +56,10 @@ void vr_gdr_put(struct vr_gdr *gdr);
 /* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
 int vr_pin_release_locked(struct vr_slot *s);
 
+/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
+int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
+
 /* Where a checked copy range lies in GPU memory (vr_pin_dma_range, for copy_dma.c). */
 struct vr_dma_range {
     uint64_t dev_addr;                     /* GPU address of the range's first byte */

@@ -404,6 +404,13 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 
+/* Hidden aliases of the two copies, for the _auto copies below their crossover (copy_dma.c):
+ * a direct jump into the same code, not a second trip through the PLT. */
+extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
+    __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
+extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping
+    __attribute__((alias("gdr_copy_from_mapping"), visibility("hidden")));
+
 /*
  * For the copy engine (copy_dma.c): [p, p+n) checked as gdr_copy_*_mapping checks it, and
  * where it lies in GPU memory. The mapping starts at the pin's info.va, so map_ptr + off is
