@@ -60,6 +60,7 @@ struct dma_dev {
 };
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;   /* setup and calibration */
 
 /* The smallest crossover of any device, per direction (0 while none is known): a copy below it
  * goes straight to the BAR copy, without the handle's lock or a question to the driver, so
@@ -73,7 +74,6 @@ static void note_crossover(int dir, size_t x)
     while ((cur == 0 || x < cur) && !atomic_compare_exchange_weak(&min_crossover[dir], &cur, x))
         ;
 }
-static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;   /* setup and calibration */
 
 static double now_ns(void)
 {
@@ -162,11 +162,28 @@ static int have_entry_points(const struct vr_cuda *cu)
            cu->cuMemAllocHost && cu->cuMemAlloc && cu->cuMemFree;
 }
 
+/* Device ord set up (once per process), or NULL when the copy engine cannot be used there. */
+static struct dma_dev *dev_ready(const struct vr_cuda *cu, int ord)
+{
+    struct dma_dev *d;
+
+    if (ord < 0 || ord >= DMA_MAX_DEVICES)
+        return NULL;
+    d = &devs[ord];
+    if (!__atomic_load_n(&d->state, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&setup_lock);
+        if (!d->state)
+            __atomic_store_n(&d->state, dev_setup(cu, ord, d) ? -1 : 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&setup_lock);
+    }
+    return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == 1 ? d : NULL;
+}
+
 /* The ready state of the device that holds dev_addr, or NULL: copy through the BAR. */
 static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
 {
     const struct vr_cuda *cu;
-    struct dma_dev *d;
+    struct dma_dev *d, *any;
     CUcontext owner = NULL, popped;
     CUresult r;
     int ord = -1, pushed = 0;
@@ -178,9 +195,9 @@ static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
         return NULL;
     }
     r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
-    if (r == CUDA_ERROR_INVALID_CONTEXT && __atomic_load_n(&devs[0].state, __ATOMIC_ACQUIRE) == 1) {
-        /* Some drivers answer only with a context current: any of ours will do. */
-        pushed = cu->cuCtxPushCurrent(devs[0].ctx) == CUDA_SUCCESS;
+    if (r == CUDA_ERROR_INVALID_CONTEXT && (any = dev_ready(cu, 0))) {
+        /* A driver that answers only with a context current: any primary one will do. */
+        pushed = cu->cuCtxPushCurrent(any->ctx) == CUDA_SUCCESS;
         r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
     }
     if (r == CUDA_SUCCESS &&
@@ -188,16 +205,9 @@ static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
         owner = NULL;       /* VMM memory has no owning context: any on its device reaches it */
     if (pushed)
         cu->cuCtxPopCurrent(&popped);
-    if (r != CUDA_SUCCESS || ord < 0 || ord >= DMA_MAX_DEVICES)
-        return NULL;
-    d = &devs[ord];
-    if (!__atomic_load_n(&d->state, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&setup_lock);
-        if (!d->state)
-            __atomic_store_n(&d->state, dev_setup(cu, ord, d) ? -1 : 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&setup_lock);
-    }
-    if (d->state != 1 || (owner && owner != d->ctx))
+    d = r == CUDA_SUCCESS ? dev_ready(cu, ord) : NULL;
+    /* Memory of another context than the device's primary one may be out of its reach. */
+    if (!d || (owner && owner != d->ctx))
         return NULL;
     *cup = cu;
     return d;

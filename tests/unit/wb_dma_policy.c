@@ -49,8 +49,8 @@ int main(void)
     check(vr_dma_parse_crossover("never", &x) == 0 && x == VR_DMA_NEVER &&
               vr_dma_parse_crossover("OFF", &x) == 0 && x == VR_DMA_NEVER,
           "wb_dma/parse_never", "%zu", x);
-    check(vr_dma_parse_crossover("100", &x) == 0 && x == VR_DMA_FLOOR, "wb_dma/parse_raised_to_floor",
-          "%zu", x);
+    check(vr_dma_parse_crossover("100", &x) == 0 && x == VR_DMA_FLOOR,
+          "wb_dma/parse_raised_to_floor", "%zu", x);
     x = 12345;
     check(vr_dma_parse_crossover("", &x) == EINVAL && vr_dma_parse_crossover("-5", &x) == EINVAL &&
               vr_dma_parse_crossover("8KB", &x) == EINVAL &&
