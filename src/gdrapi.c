@@ -368,12 +368,14 @@ static int copy_fail(const char *fn, unsigned long h, const void *p, size_t n, i
     return vr_fail(EINVAL, "%s: %p+%zu is not inside the mapping of handle %#lx", fn, p, n, h);
 }
 
-/* [p, p+n) inside the mapping m (never true while unmapped: len is 0). */
+/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
+ * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
+ * than any len, so two comparisons cover both ends. */
 static inline int in_mapping(const struct vr_mapping *m, const void *p, size_t n)
 {
     uintptr_t off = (uintptr_t)p - m->base;
 
-    return (uintptr_t)p >= m->base && n <= m->len && off <= m->len - n;
+    return off <= m->len && n <= m->len - off;
 }
 
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,

@@ -86,6 +86,7 @@ static const struct vr_copy_kernel *active = KERNEL_C;
 __attribute__((constructor)) static void vr_copy_init(void)
 {
     active = vr_copy_choose(vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
+    vr_copy_fast_from = (struct vr_copy_fast){ active->from_map.bulk, active->from_map.block - 1 };
     vr_dbg("copy kernel: %s", active->name);
 }
 
@@ -262,10 +263,10 @@ static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *
 }
 
 /*
- * Small copies, where the per-call path shows: on the H200 (tests/gpu/gpu_bench, copylat,
- * same run) every instruction between two small WC stores and their fences, and between two
- * small streaming loads, showed in the per-copy time. So the two shapes that dominate short
- * messages skip the frame and the shaping code of the general path:
+ * Small writes, where the per-call path shows: on the H200 (tests/gpu/gpu_bench, copylat,
+ * same run) the instructions between two small WC stores and their fences showed in the
+ * per-copy time. So the two shapes that dominate short messages skip the frame and the
+ * shaping code of the general path (reads: copy.h, vr_copy_from_mapping):
  *
  *  - 8 to 32 bytes at an 8-byte aligned place: 8-byte stores and the fence (below a line,
  *    8-byte stores + sfence are the fastest raw sequence there);
@@ -300,40 +301,11 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
     return copy_to_any(type, dst, src, n);
 }
 
-/* Out of line, like copy_to_any: the whole-block read below then needs no frame. */
-static __attribute__((noinline)) int copy_from_any(gdr_mapping_type_t type, void *dst,
-                                                   const void *src, size_t n)
+/* The inline whole-block read of copy.h (vr_copy_from_mapping), from the active kernel. */
+struct vr_copy_fast vr_copy_fast_from = { vr_copy_c_load, 7 };
+
+int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
     copy_from(active, type, dst, src, n);
     return 0;
-}
-
-/*
- * Reads. A read of GPU memory through the BAR is an uncached round trip of about 1 us, so a
- * batch of small reads is fast only when several of them are in flight at once: the CPU
- * keeps issuing the next call's loads while the first one's line is still on its way, as far
- * as its reorder window reaches. Nothing on this path waits for a load: the handle check
- * reads only the handle table (ordinary cached memory, and its seqlock uses acquire loads,
- * which are plain loads on x86: no fence), and no fence follows the copy, because a read
- * stores only to host memory (ordinary cached memory, ordered by the CPU as usual). What
- * remained was length: the general path's frame, six saved registers and shaping code put
- * some 120 instructions between two 64-byte streaming loads, and with each call that long
- * the window held only about two reads (519 ns per 64 B read on the H200 against 177 ns for
- * the raw loop). Whole blocks at a block-aligned place (a 64-byte line for avx512) therefore
- * go straight to the kernel's bulk loop.
- *
- * Streaming loads from WC memory are weakly ordered against later loads; this path keeps the
- * contract the general path has always had (no load fence): a caller that must order a read of
- * a flag before a read of data behind it fences between the two calls itself.
- */
-int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
-{
-    const struct vr_copy_dir *d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->from_map
-                                                                  : &active->from_map;
-
-    if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)src | n) & (d->block - 1))) {
-        d->bulk(dst, src, n);
-        return 0;
-    }
-    return copy_from_any(type, dst, src, n);
 }
