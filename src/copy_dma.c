@@ -179,21 +179,15 @@ static struct dma_dev *dev_ready(const struct vr_cuda *cu, int ord)
     return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == 1 ? d : NULL;
 }
 
-/* The ready state of the device that holds dev_addr, or NULL: copy through the BAR. */
-static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
+/* The ready state of the device that holds dev_addr, or NULL: copy through the BAR. Asks the
+ * driver (two or three queries), so auto_copy does it once per pin and remembers the answer. */
+static struct dma_dev *dev_for(const struct vr_cuda *cu, uint64_t dev_addr)
 {
-    const struct vr_cuda *cu;
     struct dma_dev *d, *any;
     CUcontext owner = NULL, popped;
     CUresult r;
     int ord = -1, pushed = 0;
-    char why[VR_REASON_LEN];
 
-    if (vr_cuda_init(&cu, why, sizeof(why)) || !have_entry_points(cu)) {
-        note_crossover(DIR_READ, VR_DMA_NEVER);       /* no CUDA: the BAR for good */
-        note_crossover(DIR_WRITE, VR_DMA_NEVER);
-        return NULL;
-    }
     r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
     if (r == CUDA_ERROR_INVALID_CONTEXT && (any = dev_ready(cu, 0))) {
         /* A driver that answers only with a context current: any primary one will do. */
@@ -209,31 +203,69 @@ static struct dma_dev *dev_for(const struct vr_cuda **cup, uint64_t dev_addr)
     /* Memory of another context than the device's primary one may be out of its reach. */
     if (!d || (owner && owner != d->ctx))
         return NULL;
-    *cup = cu;
+    return d;
+}
+
+/* CUDA with everything this file calls, or NULL (then the BAR for good). */
+static const struct vr_cuda *cuda(void)
+{
+    const struct vr_cuda *cu;
+    char why[VR_REASON_LEN];
+
+    if (vr_cuda_init(&cu, why, sizeof(why)) || !have_entry_points(cu)) {
+        note_crossover(DIR_READ, VR_DMA_NEVER);
+        note_crossover(DIR_WRITE, VR_DMA_NEVER);
+        return NULL;
+    }
+    return cu;
+}
+
+/* The device state serving handle's pin, from the pin's remembered finding or a lookup. */
+static struct dma_dev *dev_of_pin(const struct vr_cuda *cu, gdr_mh_t handle,
+                                  const struct vr_dma_range *r)
+{
+    struct dma_dev *d;
+
+    if (r->dma_dev == VR_DMA_DEV_NONE)
+        return NULL;
+    if (r->dma_dev >= 0)
+        return dev_ready(cu, r->dma_dev);
+    d = dev_for(cu, r->dev_addr);
+    vr_pin_set_dma_dev(handle, d ? (int)(d - devs) : VR_DMA_DEV_NONE);
     return d;
 }
 
 /* ---- the copies ------------------------------------------------------------------------ */
 
-/* Whether [p, p+n) is page-locked CUDA host memory (checked at both ends). */
+static int pinned_at(const struct vr_cuda *cu, const void *p)
+{
+    unsigned mt = 0, flags = 0;
+
+    if (cu->cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS)
+        return mt == CU_MEMORYTYPE_HOST;
+    return cu->cuMemHostGetFlags && cu->cuMemHostGetFlags(&flags, (void *)p) == CUDA_SUCCESS;
+}
+
+/*
+ * Whether [p, p+n) is page-locked CUDA host memory (checked at both ends). The answer for the
+ * last range is kept per thread: programs copy from the same buffers again and again, and
+ * the two driver queries cost about as much as a small copy-engine transfer's setup. A stale
+ * answer is harmless: pageable memory handed to the async copy is still copied correctly (the
+ * driver stages it), and pinned memory taken for pageable only goes through the bounce buffers.
+ */
 static int host_pinned(const struct vr_cuda *cu, const void *p, size_t n)
 {
-    const unsigned char *b = p;
-    unsigned mt = 0, flags = 0;
-    int i;
+    static __thread const void *last_p;
+    static __thread size_t last_n;
+    static __thread int last;
 
-    for (i = 0; i < 2; i++) {
-        CUdeviceptr a = (CUdeviceptr)(uintptr_t)(i ? b + n - 1 : b);
-
-        if (cu->cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) == CUDA_SUCCESS) {
-            if (mt != CU_MEMORYTYPE_HOST)
-                return 0;
-        } else if (!cu->cuMemHostGetFlags ||
-                   cu->cuMemHostGetFlags(&flags, (void *)(uintptr_t)a) != CUDA_SUCCESS) {
-            return 0;
-        }
+    if (p != last_p || n != last_n) {
+        last = pinned_at(cu, p) && pinned_at(cu, (const unsigned char *)p + n - 1);
+        last_p = p;
+        last_n = n;
     }
-    return 1;
+    return last;
 }
 
 static CUresult engine(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
@@ -291,16 +323,16 @@ static CUresult bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, ui
 #undef CHUNK_OFF
 }
 
-/* One synchronous copy-engine copy, in d's context. */
+/* One synchronous copy-engine copy, in d's context (pushed unless it is current already). */
 static int dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
                     void *host, size_t n, const char *fn)
 {
-    CUcontext popped;
-    CUresult r = cu->cuCtxPushCurrent(d->ctx), r2;
+    CUcontext popped, cur = NULL;
+    CUresult r = CUDA_SUCCESS, r2;
     const char *what = dir == DIR_WRITE ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
-    int bounce;
+    int bounce, push = cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != d->ctx;
 
-    if (r != CUDA_SUCCESS)
+    if (push && (r = cu->cuCtxPushCurrent(d->ctx)) != CUDA_SUCCESS)
         return cu_fail(r, fn, "cuCtxPushCurrent");
     bounce = !host_pinned(cu, host, n);
     if (bounce) {
@@ -317,7 +349,8 @@ static int dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64
         r = r2;
         what = "cuStreamSynchronize";
     }
-    cu->cuCtxPopCurrent(&popped);
+    if (push)
+        cu->cuCtxPopCurrent(&popped);
     return r == CUDA_SUCCESS ? 0 : cu_fail(r, fn, what);
 }
 
@@ -417,15 +450,16 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
 static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char *host,
                      size_t n, const char *fn)
 {
-    const struct vr_cuda *cu = NULL;
+    const struct vr_cuda *cu;
     struct vr_dma_range r;
-    struct dma_dev *d;
+    struct dma_dev *d = NULL;
     size_t done = 0, x;
     int rc = vr_pin_dma_range(handle, map, n, host, &r, fn);
 
     if (rc)
         return rc;
-    d = dev_for(&cu, r.dev_addr);
+    if ((cu = cuda()))
+        d = dev_of_pin(cu, handle, &r);
     if (d) {
         x = atomic_load(&d->crossover[dir]);
         if (!x) {
@@ -469,9 +503,9 @@ VR_EXPORT int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const 
 VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
                                          size_t *write_bytes)
 {
-    const struct vr_cuda *cu = NULL;
+    const struct vr_cuda *cu;
     struct vr_dma_range r;
-    struct dma_dev *d;
+    struct dma_dev *d = NULL;
     struct vr_mapping m;
     int rc;
 
@@ -484,7 +518,8 @@ VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
                           "vramio_copy_auto_crossover");
     if (rc)
         return rc;
-    d = dev_for(&cu, r.dev_addr);
+    if ((cu = cuda()))
+        d = dev_of_pin(cu, handle, &r);
     if (!d) {
         *read_bytes = *write_bytes = VR_DMA_NEVER;
         return 0;

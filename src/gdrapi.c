@@ -108,7 +108,8 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     pin = rc ? NULL : calloc(1, sizeof(*pin));
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size };
+                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size,
+                                .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
     } else if (!rc) {
         rc = ENOMEM;
@@ -430,6 +431,10 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     if (!s)
         return copy_fail(fn, handle.h, p, n, 1);
     pin = s->obj;
+    if (!pin) {                 /* a test-only mapping (vr_handles_test_insert): no GPU behind */
+        vr_slot_unlock(s);
+        return copy_fail(fn, handle.h, p, n, 1);
+    }
     ok = pin_mapped_here(pin) && host;
     if (ok) {
         m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
@@ -437,9 +442,20 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     }
     if (ok)
         *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
-                                    .type = pin->map_type };
+                                    .type = pin->map_type, .dma_dev = pin->dma_dev };
     vr_slot_unlock(s);
     return ok ? 0 : copy_fail(fn, handle.h, p, n, 0);
+}
+
+void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+
+    if (s) {
+        if (s->obj)
+            ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
+        vr_slot_unlock(s);
+    }
 }
 
 VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)

@@ -10,7 +10,9 @@
  *             errors as gdr_copy_*_mapping's, and a failing copy engine mapped to an errno;
  *   noctx     the same with no CUDA context on the thread (the stand-in refuses copies
  *             without one): done in the primary context, the thread left without one;
- *   measured  no setting: the first large copy of each direction measures the crossover.
+ *   measured  no setting: the first large copy of each direction measures the crossover;
+ *   otherctx  memory of a context other than its device's primary one: copied right, through
+ *             the BAR (the primary context may not reach it).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -188,6 +190,28 @@ static void mode_measured(void)
     gdr_close(f.g);
 }
 
+static void mode_otherctx(void)
+{
+    struct fixture f;
+    size_t n = 1u << 20, r = 0, w = 0;
+    unsigned char *h = malloc(n);
+    int before, ok;
+
+    if (!setup(&f) || !h)
+        return;
+    before = dma_calls();
+    fill(h, n, 9);
+    ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, n) == 0 && memcmp(f.dev, h, n) == 0;
+    fill(f.dev, n, 10);
+    ok &= vramio_copy_from_mapping_auto(f.mh, h, f.map, n) == 0 && memcmp(f.dev, h, n) == 0;
+    check(ok && dma_calls() == before, "otherctx/bar_not_engine", "data %s, %d engine copies",
+          ok ? "right" : "wrong", dma_calls() - before);
+    check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == SIZE_MAX && w == SIZE_MAX,
+          "otherctx/crossover_never", "read %zu write %zu", r, w);
+    free(h);
+    gdr_close(f.g);
+}
+
 int main(int argc, char **argv)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -207,6 +231,8 @@ int main(int argc, char **argv)
         mode_set(argv[1]);
     else if (strcmp(argv[1], "measured") == 0)
         mode_measured();
+    else if (strcmp(argv[1], "otherctx") == 0)
+        mode_otherctx();
     else
         return 2;
     return check_status();

@@ -252,12 +252,14 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
  * (CU_POINTER_ATTRIBUTE_MEMORY_TYPE says HOST); any other host address is pageable (the
  * attribute call fails, as the real driver's does). The async copies run at once with memcpy
  * and count what they saw; FAKE_CUDA_FAIL_DMA=<CUresult> makes them fail with that code.
+ * FAKE_CUDA_OTHER_CTX=1 makes device memory belong to a context other than the primary one.
  */
 #define MAX_HOST 64
 #define MAX_STREAMS 16
 
 static struct { void *p; size_t size; } hosts[MAX_HOST];
 static struct { unsigned flags; int live; } streams[MAX_STREAMS];
+static int event_dummy;
 static int dma_calls, dma_legacy, dma_pageable, dma_blocking;
 static size_t dma_bytes;
 
@@ -329,7 +331,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         if (!dev && !host)
             return CUDA_ERROR_INVALID_VALUE;
-        *(CUcontext *)data = (CUcontext)&ctx_dummy;
+        /* FAKE_CUDA_OTHER_CTX=1: device memory of a context that is not the primary one */
+        *(CUcontext *)data = dev && getenv("FAKE_CUDA_OTHER_CTX") ? (CUcontext)&event_dummy
+                                                                   : (CUcontext)&ctx_dummy;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         if (!dev && !host)
@@ -405,8 +409,6 @@ CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s)
         return CUDA_ERROR_INVALID_VALUE;
     return fake_async(h, (const void *)(uintptr_t)d, n, h, s);
 }
-
-static int event_dummy;
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {

@@ -58,6 +58,7 @@ run_modes() { # label libdir [cflags]
     run_client "$label/auto_set" "$auto" set "$@"
     run_client "$label/auto_noctx" "$auto" noctx "$@" FAKE_CUDA_NO_CTX=1
     run_client "$label/auto_measured" "$auto" measured FAKE_CUDA_VERSION=13030
+    run_client "$label/auto_otherctx" "$auto" otherctx "$@" FAKE_CUDA_OTHER_CTX=1
 }
 
 run_modes plain "$B/lib"
