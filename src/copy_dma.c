@@ -20,11 +20,13 @@
  * the BAR (the primary context may not reach it); so is everything when CUDA cannot be used.
  *
  * The crossover is per device and direction: VRAMIO_DMA_CROSSOVER_READ / _WRITE when set
- * (dma_policy.h), else measured once, by the first _auto call of at least VR_DMA_FLOOR bytes
- * in that direction: the copy engine's fixed and per-byte cost on a scratch allocation of
- * its own, and the BAR's per-byte cost on the caller's own range: reads read it (a read has
- * no side effect), writes time their own first CAL_BAR_BYTES, which are thereby written once
- * and not again. About a millisecond in all.
+ * (dma_policy.h), else measured once, by the first _auto read of at least VR_DMA_FLOOR bytes
+ * and the first _auto write of at least CAL_BAR_BYTES: the copy engine's fixed and per-byte
+ * cost on a scratch allocation of its own, and the BAR's per-byte cost on the pin's own
+ * mapping: a read reads up to CAL_BAR_BYTES of it from the caller's range on (a read has no
+ * side effect), a write times its own first CAL_BAR_BYTES, which are thereby written once and
+ * not again. About a millisecond in all. Writes below CAL_BAR_BYTES always take the BAR: on
+ * PCIe a copy-engine write has never won that small (the H200's crossover is about 256 KiB).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -62,10 +64,14 @@ struct dma_dev {
 static struct dma_dev devs[DMA_MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;   /* setup and calibration */
 
-/* The smallest crossover of any device, per direction (0 while none is known): a copy below it
- * goes straight to the BAR copy, without the handle's lock or a question to the driver, so
- * that an _auto copy costs what a gdr_ copy costs wherever the BAR is the better way. */
-static _Atomic size_t min_crossover[2];
+/* The smallest crossover of any device, per direction (0 while none is known; writes start at
+ * CAL_BAR_BYTES, see above): a copy below it goes straight to the BAR copy, without the
+ * handle's lock or a question to the driver, so that an _auto copy costs what a gdr_ copy costs
+ * wherever the BAR is the better way. */
+static _Atomic size_t min_crossover[2] = { 0, CAL_BAR_BYTES };
+
+/* VRAMIO_DMA_CROSSOVER_READ / _WRITE, read once when the library is loaded (0: not set). */
+static size_t env_x[2];
 
 static void note_crossover(int dir, size_t x)
 {
@@ -92,7 +98,7 @@ static int cu_fail(CUresult r, const char *fn, const char *what)
 
 /* ---- per-device setup ---------------------------------------------------------------- */
 
-static void env_crossover(struct dma_dev *d, int dir, const char *name)
+static void env_crossover(int dir, const char *name)
 {
     const char *v = getenv(name);
     size_t x;
@@ -103,8 +109,17 @@ static void env_crossover(struct dma_dev *d, int dir, const char *name)
         vr_warn("%s=%s: not a size (bytes, K, M, G or 'never'); measuring instead", name, v);
         return;
     }
-    atomic_store(&d->crossover[dir], x);
-    note_crossover(dir, x);
+    env_x[dir] = x;
+    if (dir == DIR_WRITE)       /* the setting replaces the write floor as well */
+        atomic_store(&min_crossover[dir], x);
+    else
+        note_crossover(dir, x);
+}
+
+__attribute__((constructor)) static void dma_env(void)
+{
+    env_crossover(DIR_READ, "VRAMIO_DMA_CROSSOVER_READ");
+    env_crossover(DIR_WRITE, "VRAMIO_DMA_CROSSOVER_WRITE");
 }
 
 /* Under setup_lock, with d->ctx current. */
@@ -147,8 +162,8 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
     if (rc)
         return rc;
     pthread_mutex_init(&d->bounce_lock, NULL);
-    env_crossover(d, DIR_READ, "VRAMIO_DMA_CROSSOVER_READ");
-    env_crossover(d, DIR_WRITE, "VRAMIO_DMA_CROSSOVER_WRITE");
+    atomic_store(&d->crossover[DIR_READ], env_x[DIR_READ]);
+    atomic_store(&d->crossover[DIR_WRITE], env_x[DIR_WRITE]);
     return 0;
 }
 
@@ -400,41 +415,56 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
     return rc;
 }
 
+/* The BAR's cost per byte of reading len bytes of the mapping at map: read twice (the first
+ * pass faults the pages in), the second timed; into scratch host memory of our own, since
+ * len may exceed the caller's copy. 0 when no memory. */
+static double bar_read_cost(gdr_mapping_type_t type, const unsigned char *map, size_t len)
+{
+    unsigned char *tmp = malloc(len);
+    double t0, t = 0;
+
+    if (!tmp)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        t0 = now_ns();
+        vr_copy_from_mapping(type, tmp, map, len);
+        t = now_ns() - t0;
+    }
+    free(tmp);
+    return t / (double)len;
+}
+
 /*
- * The crossover of d in direction dir, measuring it now if nobody has. The BAR's cost comes
- * from the caller's own range: a read reads min(n, CAL_BAR_BYTES) of it twice (the first pass
- * faults the pages in) and times the second; a write faults them in with one read per page
- * and then times the real copy of that prefix. Returns how many bytes of the caller's copy
- * are done (a write's prefix; 0 for a read).
+ * The crossover of d in direction dir, measuring it now if nobody has (see the top of the
+ * file). A write faults the prefix's pages in with one read per page, then times the real
+ * copy of its first CAL_BAR_BYTES. Returns how many bytes of the caller's copy are done (a
+ * write's prefix; 0 for a read, or when nothing was measured).
  */
 static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                         const struct vr_dma_range *r, unsigned char *map, unsigned char *host,
                         size_t n)
 {
     struct vr_dma_costs c = { 0, 0, 0 };
-    size_t len = n < CAL_BAR_BYTES ? n : CAL_BAR_BYTES, done = 0, x;
-    double t0, t = 0;
+    size_t len = CAL_BAR_BYTES, done = 0, x;
+    double t0;
 
+    if (dir == DIR_WRITE && n < CAL_BAR_BYTES)
+        return 0;               /* the BAR for this one; a larger write measures */
     pthread_mutex_lock(&setup_lock);
     if (atomic_load(&d->crossover[dir])) {
         pthread_mutex_unlock(&setup_lock);
         return 0;
     }
     if (dir == DIR_READ) {
-        for (int k = 0; k < 2; k++) {
-            t0 = now_ns();
-            vr_copy_from_mapping(r->type, host, map, len);
-            t = now_ns() - t0;
-        }
+        c.bar_ns_per_byte = bar_read_cost(r->type, map, r->avail < len ? r->avail : len);
     } else {
         for (size_t off = 0; off < len; off += 4096)
             (void)*(volatile unsigned char *)(map + off);
         t0 = now_ns();
         vr_copy_to_mapping(r->type, map, host, len);
-        t = now_ns() - t0;
+        c.bar_ns_per_byte = (now_ns() - t0) / (double)len;
         done = len;
     }
-    c.bar_ns_per_byte = t / (double)len;
     x = measure_engine(cu, d, dir, &c) ? VR_DMA_NEVER : vr_dma_crossover(&c);
     atomic_store(&d->crossover[dir], x);
     note_crossover(dir, x);
@@ -466,7 +496,7 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
             done = calibrate(cu, d, dir, &r, map, host, n);
             x = atomic_load(&d->crossover[dir]);
         }
-        if (n - done >= x)
+        if (x && n - done >= x)
             return dma_copy(cu, d, dir, r.dev_addr + done, host + done, n - done, fn);
     }
     if (n > done) {

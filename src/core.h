@@ -71,6 +71,7 @@ struct vr_dma_range {
     uint64_t dev_addr;                     /* GPU address of the range's first byte */
     gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
     int dma_dev;                           /* the pin's vr_pin.dma_dev */
+    size_t avail;                          /* bytes of the mapping from the range's start on */
 };
 
 /* Check [p, p+n) against handle's mapping (and host against NULL) exactly as

@@ -178,6 +178,23 @@ static void mode_measured(void)
         return;
     check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 0 && w == 0,
           "measured/zero_before", "read %zu write %zu", r, w);
+    /* A write below 64 KiB neither measures nor uses the copy engine; a read of 8 KiB measures
+     * the read side (over 64 KiB of the mapping, into memory of the library's own). */
+    {
+        int before = dma_calls();
+
+        fill(h, 16384, 4);
+        ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, 16384) == 0 &&
+             memcmp(f.dev, h, 16384) == 0;
+        check(ok && dma_calls() == before && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 &&
+                  w == 0, "measured/small_write_bar_unmeasured", "engine %d, write %zu",
+              dma_calls() - before, w);
+        fill(f.dev, 8192, 3);
+        ok = vramio_copy_from_mapping_auto(f.mh, h, f.map, 8192) == 0 &&
+             memcmp(f.dev, h, 8192) == 0;
+        check(ok && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w == 0,
+              "measured/read_measured_by_8k", "data %d, read %zu write %zu", ok, r, w);
+    }
     fill(h, n, 5);
     ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, n) == 0 && memcmp(f.dev, h, n) == 0;
     fill(f.dev, n, 6);
