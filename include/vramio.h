@@ -59,9 +59,9 @@ const char *vramio_copy_kernel(void);
  * up (per GPU and direction; VRAMIO_DMA_CROSSOVER_READ / _WRITE, in bytes with an optional
  * K/M/G suffix or "never", else measured once per process by the first such read of at least
  * 4 KiB or write of at least 64 KiB, in about a millisecond; smaller writes always take the
- * BAR) the copy runs on a private non-blocking stream of the pin's
- * GPU, so it neither waits for the program's kernels nor blocks them; pageable host memory
- * goes through pinned bounce buffers; the thread's current CUDA context is left as it was.
+ * BAR) the copy runs on a private non-blocking stream of the pin's GPU, so it neither waits
+ * for the program's kernels nor blocks them; pageable host memory goes through pinned bounce
+ * buffers; the thread's current CUDA context is left as it was.
  * Without CUDA, or for memory of a non-primary CUDA context, they copy through the BAR.
  */
 int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
