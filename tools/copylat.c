@@ -323,6 +323,8 @@ int main(int argc, char **argv)
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
     size_t xr = 0, xw = 0;
 
+    tool_enable_backends();
+
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));

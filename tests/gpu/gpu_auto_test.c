@@ -207,6 +207,7 @@ int main(void)
     void *m = NULL, *at = NULL;
     size_t mlen = 0;
 
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);     /* our memory is VMM with a POSIX-fd handle */
     gpu_cuda_setup();
     g = gdr_open();
     if (!g || gpu_vmm_alloc(AREA, &v)) {

@@ -20,6 +20,9 @@ CPUOPT=()
 [ -n "$CPU" ] && CPUOPT=(-C "$CPU")
 DOCS=${BENCH_DOCS:-docs}
 mkdir -p "$OUT" "$DOCS"
+# The benchmarks measure vramio_alloc memory, which the vulkan backend serves: opt in, so that
+# gdrcopy_info counts that backend as usable where it is the only one (no module).
+export VRAMIO_ENABLE_VULKAN=${VRAMIO_ENABLE_VULKAN:-1}
 
 run() {  # name command...: log to $OUT/name.log, stop the suite if it fails
     local name=$1; shift
