@@ -9,6 +9,7 @@
 #define VRAMIO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "gdrapi.h"
 
 #ifdef __cplusplus
@@ -78,12 +79,44 @@ int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *writ
 
 /*
  * Device memory that every backend can pin: size bytes on CUDA device ordinal gpu, returned as
- * an ordinary CUdeviceptr (a CUDA VMM allocation with a POSIX-fd handle type and, where the GPU
- * supports it, GPUDirect RDMA capability), usable by the caller's kernels. The size is rounded
- * up to the allocation granularity. Free it with vramio_free().
+ * an ordinary CUdeviceptr, usable by the caller's kernels. It lies in a CUDA VMM allocation
+ * with a POSIX-fd handle type and, where the GPU supports it, GPUDirect RDMA capability.
+ * Requests up to 1 MiB are carved from shared 2 MiB slabs (aligned to at least 256 bytes, as
+ * cudaMalloc's); larger ones are rounded up to the allocation granularity. Free it with
+ * vramio_free(), which returns the memory for reuse at once: like cudaFree, it must not be
+ * called while GPU work still uses the memory (vramio_free does not wait for it).
+ * Thread-safe. VRAMIO_POOL_CACHE_MB (default 64) bounds the emptied slabs kept per GPU.
  */
 int vramio_alloc(int gpu, size_t size, unsigned long long *dptr);
 int vramio_free(unsigned long long dptr);
+
+/* The live vramio_alloc allocation that holds ptr: its start and size (rounded to its size
+ * class or granularity); either output may be NULL. 0, or ENOENT when ptr is not in one. */
+int vramio_alloc_range(unsigned long long ptr, unsigned long long *base, size_t *size);
+
+/* What the pools hold, for one GPU or (gpu -1) all of them. */
+struct vramio_pool_stats {
+    size_t slabs;         /* shared slabs for small requests, cached ones included */
+    size_t cached_slabs;  /* of those, empty ones kept for reuse */
+    size_t slab_bytes;    /* bytes of the shared slabs */
+    size_t small_allocs;  /* live small allocations */
+    size_t small_bytes;   /* their bytes, rounded to their size classes */
+    size_t large_allocs;  /* live allocations with a VMM allocation of their own */
+    size_t large_bytes;   /* their bytes, rounded to the granularity */
+};
+int vramio_pool_stats(int gpu, struct vramio_pool_stats *stats);
+
+/* Release the cached empty slabs of one GPU or (gpu -1) all of them. */
+int vramio_pool_trim(int gpu);
+
+/*
+ * The allocator interface of PyTorch's torch.cuda.memory.CUDAPluggableAllocator (stream is a
+ * cudaStream_t): vramio_alloc memory, NULL on failure. The free waits for the work queued on
+ * stream before the memory is reused, since the caller hands memory back as soon as its last
+ * use is queued.
+ */
+void *vramio_pluggable_alloc(ssize_t size, int device, void *stream);
+void vramio_pluggable_free(void *ptr, ssize_t size, int device, void *stream);
 
 #ifdef __cplusplus
 }

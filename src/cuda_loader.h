@@ -26,12 +26,14 @@
     X(cuDeviceGetAttribute)                  \
     X(cuDeviceTotalMem)                      \
     X(cuDeviceGetPCIBusId)                   \
+    X(cuDeviceCanAccessPeer)                 \
     X(cuDevicePrimaryCtxRetain)              \
     X(cuDevicePrimaryCtxRelease)             \
     X(cuCtxSetCurrent)                       \
     X(cuCtxGetCurrent)                       \
     X(cuCtxGetDevice)                        \
     X(cuCtxSynchronize)                      \
+    X(cuStreamSynchronize)                   \
     X(cuCtxPushCurrent)                      \
     X(cuCtxPopCurrent)                       \
     X(cuPointerGetAttribute)                 \
