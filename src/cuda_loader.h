@@ -64,7 +64,6 @@
     X(cuMemcpyDtoHAsync)                     \
     X(cuStreamCreate)                        \
     X(cuStreamDestroy)                       \
-    X(cuStreamSynchronize)                   \
     X(cuEventCreate)                         \
     X(cuEventRecord)                         \
     X(cuEventSynchronize)                    \
