@@ -13,6 +13,19 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp && mount -t tmpfs tmp /tmp
 FAILED=0
+# /only (run-qemu.sh VRAMIO_GUEST_ONLY): shell patterns of the groups to run; none: all.
+ONLY=$(cat /only 2>/dev/null)
+
+selected() {   # selected GROUP: true when GROUP is to run
+    local p
+    [ -z "$ONLY" ] && return 0
+    set -f
+    for p in $ONLY; do
+        case "$1" in $p) set +f; return 0 ;; esac
+    done
+    set +f
+    return 1
+}
 
 res() {        # res ok|not ok|skip NAME [why]
     case "$1" in not*) FAILED=1 ;; esac
@@ -24,6 +37,7 @@ res() {        # res ok|not ok|skip NAME [why]
 run_test() {
     local group=$1 rc n
     shift
+    selected "$group" || return 0
     echo "@@ RUNNING $group at $(cut -d' ' -f1 /proc/uptime) s"
     "$@" >/tmp/out 2>&1 </dev/null
     rc=$?
@@ -97,7 +111,7 @@ fi
 run_test provider /tests/provider_test
 
 # The provider's exports called directly by a test consumer module (results in the log).
-if [ -f /modules/nvp2p_probe.ko ]; then
+if [ -f /modules/nvp2p_probe.ko ] && selected probe; then
     echo "@@ RUNNING probe at $(cut -d' ' -f1 /proc/uptime) s"
     pv=$(/tests/emuctl alloc 262144 1 0)
     pc=$(/tests/emuctl alloc 524288 2 1)
@@ -144,7 +158,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         fi
 
         # Phase 3: unload attempts while another process holds pins and mappings.
-        if load_gdrdrv load/gdrdrv-hold; then
+        if selected hold && load_gdrdrv load/gdrdrv-hold; then
             /tests/safety_test --hold >/tmp/hold.out 2>&1 &
             holder=$!
             n=0
@@ -172,6 +186,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         # Phase 4: repeated load/use/unload.
         # Round 3 also turns on the module's debug and info logging paths.
         for round in 1 2 3 4 5; do
+            selected "reload/$round" || continue
             params=
             [ "$round" = 3 ] && params="dbg_enabled=1 info_enabled=1"
             load_gdrdrv "reload/$round/load" $params || break
