@@ -300,12 +300,16 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	if (ret)
 		goto out_put;
 
+	/*
+	 * Once listed the pin is the caller's to UNPIN (from another thread too: handles are
+	 * predictable), so what we return is read before gf->lock lets anyone reach it.
+	 */
 	mutex_lock(&gf->lock);
-	list_add_tail(&pin->node, &gf->pins);
-	mutex_unlock(&gf->lock);
 	*handle = pin->handle;
 	gdr_dbg("pinned va 0x%llx size 0x%llx handle 0x%llx%s\n", pin->va, pin->mapped_size,
 		pin->handle, pin->persistent ? " (persistent)" : "");
+	list_add_tail(&pin->node, &gf->pins);
+	mutex_unlock(&gf->lock);
 	return 0;
 
 out_put:

@@ -135,7 +135,7 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety callback bar bar_life; do
+        for t in api compat badinput safety callback bar bar_life pin_race; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         if [ -f /extra.list ]; then
@@ -153,6 +153,7 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-callback /tests/callback_test --nonpersistent
             run_test np-bar /tests/bar_test
             run_test np-bar-life /tests/bar_life_test --nonpersistent
+            run_test np-pin-race /tests/pin_race_test --nonpersistent
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
