@@ -71,6 +71,7 @@ extern unsigned int gdrdrv_offset_space_log2;
 struct gdrdrv_file {
 	struct mm_struct *mm;            /* the opener's address space (identity only) */
 	pid_t tgid;                      /* the opener's process */
+	u64 start_time;                  /* its thread group's start (task_struct start_time) */
 	struct address_space *mapping;   /* where this file's VMAs are linked (for zapping) */
 	struct mutex lock;               /* protects pins */
 	struct list_head pins;           /* pins still in the handle table */

@@ -56,9 +56,17 @@ MODULE_PARM_DESC(offset_space_log2,
 #define GDRDRV_P2P_SOURCE "NVIDIA nv-p2p.h"
 #endif
 
+/*
+ * The opener is known by its mm pointer, tgid and the start time of its thread group, held
+ * without references (mmdrop and put_pid are GPL-only exports). The start time is what makes
+ * it an identity: after the opener exits, a process that holds its file could fork until a
+ * child gets both its recycled pid and (slab reuse) its mm_struct's address, but that child
+ * starts later.
+ */
 bool gdrdrv_same_process(const struct gdrdrv_file *gf)
 {
-	return current->mm == gf->mm && current->tgid == gf->tgid;
+	return current->mm == gf->mm && current->tgid == gf->tgid &&
+	       current->group_leader->start_time == gf->start_time;
 }
 
 static int gdrdrv_open(struct inode *inode, struct file *filp)
@@ -70,10 +78,9 @@ static int gdrdrv_open(struct inode *inode, struct file *filp)
 	gf = kzalloc(sizeof(*gf), GFP_KERNEL);
 	if (!gf)
 		return -ENOMEM;
-	/* The mm pointer is kept for identity only (no reference: mmdrop is GPL-only); the
-	 * tgid check keeps a recycled mm_struct from passing for the opener. */
-	gf->mm = current->mm;
+	gf->mm = current->mm;           /* identity only: see gdrdrv_same_process */
 	gf->tgid = current->tgid;
+	gf->start_time = current->group_leader->start_time;
 	gf->mapping = filp->f_mapping;
 	mutex_init(&gf->lock);
 	INIT_LIST_HEAD(&gf->pins);
