@@ -3,17 +3,19 @@
  * gdrdrv_mmap.c - CPU mappings of pinned GPU memory.
  *
  * mmap(fd, offset = handle << PAGE_SHIFT, len <= pinned pages) maps the pin from its start.
- * The PTEs are installed at mmap time. The VMAs have no fault handler: once a pin is
- * unpinned or its memory freed, its PTEs are zapped and any later access raises SIGBUS.
+ * ->mmap installs nothing: the PTEs are made by the fault handler, under pin->lock, which
+ * answers SIGBUS once the pin is unpinned or its memory freed. The kernel links a new VMA into
+ * the file's address_space only after ->mmap returns, so PTEs made in ->mmap could escape a
+ * free callback's zap that ran in between and outlive the memory (tests/kernel mmap_race_test);
+ * a fault can only come once the VMA is linked, so the zap of a callback that ran before it
+ * sees the VMA, and a fault after the callback sees cb_fired.
  *
- * No single remap call ever covers the whole VMA. On x86 such a call makes PAT track the
- * VMA (VM_PAT), and then munmap and the free callback's zap (unmap_mapping_range, which runs
- * without the mmap lock) both "untrack" it: when they race, munmap finds the PTEs already
- * gone and untrack_pfn() WARNs (seen on Debian 6.1 and 6.12; tests/kernel zap_test --race).
- * So the first host page goes in with vmf_insert_pfn_prot() and the rest with
- * io_remap_pfn_range() over contiguous runs; both then take the cache mode from the memory
- * type recorded for the pages, which is why BAR (non-RAM) pages mapped WC get a WC
- * reservation of their own (gdrdrv_wc_reserve), held while the pin has mappings.
+ * The PTEs go in one host page at a time (vmf_insert_pfn_prot, a window around the faulting
+ * address per fault), never with a remap over the whole VMA: on x86 such a remap makes PAT
+ * track the VMA (VM_PAT), and munmap racing the callback's zap then WARNs in untrack_pfn()
+ * (seen on Debian 6.1 and 6.12; tests/kernel zap_test --race). Each insert takes the cache mode
+ * recorded for the page, which is why BAR (non-RAM) pages mapped WC get a WC reservation of
+ * their own (gdrdrv_wc_reserve), held while the pin has mappings.
  *
  * Memory types: WC is write-combined (non-coherent, the BAR's natural type); CACHING is
  * allowed only when the page table says the pages are CPU_CACHEABLE (coherent platforms);
@@ -171,37 +173,47 @@ void gdrdrv_wc_release(struct gdrdrv_pin *pin)
 	pin->wc_reserved = false;
 }
 
-/* Install the PTEs for the first len bytes: the first host page alone, then the rest in
- * contiguous runs, so that no call covers the whole VMA (see the top of this file). */
-static int gdrdrv_remap(struct gdrdrv_pin *pin, struct vm_area_struct *vma, u64 len)
-{
-	pgprot_t prot = gdrdrv_io_prot(vma->vm_page_prot);
-	u64 off = 0, phys, run;
-	vm_fault_t vf;
-	int ret;
+/* Bytes of PTEs one fault fills around the faulting address (aligned, inside the VMA). */
+#define GDRDRV_FAULT_WINDOW (2UL << 20)
 
-	while (off < len) {
-		run = gdrdrv_run_at(pin, off, len, &phys);
-		if (!PAGE_ALIGNED(phys) || !PAGE_ALIGNED(run)) {
-			gdr_err("GPU pages at 0x%llx are not host-page aligned\n", phys);
-			return -EINVAL;
-		}
-		if (off == 0) {
-			vf = vmf_insert_pfn_prot(vma, vma->vm_start, phys >> PAGE_SHIFT, prot);
-			if (vf != VM_FAULT_NOPAGE)
-				return vf == VM_FAULT_OOM ? -ENOMEM : -EINVAL;
-			phys += PAGE_SIZE;
-			run -= PAGE_SIZE;
-			off = PAGE_SIZE;
-			if (!run)
-				continue;
-		}
-		ret = remap_pfn_range(vma, vma->vm_start + off, phys >> PAGE_SHIFT, run, prot);
-		if (ret)
-			return ret;
-		off += run;
+/* The PTE of user address `addr` of the pin's VMA. Under pin->lock, pages still valid. */
+static vm_fault_t gdrdrv_insert(struct gdrdrv_pin *pin, struct vm_area_struct *vma,
+				unsigned long addr)
+{
+	u64 idx = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT) - pin->handle;
+	u64 phys;
+
+	if (idx >= pin->npages)
+		return VM_FAULT_SIGBUS;
+	phys = gdrdrv_phys_at(pin, idx << PAGE_SHIFT);
+	if (!PAGE_ALIGNED(phys)) {
+		gdr_err("GPU page at 0x%llx is not host-page aligned\n", phys);
+		return VM_FAULT_SIGBUS;
 	}
-	return 0;
+	return vmf_insert_pfn_prot(vma, addr, phys >> PAGE_SHIFT, vma->vm_page_prot);
+}
+
+static vm_fault_t gdrdrv_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct gdrdrv_pin *pin = vma->vm_private_data;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long base = ALIGN_DOWN(addr, GDRDRV_FAULT_WINDOW);
+	unsigned long a, start = max(vma->vm_start, base);
+	unsigned long end = min(vma->vm_end, base + GDRDRV_FAULT_WINDOW);
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	mutex_lock(&pin->lock);
+	if (pin->cb_fired || pin->unpinned)
+		goto out;               /* the pages are gone or going */
+	ret = gdrdrv_insert(pin, vma, addr);
+	/* The rest of the window is a courtesy: stop at the first page that does not go in. */
+	for (a = start; ret == VM_FAULT_NOPAGE && a < end; a += PAGE_SIZE)
+		if (a != addr && gdrdrv_insert(pin, vma, a) != VM_FAULT_NOPAGE)
+			break;
+out:
+	mutex_unlock(&pin->lock);
+	return ret;
 }
 
 static void gdrdrv_vma_open(struct vm_area_struct *vma)
@@ -237,6 +249,7 @@ static void gdrdrv_vma_close(struct vm_area_struct *vma)
 static const struct vm_operations_struct gdrdrv_vm_ops = {
 	.open = gdrdrv_vma_open,
 	.close = gdrdrv_vma_close,
+	.fault = gdrdrv_vm_fault,
 };
 
 static void gdrdrv_set_vma_flags(struct vm_area_struct *vma)
@@ -288,13 +301,10 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		goto out;
 	}
 	gdrdrv_set_vma_flags(vma);
-	vma->vm_page_prot = gdrdrv_prot(vma->vm_page_prot, type);
+	vma->vm_page_prot = gdrdrv_io_prot(gdrdrv_prot(vma->vm_page_prot, type));
 	if (type == GDRDRV_MAPPING_TYPE_WC)
 		gdrdrv_wc_reserve(pin);
-	ret = gdrdrv_remap(pin, vma, len);
-	if (ret)
-		goto out;               /* the core unmaps what was installed */
-
+	/* Nothing can fail from here: a failure after the reservation would have to undo it. */
 	vma->vm_ops = &gdrdrv_vm_ops;
 	vma->vm_private_data = pin;     /* takes over our reference */
 	pin->map_count++;
