@@ -103,8 +103,8 @@ struct gdrdrv_pin {
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
-	bool wc_reserved;                /* x86: WC memory type reserved for the BAR pages
-					  * while the pin has mappings */
+	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
+					  * reserved while the pin has mappings; NULL: none */
 };
 
 /* gdrdrv_main.c */

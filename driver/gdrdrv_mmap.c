@@ -21,6 +21,7 @@
  * allowed only when the page table says the pages are CPU_CACHEABLE (coherent platforms);
  * DEVICE is the strongly ordered device type (arm64 pgprot_device, uncached elsewhere).
  */
+#include <linux/bitmap.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 
@@ -133,44 +134,58 @@ static u64 gdrdrv_run_at(const struct gdrdrv_pin *pin, u64 off, u64 len, u64 *ph
 }
 
 /*
- * x86 PAT: partial remaps take the cache mode recorded for the pages, and BAR pages that
- * nobody reserved read as UC-, which would make a "WC" mapping uncached. Reserve WC for every
- * run of the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps
- * its own type). A conflicting reservation made by someone else wins, as PAT decides. Other
- * architectures have no memory-type tracking: there linux/io.h makes these calls no-ops.
+ * x86 PAT: each PTE takes the cache mode recorded for its page, and BAR pages that nobody
+ * reserved read as UC-, which would make a "WC" mapping uncached. Reserve WC for every run of
+ * the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps its
+ * own type). A run that PAT refuses (another owner holds conflicting types on it) keeps what
+ * they hold, and is not released later either: PAT finds entries by range, so releasing a run
+ * we never reserved would erase or cut another owner's entry. wc_runs records which runs were
+ * reserved (run i is the i-th that gdrdrv_run_at gives; at most one per page-table entry).
+ * Other architectures have no memory-type tracking: there linux/io.h makes these no-ops.
  */
 static void gdrdrv_wc_walk(struct gdrdrv_pin *pin, bool reserve)
 {
 	u64 len = pin->mapped_size, off = 0, phys, run;
+	unsigned long i;
 
-	while (off < len) {
+	for (i = 0; off < len; i++, off += run) {
 		run = gdrdrv_run_at(pin, off, len, &phys);
-		if (!pfn_valid(phys >> PAGE_SHIFT)) {
-			if (!reserve)
+		if (!reserve) {
+			if (test_bit(i, pin->wc_runs))
 				arch_io_free_memtype_wc(phys, run);
-			else if (arch_io_reserve_memtype_wc(phys, run))
+		} else if (!pfn_valid(phys >> PAGE_SHIFT)) {
+			if (!arch_io_reserve_memtype_wc(phys, run))
+				__set_bit(i, pin->wc_runs);
+			else
 				gdr_info("no WC memory type for [0x%llx, +0x%llx): PAT keeps the existing one\n",
-				 phys, run);
+					 phys, run);
 		}
-		off += run;
 	}
 }
 
-static void gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
+/* Under pin->lock, while the page table is valid. 0, or -ENOMEM with nothing reserved. */
+static int gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
 {
-	if (pin->wc_reserved)
-		return;
+	u64 psize = pin->gpu_page_size;
+
+	if (pin->wc_runs)
+		return 0;               /* reserved for an earlier mapping that is still there */
+	pin->wc_runs = bitmap_zalloc(DIV_ROUND_UP_ULL((pin->va & (psize - 1)) + pin->mapped_size,
+						      psize), GFP_KERNEL_ACCOUNT);
+	if (!pin->wc_runs)
+		return -ENOMEM;
 	gdrdrv_wc_walk(pin, true);
-	pin->wc_reserved = true;
+	return 0;
 }
 
-/* Under pin->lock, while the page table is still valid. */
+/* Under pin->lock, while the page table is still valid: exactly what was reserved goes. */
 void gdrdrv_wc_release(struct gdrdrv_pin *pin)
 {
-	if (!pin->wc_reserved)
+	if (!pin->wc_runs)
 		return;
 	gdrdrv_wc_walk(pin, false);
-	pin->wc_reserved = false;
+	bitmap_free(pin->wc_runs);
+	pin->wc_runs = NULL;
 }
 
 /* Bytes of PTEs one fault fills around the faulting address (aligned, inside the VMA). */
@@ -300,11 +315,12 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		ret = -EINVAL;
 		goto out;
 	}
+	/* The last step that can fail, and it fails having reserved nothing: no undo needed. */
+	ret = type == GDRDRV_MAPPING_TYPE_WC ? gdrdrv_wc_reserve(pin) : 0;
+	if (ret)
+		goto out;
 	gdrdrv_set_vma_flags(vma);
 	vma->vm_page_prot = gdrdrv_io_prot(gdrdrv_prot(vma->vm_page_prot, type));
-	if (type == GDRDRV_MAPPING_TYPE_WC)
-		gdrdrv_wc_reserve(pin);
-	/* Nothing can fail from here: a failure after the reservation would have to undo it. */
 	vma->vm_ops = &gdrdrv_vm_ops;
 	vma->vm_private_data = pin;     /* takes over our reference */
 	pin->map_count++;

@@ -135,7 +135,7 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety callback bar bar_life pin_race opener; do
+        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         if [ -f /extra.list ]; then

@@ -137,11 +137,23 @@ void check_ptes(const char *name, const void *map, const uint64_t *p, size_t n, 
 
 /* ---- the kernel log written while we run ------------------------------------------------ */
 static int kmsg_fd = -1;
-static const char *kmsg_expected;
+static const char *kmsg_expected[4];
 
 void kmsg_expect(const char *what)
 {
-    kmsg_expected = what;
+    for (size_t i = 0; i < sizeof(kmsg_expected) / sizeof(kmsg_expected[0]); i++)
+        if (!kmsg_expected[i]) {
+            kmsg_expected[i] = what;
+            return;
+        }
+}
+
+static int kmsg_is_expected(const char *msg)
+{
+    for (size_t i = 0; i < sizeof(kmsg_expected) / sizeof(kmsg_expected[0]); i++)
+        if (kmsg_expected[i] && strstr(msg, kmsg_expected[i]))
+            return 1;
+    return 0;
 }
 
 static void kmsg_check(void)
@@ -163,7 +175,7 @@ static void kmsg_check(void)
             continue;
         rec[r] = 0;
         const char *msg = strchr(rec, ';') ? strchr(rec, ';') + 1 : rec;
-        if (kmsg_expected && strstr(msg, kmsg_expected)) {
+        if (kmsg_is_expected(msg)) {
             printf("# kernel (expected): %s", msg);
             continue;
         }
