@@ -159,6 +159,13 @@ if [ -f /modules/gdrdrv.ko ]; then
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
 
+        # Phase 2b: per-file offset spaces and pin cap, with a small space so the wrap is quick.
+        if selected offsets && load_gdrdrv load/gdrdrv-offsets use_persistent_mapping=0 \
+            offset_space_log2=16 max_pins_per_file=64; then
+            run_test offsets /tests/offsets_test 64
+            unload_gdrdrv unload/after-offsets && check_leaks leak/after-offsets "$BASE"
+        fi
+
         # Phase 3: unload attempts while another process holds pins and mappings.
         if selected hold && load_gdrdrv load/gdrdrv-hold; then
             /tests/safety_test --hold >/tmp/hold.out 2>&1 &
