@@ -20,6 +20,7 @@
 #ifndef GDRDRV_INTERNAL_H
 #define GDRDRV_INTERNAL_H
 
+#include <linux/completion.h>
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -105,6 +106,8 @@ struct gdrdrv_pin {
 	/* Under lock. */
 	struct mutex lock;
 	bool cb_fired;                   /* the free callback ran: pages are gone */
+	bool orphan;                     /* put_pages failed before the callback: kept for it */
+	struct completion cb_done;       /* the free callback's last touch of the pin */
 	bool unpinned;                   /* removed from the handle table */
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */

@@ -17,8 +17,10 @@
  * come back, and nvidia_p2p_put_pages* never runs from munmap (under mmap_lock). The struct
  * lives on while VMAs point at it.
  */
+#include <linux/completion.h>
 #include <linux/errno.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/timex.h>
@@ -91,13 +93,20 @@ void gdrdrv_pin_zap(struct gdrdrv_pin *pin)
 }
 
 /*
- * Called by the NVIDIA driver when the memory under a non-persistent pin goes away. Runs
- * entirely under pin->lock so that the release path, which takes that lock to read
- * cb_fired, never frees the pin while the callback still uses it.
+ * Called by the NVIDIA driver when the memory under a non-persistent pin goes away. Does its
+ * work under pin->lock, and its last access to the pin is complete_all(&cb_done): whoever
+ * frees the pin after a callback waits for that. Waiting for pin->lock would not do:
+ * mutex_unlock may still touch the mutex after a waiter has taken it, and that waiter could
+ * free the pin meanwhile; a completion is made to be freed once waited for.
+ *
+ * An orphan (put_pages failed before this callback ran, see gdrdrv_put_pages) has nobody
+ * waiting for it: the callback drops the reference the table had, and the module reference
+ * the orphan held, itself.
  */
 static void gdrdrv_free_callback(void *data)
 {
 	struct gdrdrv_pin *pin = data;
+	bool orphan;
 
 	mutex_lock(&pin->lock);
 	pin->cb_fired = true;
@@ -106,14 +115,26 @@ static void gdrdrv_free_callback(void *data)
 		gdrdrv_pin_zap(pin);    /* a detached pin was zapped and its offsets may be reused */
 	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
+	orphan = pin->orphan;
 	mutex_unlock(&pin->lock);
+	if (orphan) {
+		gdrdrv_pin_put(pin);
+		module_put(THIS_MODULE);
+		return;
+	}
+	complete_all(&pin->cb_done);
 }
 
-/* Give the GPU pages back: once, when the pin leaves the table or is never entered. */
-static void gdrdrv_put_pages(struct gdrdrv_pin *pin)
+/*
+ * Give the GPU pages back: once, when the pin leaves the table or is never entered. Returns
+ * false when the pin must be kept: put_pages failed and the free callback has not run, so
+ * the NVIDIA driver may still call it (the pin is then an orphan). Otherwise the
+ * callback will not run again, and has finished if it ran.
+ */
+static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 {
 	bool fired;
-	int ret;
+	int ret = 0;
 
 	mutex_lock(&pin->lock);
 	fired = pin->cb_fired;
@@ -124,18 +145,35 @@ static void gdrdrv_put_pages(struct gdrdrv_pin *pin)
 	if (pin->persistent) {
 #if GDRDRV_HAVE_PERSISTENT
 		ret = nvidia_p2p_put_pages_persistent(pin->va, pin->table, 0);
-#else
-		ret = -EINVAL;
 #endif
-	} else if (!fired) {
-		/* If the callback starts now, put_pages waits for it and then fails: the
-		 * callback has freed the table, which is fine. */
-		ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va, pin->table);
-	} else {
-		ret = 0;
+		if (ret)
+			gdr_err("put_pages_persistent va 0x%llx: %d\n", pin->va, ret);
+		return true;            /* no callback exists for it */
 	}
-	if (ret)
-		gdr_dbg("put_pages va 0x%llx: %d\n", pin->va, ret);
+	/* If the callback starts now, put_pages waits for it and then fails. */
+	if (!fired && !(ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va,
+						  pin->table)))
+		return true;
+	/*
+	 * Failed: if the callback has not run, the NVIDIA driver may still call it, so the pin
+	 * stays, and the module with it: freeing either would leave the driver a callback into
+	 * freed memory or code. Such an orphan goes when its callback comes.
+	 */
+	mutex_lock(&pin->lock);
+	fired = pin->cb_fired;
+	if (!fired) {
+		pin->orphan = true;
+		pin->unpinned = true;   /* its file may go first: the callback must not zap */
+		__module_get(THIS_MODULE);
+	}
+	mutex_unlock(&pin->lock);
+	if (!fired) {
+		gdr_err("put_pages va 0x%llx: %d before its free callback ran; keeping the pin (and the module) for the callback\n",
+			pin->va, ret);
+		return false;
+	}
+	wait_for_completion(&pin->cb_done);
+	return true;
 }
 
 static void gdrdrv_pin_free(struct kref *ref)
@@ -261,6 +299,7 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	atomic_long_inc(&gdrdrv_npins);
 	kref_init(&pin->ref);
 	mutex_init(&pin->lock);
+	init_completion(&pin->cb_done);
 	INIT_LIST_HEAD(&pin->node);
 	pin->owner = gf;
 	pin->addr = addr;
@@ -315,7 +354,8 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	return 0;
 
 out_put:
-	gdrdrv_put_pages(pin);
+	if (!gdrdrv_put_pages(pin))
+		return ret;             /* an orphan now: its callback frees it */
 out_free:
 	gdrdrv_pin_put(pin);
 	return ret;
@@ -338,8 +378,8 @@ static void gdrdrv_pin_detach(struct gdrdrv_pin *pin)
 	xa_erase(&gf->handles, pin->handle);
 	gf->npins--;
 	mutex_unlock(&gf->lock);
-	gdrdrv_put_pages(pin);
-	gdrdrv_pin_put(pin);            /* the table's reference */
+	if (gdrdrv_put_pages(pin))
+		gdrdrv_pin_put(pin);    /* the table's reference; an orphan keeps it */
 }
 
 int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle)

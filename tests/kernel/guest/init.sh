@@ -155,6 +155,7 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-bar-life /tests/bar_life_test --nonpersistent
             run_test np-mmap-race /tests/mmap_race_test
             run_test np-pin-race /tests/pin_race_test --nonpersistent
+            run_test np-put-fail /tests/put_fail_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
