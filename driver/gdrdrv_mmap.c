@@ -272,10 +272,11 @@ static void gdrdrv_set_vma_flags(struct vm_area_struct *vma)
 	/* Not inherited by fork, never grown by mremap, not in core dumps, raw PFNs. */
 	const vm_flags_t flags = VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO | VM_PFNMAP;
 
+	/* ...and never executable, not even later by mprotect (which then fails EACCES). */
 #ifdef GDRDRV_HAVE_VM_FLAGS_SET
-	vm_flags_set(vma, flags);
+	vm_flags_mod(vma, flags, VM_MAYEXEC);
 #else
-	vma->vm_flags |= flags;
+	vma->vm_flags = (vma->vm_flags | flags) & ~VM_MAYEXEC;
 #endif
 }
 
@@ -291,6 +292,8 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EACCES;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;         /* a private copy-on-write view of a BAR makes no sense */
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;          /* GPU memory is data: no instruction fetch from a BAR */
 	pin = gdrdrv_pin_get(gf, vma->vm_pgoff);
 	if (!pin)
 		return -EINVAL;

@@ -4,7 +4,7 @@
  * that the shared kernel tests do not cover: the device node's mode and group parameters,
  * /proc/driver/gdrdrv/params, non-overlapping handle ranges and the wrap of the handle
  * space, memory types per page-table flag, several mappings of one pin, unpin under a live
- * mapping (SIGBUS, pages given back at once), mmap refusals. Run inside the QEMU guest by
+ * mapping (SIGBUS, pages given back at once), mmap refusals (PROT_EXEC too). Run inside the QEMU guest by
  * tests/kernel/run-qemu.sh (listed in driver/tests/guest-extra.list) with gdrdrv loaded with
  * default parameters; it reloads the module with other parameters and restores it.
  */
@@ -301,6 +301,17 @@ static void test_mmap_refusals(uint64_t va)
         t_check(m == MAP_FAILED && errno == EINVAL, "mmap_private_refused", "mapped");
         m = map(h + 1, page, MAP_SHARED);
         t_check(m == MAP_FAILED && errno == EINVAL, "mmap_inside_range_refused", "mapped");
+        /* BAR memory is never code: no PROT_EXEC, now or later by mprotect. */
+        m = mmap(NULL, GPU_PAGE, PROT_READ | PROT_EXEC, MAP_SHARED, fd, (off_t)(h * (uint64_t)page));
+        t_check(m == MAP_FAILED && errno == EPERM, "mmap_exec_refused", "%s",
+                m == MAP_FAILED ? strerror(errno) : "mapped");
+        if (m != MAP_FAILED)
+            munmap(m, GPU_PAGE);
+        m = map(h, GPU_PAGE, MAP_SHARED);
+        t_check(m != MAP_FAILED && mprotect(m, GPU_PAGE, PROT_READ | PROT_EXEC) && errno == EACCES,
+                "mprotect_exec_refused", "%s", m == MAP_FAILED ? "mmap failed" : "allowed or not EACCES");
+        if (m != MAP_FAILED)
+            munmap(m, GPU_PAGE);
         unpin(h);
     }
 }
