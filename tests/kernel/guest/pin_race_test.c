@@ -128,12 +128,15 @@ static void test_pin_vs_unpin(void)
 }
 
 /* ---- non-persistent: FREE racing PIN and UNPIN -------------------------------------------- */
-struct freer { uint64_t va; unsigned int spin; };
+struct freer { uint64_t va; unsigned int spin; volatile int ready, go; };
 
 static void *free_thread(void *arg)
 {
     struct freer *f = arg;
 
+    f->ready = 1;
+    while (!f->go)
+        ;
     for (volatile unsigned int i = 0; i < f->spin; i++)
         ;
     emu_free(f->va);
@@ -143,7 +146,7 @@ static void *free_thread(void *arg)
 static void test_free_races(int during_pin)
 {
     const char *name = during_pin ? "free_races_pin_create" : "free_races_unpin";
-    uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired(), h;
+    uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired(), h = 0;
     int rounds = 200, done = 0, fired = 0;
     time_t t0 = time(NULL);
 
@@ -159,6 +162,12 @@ static void test_free_races(int during_pin)
             break;
         }
         pthread_create(&th, NULL, free_thread, &f);
+        while (!f.ready)
+            ;
+        f.go = 1;
+        /* Either side may go first, by a shifting margin, so that some callbacks fire. */
+        for (volatile unsigned int k = 0; k < (unsigned)(15 - i % 16) * 500; k++)
+            ;
         if (during_pin)
             e = pin(f.va, &h);          /* may fail: the memory went first */
         if (!e)
