@@ -46,7 +46,13 @@ struct vr_pin {
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;
     gdr_mapping_type_t map_type;
+    int dma_dev;                           /* copy_dma.c's finding for this pin: VR_DMA_DEV_* */
 };
+
+/* vr_pin.dma_dev: not looked up yet, or the copy engine unusable for this pin (BAR only);
+ * otherwise the CUDA device ordinal whose copy engine serves it. */
+#define VR_DMA_DEV_UNKNOWN (-1)
+#define VR_DMA_DEV_NONE    (-2)
 
 /*
  * The object of a live gdr_t of this process, with a reference taken (gdr_close waits for
@@ -102,6 +108,31 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
 /* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
 void vr_pins_release_owned(unsigned long owner);
+
+/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
+int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
+
+/* Where a checked copy range lies in GPU memory (vr_pin_dma_range, for copy_dma.c). */
+struct vr_dma_range {
+    uint64_t dev_addr;                     /* GPU address of the range's first byte */
+    gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
+    int dma_dev;                           /* the pin's vr_pin.dma_dev */
+    size_t avail;                          /* bytes of the mapping from the range's start on */
+};
+
+/* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
+ * gdr_copy_*_mapping do, with the same errors; on success fill r. */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn);
+
+/* The error of a copy whose handle is not a live pin (not_pin) or whose range is not inside
+ * its mapping: recorded, logged at debug level, EINVAL. Cold, out of line (the copy path). */
+__attribute__((noinline, cold))
+int vr_copy_fail(const char *fn, unsigned long h, const void *p, size_t n, int not_pin);
+
+/* Remember copy_dma.c's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
+void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);
 
 /* Record a failure as this thread's last error, log it at level, and return err. */
 __attribute__((format(printf, 3, 4)))

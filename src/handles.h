@@ -126,4 +126,14 @@ static inline int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
     }
 }
 
+/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
+ * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
+ * than any len, so two comparisons cover both ends. */
+static inline int vr_in_mapping(const struct vr_mapping *m, const void *p, size_t n)
+{
+    uintptr_t off = (uintptr_t)p - m->base;
+
+    return off <= m->len && n <= m->len - off;
+}
+
 #endif /* VRAMIO_HANDLES_H */

@@ -103,7 +103,7 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
                                 .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size,
-                                .pin_cycles = took };
+                                .pin_cycles = took, .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
     } else if (!rc) {
         rc = ENOMEM;
@@ -343,4 +343,58 @@ static int op_handle_backend(struct vr_slot *s, struct vr_pin *pin, void *arg, c
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn)
 {
     return with_pin(g, handle, op_handle_backend, backend, fn);
+}
+
+/* Cold: kept out of line so that the copy path stays a handful of instructions. */
+__attribute__((noinline, cold))
+int vr_copy_fail(const char *fn, unsigned long h, const void *p, size_t n, int not_pin)
+{
+    if (not_pin)
+        return vr_fail(EINVAL, "%s: %#lx is not a live pin handle", fn, h);
+    return vr_fail(EINVAL, "%s: %p+%zu is not inside the mapping of handle %#lx", fn, p, n, h);
+}
+
+/*
+ * For the copy engine (copy_dma.c): [p, p+n) checked as gdr_copy_*_mapping checks it, and
+ * where it lies in GPU memory. The mapping starts at the pin's info.va, so map_ptr + off is
+ * va + off on the GPU. Takes the slot lock for a moment: the pin's va is not published to the
+ * lock-free path, and a copy big enough for the copy engine does not notice the lock.
+ */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+    struct vr_pin *pin;
+    struct vr_mapping m;
+    int ok;
+
+    if (!s)
+        return vr_copy_fail(fn, handle.h, p, n, 1);
+    pin = s->obj;
+    if (!pin) {                 /* a test-only mapping (vr_handles_test_insert): no GPU behind */
+        vr_slot_unlock(s);
+        return vr_copy_fail(fn, handle.h, p, n, 1);
+    }
+    ok = pin_mapped_here(pin) && host;
+    if (ok) {
+        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
+        ok = vr_in_mapping(&m, p, n);
+    }
+    if (ok)
+        *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
+                                    .type = pin->map_type, .dma_dev = pin->dma_dev,
+                                    .avail = m.len - ((uintptr_t)p - m.base) };
+    vr_slot_unlock(s);
+    return ok ? 0 : vr_copy_fail(fn, handle.h, p, n, 0);
+}
+
+void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+
+    if (s) {
+        if (s->obj)
+            ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
+        vr_slot_unlock(s);
+    }
 }

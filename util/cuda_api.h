@@ -64,6 +64,18 @@
     X(cuMemcpyDtoH,             "cuMemcpyDtoH_v2",          (void *dst, CUdeviceptr src, size_t n)) \
     X(cuMemsetD8,               "cuMemsetD8_v2",                                            \
       (CUdeviceptr dst, unsigned char byte, size_t n))                                      \
+    X(cuMemHostGetFlags,        "cuMemHostGetFlags",        (unsigned int *flags, void *p)) \
+    /* the GPU's copy engine: asynchronous copies, streams, events (copy_dma.c) */          \
+    X(cuMemcpyHtoDAsync,        "cuMemcpyHtoDAsync_v2",                                     \
+      (CUdeviceptr dst, const void *src, size_t n, CUstream stream))                        \
+    X(cuMemcpyDtoHAsync,        "cuMemcpyDtoHAsync_v2",                                     \
+      (void *dst, CUdeviceptr src, size_t n, CUstream stream))                              \
+    X(cuStreamCreate,           "cuStreamCreate",           (CUstream *stream, unsigned int flags)) \
+    X(cuStreamDestroy,          "cuStreamDestroy_v2",       (CUstream stream))              \
+    X(cuEventCreate,            "cuEventCreate",            (CUevent *event, unsigned int flags)) \
+    X(cuEventRecord,            "cuEventRecord",            (CUevent event, CUstream stream)) \
+    X(cuEventSynchronize,       "cuEventSynchronize",       (CUevent event))                \
+    X(cuEventDestroy,           "cuEventDestroy_v2",        (CUevent event))                \
     /* virtual memory management */                                                         \
     X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",                       \
       (size_t *gran, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags opt)) \

@@ -28,6 +28,7 @@ typedef struct vr_cu_context *CUcontext;           /* opaque driver objects */
 typedef struct vr_cu_module *CUmodule;
 typedef struct vr_cu_function *CUfunction;
 typedef struct vr_cu_stream *CUstream;
+typedef struct vr_cu_event *CUevent;
 
 typedef struct {
     char bytes[16];
@@ -42,6 +43,7 @@ typedef enum {
     CUDA_ERROR_DEINITIALIZED    = 4,
     CUDA_ERROR_NO_DEVICE        = 100,
     CUDA_ERROR_INVALID_DEVICE   = 101,
+    CUDA_ERROR_INVALID_CONTEXT  = 201,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
     CUDA_ERROR_INVALID_HANDLE   = 400,
     CUDA_ERROR_NOT_FOUND        = 500,
@@ -60,8 +62,25 @@ typedef enum {
 } CUdevice_attribute;
 
 typedef enum {
-    CU_POINTER_ATTRIBUTE_P2P_TOKENS = 5,
+    CU_POINTER_ATTRIBUTE_CONTEXT        = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE    = 2,
+    CU_POINTER_ATTRIBUTE_P2P_TOKENS     = 5,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 } CUpointer_attribute;
+
+/* What CU_POINTER_ATTRIBUTE_MEMORY_TYPE answers. */
+typedef enum {
+    CU_MEMORYTYPE_HOST = 0x01,
+} CUmemorytype;
+
+/* cuStreamCreate and cuEventCreate flags (the copy engine's streams and events). */
+typedef enum {
+    CU_STREAM_NON_BLOCKING = 0x1,
+} CUstream_flags;
+
+typedef enum {
+    CU_EVENT_DISABLE_TIMING = 0x2,
+} CUevent_flags;
 
 /* What cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_P2P_TOKENS) fills in (gdr_pin_buffer's
  * p2p_token and va_space arguments come from here). */
