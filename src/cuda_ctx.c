@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include "fork_mutex.h"
+#include "fork.h"
 
 #define VR_MAX_CUDA_DEVICES 64
 
