@@ -5,6 +5,9 @@
 # kernel export (the kernel refuses such a module next to the proprietary nvidia.ko); the
 # open flavour's import of GPL-only exports shows that the check can see them. Also checks
 # driver/Makefile's choice of header and flavour from an NVIDIA source tree.
+# The same for Debian's arm64 build of each installed amd64 kernel, cross-compiled
+# (tests/kernel/arm64.sh fetches its headers; skipped with a reason when arm64 is not a dpkg
+# architecture here or there is no aarch64-linux-gnu-gcc, a failure under CI).
 # Prints one ok/not ok line per case; exits 77 when no kernel headers are installed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -21,6 +24,30 @@ fail=0
 ok() { echo "ok $1"; }
 notok() { echo "not ok $1: $2"; fail=1; }
 
+# arm64 trees: "arm64:<path>" entries, built with ARCH=arm64 and the cross compiler.
+. tests/kernel/arm64.sh
+CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
+mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$BUILD/kernel/cache
+arm64_why=
+if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64; then
+    arm64_why="arm64 is not a dpkg architecture (.ci/setup.d/arm64.sh)"
+elif ! command -v "${ARM64_CROSS}gcc" >/dev/null; then
+    arm64_why="no ${ARM64_CROSS}gcc (gcc-aarch64-linux-gnu)"
+else
+    for kdir in $trees; do
+        rel=$(basename "$(dirname "$kdir")")
+        ver=$(dpkg-query -W -f='${Version}' "linux-headers-$rel" 2>/dev/null)
+        abi=$(arm64_abi "$rel" "$ver")
+        if [ -z "$abi" ]; then notok "arm64/$rel/headers" "apt knows no arm64 build of $rel=$ver"; continue; fi
+        mkdir -p "$CACHE"
+        t=$(arm64_headers "$CACHE" "$abi" "$ver" 2>&1) && trees="$trees arm64:$t" ||
+            notok "arm64/$abi/headers" "$t"
+    done
+fi
+if [ -n "$arm64_why" ]; then
+    [ -n "${CI:-}" ] && notok "arm64/prerequisites" "$arm64_why" || echo "skip arm64/build: $arm64_why"
+fi
+
 # GPL-only exports among a module's undefined symbols, per the tree's Module.symvers.
 gpl_imports() {
     nm -u "$1" | awk '{print $2}' | sort -u >"$OUT/imports"
@@ -32,12 +59,16 @@ gpl_imports() {
 mkdir -p "$BUILD"
 OUT=$(mktemp -d "$BUILD/driver-builds.XXXXXX")
 for kdir in $trees; do
-    rel=$(basename "$(dirname "$kdir")")
+    rel=$(basename "$(dirname "$kdir")") cross=()
+    case $kdir in arm64:*)
+        kdir=${kdir#arm64:} rel=arm64/$(basename "$kdir" | sed 's/^linux-headers-//')
+        cross=(ARCH=arm64 CROSS_COMPILE="$ARM64_CROSS") ;;
+    esac
     [ -f "$kdir/Module.symvers" ] || { notok "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
     for flavour in open proprietary; do
-        dir=$OUT/$rel-$flavour
+        dir=$OUT/${rel//\//-}-$flavour
         rm -rf "$dir" && mkdir -p "$dir" && cp -r driver/. "$dir"/ && rm -rf "$dir/tests"
-        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 \
+        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 "${cross[@]}" \
             -j"$(nproc)" >"$dir.log" 2>&1; then
             notok "$rel/$flavour/build" "$(grep -m1 -E 'error' "$dir.log")"
             continue
