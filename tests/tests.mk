@@ -40,7 +40,7 @@ TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
 TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
-KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh)
+KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-arm64.sh)
 
 .PHONY: check check-unit check-asan check-tsan
 check: all tests

@@ -90,9 +90,11 @@ struct nvp2p_emu_phys {
 #define NVP2P_EMU_IOC_PHYS _IOWR(NVP2P_EMU_MAGIC, 8, struct nvp2p_emu_phys)
 
 /*
- * Added for the MMIO tests (x86 guests): what the calling process's page table holds for the
- * user address `uaddr` of a VM_IO/VM_PFNMAP mapping (a gdrdrv mapping): the PFN and the
- * cache mode that the PTE's PAT bits select. ENOENT when no PTE is there.
+ * Added for the MMIO tests (x86 and arm64 guests; EOPNOTSUPP elsewhere): what the calling
+ * process's page table holds for the user address `uaddr` of a VM_IO/VM_PFNMAP mapping (a
+ * gdrdrv mapping): the PFN and the cache mode that the PTE's PAT bits select. On arm64 the
+ * memory attribute reads as the mode of the same use: Normal as WB, Normal-NC as WC, Device as
+ * UC. ENOENT when no PTE is there.
  */
 struct nvp2p_emu_pte {
     __u64 uaddr;       /* in */

@@ -87,7 +87,7 @@ void emu_bar_free(u64 off, u64 size);
 phys_addr_t emu_bar_phys(u64 off);
 int emu_bar_copy(phys_addr_t phys, void __user *u, u64 len, bool to_user);
 
-/* emu_pte.c: the PTE ioctl (x86; EOPNOTSUPP elsewhere). */
+/* emu_pte.c: the PTE ioctl (x86 and arm64; EOPNOTSUPP elsewhere). */
 long emu_ioc_pte(void __user *uarg);
 
 #endif /* NVP2P_EMU_INTERNAL_H */
