@@ -25,6 +25,12 @@ struct nvp2p_emu_alloc {
 };
 #define NVP2P_EMU_ALLOC_CPU_CACHEABLE (1U << 0) /* page table says CPU_CACHEABLE */
 /*
+ * Added for the coherent-platform tests: the module parameter coherent (NVP2P_EMU_COHERENT_PARAM,
+ * writable at run time) makes every RAM allocation's page tables say CPU_CACHEABLE, as NVIDIA's
+ * driver does on Grace in CDMM mode, except those of pins made with FORCE_BAR1_MAPPING.
+ */
+#define NVP2P_EMU_COHERENT_PARAM "/sys/module/nvp2p_emu/parameters/coherent"
+/*
  * Added for the MMIO tests: the GPU pages come from the memory BAR of a QEMU ivshmem-plain
  * device (PCI 1af4:1110, BAR 2) instead of RAM, so the page table holds non-RAM physical
  * addresses as a real GPU's BAR1 does. ENODEV when the guest has no such device, ENOMEM when
