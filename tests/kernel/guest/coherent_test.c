@@ -249,24 +249,12 @@ static void test_mixed(uint64_t va)
     unpin(&c);
 }
 
-static int coherent_mode(void)
-{
-    FILE *f = fopen(NVP2P_EMU_COHERENT_PARAM, "r");
-    int c = 0;
-
-    if (f) {
-        c = fgetc(f);
-        fclose(f);
-    }
-    return c == 'Y' || c == '1';
-}
-
 int main(void)
 {
     uint64_t va = 0, base = emu_live_pins();
     int ret;
 
-    if (!coherent_mode()) {
+    if (!emu_coherent()) {
         printf("the provider is not in coherent mode (%s)\n", NVP2P_EMU_COHERENT_PARAM);
         return 77;
     }
