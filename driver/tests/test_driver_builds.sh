@@ -5,9 +5,9 @@
 # kernel export (the kernel refuses such a module next to the proprietary nvidia.ko); the
 # open flavour's import of GPL-only exports shows that the check can see them. Also checks
 # driver/Makefile's choice of header and flavour from an NVIDIA source tree.
-# The same for Debian's arm64 build of each installed amd64 kernel, cross-compiled
-# (tests/kernel/arm64.sh fetches its headers; skipped with a reason when arm64 is not a dpkg
-# architecture here or there is no aarch64-linux-gnu-gcc, a failure under CI).
+# The same for Debian's arm64 and ppc64el builds of each installed amd64 kernel, cross-compiled
+# (tests/kernel/foreign.sh fetches their headers; skipped with a reason when the architecture
+# is not a dpkg architecture here or its cross compiler is missing, a failure under CI).
 # Prints one ok/not ok line per case; exits 77 when no kernel headers are installed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -24,29 +24,28 @@ fail=0
 ok() { echo "ok $1"; }
 notok() { echo "not ok $1: $2"; fail=1; }
 
-# arm64 trees: "arm64:<path>" entries, built with ARCH=arm64 and the cross compiler.
-. tests/kernel/arm64.sh
+# Trees of other architectures: "<dpkg arch>:<path>" entries, built with that kbuild ARCH and
+# the cross compiler (Debian's arm64 and ppc64el builds of each installed amd64 kernel).
+. tests/kernel/foreign.sh
 CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
-mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$BUILD/kernel/cache
-arm64_why=
-if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64; then
-    arm64_why="arm64 is not a dpkg architecture (.ci/setup.d/arm64.sh)"
-elif ! command -v "${ARM64_CROSS}gcc" >/dev/null; then
-    arm64_why="no ${ARM64_CROSS}gcc (gcc-aarch64-linux-gnu)"
-else
-    for kdir in $trees; do
+mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || { CACHE=$BUILD/kernel/cache; mkdir -p "$CACHE"; }
+host_trees=$trees
+for fa in arm64 ppc64el; do
+    foreign_arch "$fa"
+    why=$(foreign_ready)
+    if [ -n "$why" ]; then
+        [ -n "${CI:-}" ] && notok "$fa/prerequisites" "$why" || echo "skip $fa/build: $why"
+        continue
+    fi
+    for kdir in $host_trees; do
         rel=$(basename "$(dirname "$kdir")")
         ver=$(dpkg-query -W -f='${Version}' "linux-headers-$rel" 2>/dev/null)
-        abi=$(arm64_abi "$rel" "$ver")
-        if [ -z "$abi" ]; then notok "arm64/$rel/headers" "apt knows no arm64 build of $rel=$ver"; continue; fi
-        mkdir -p "$CACHE"
-        t=$(arm64_headers "$CACHE" "$abi" "$ver" 2>&1) && trees="$trees arm64:$t" ||
-            notok "arm64/$abi/headers" "$t"
+        abi=$(foreign_abi "$rel" "$ver")
+        if [ -z "$abi" ]; then notok "$fa/$rel/headers" "apt knows no $fa build of $rel=$ver"; continue; fi
+        t=$(foreign_headers "$CACHE" "$abi" "$ver" 2>&1) && trees="$trees $fa:$t" ||
+            notok "$fa/$abi/headers" "$t"
     done
-fi
-if [ -n "$arm64_why" ]; then
-    [ -n "${CI:-}" ] && notok "arm64/prerequisites" "$arm64_why" || echo "skip arm64/build: $arm64_why"
-fi
+done
 
 # GPL-only exports among a module's undefined symbols, per the tree's Module.symvers.
 gpl_imports() {
@@ -60,9 +59,10 @@ mkdir -p "$BUILD"
 OUT=$(mktemp -d "$BUILD/driver-builds.XXXXXX")
 for kdir in $trees; do
     rel=$(basename "$(dirname "$kdir")") cross=()
-    case $kdir in arm64:*)
-        kdir=${kdir#arm64:} rel=arm64/$(basename "$kdir" | sed 's/^linux-headers-//')
-        cross=(ARCH=arm64 CROSS_COMPILE="$ARM64_CROSS") ;;
+    case $kdir in *:*)
+        foreign_arch "${kdir%%:*}"
+        kdir=${kdir#*:} rel=$FA_DPKG/$(basename "$kdir" | sed 's/^linux-headers-//')
+        cross=("${FA_KMAKE[@]}") ;;
     esac
     [ -f "$kdir/Module.symvers" ] || { notok "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
     for flavour in open proprietary; do

@@ -37,7 +37,7 @@
 # ARCH=arm64 runs the same on Debian's arm64 kernels in a qemu-system-aarch64 "virt" guest
 # (TCG, -cpu max): modules and guest programs cross-built with aarch64-linux-gnu-gcc (the
 # library and the extras in $BUILD/aarch64), headers, image and busybox taken out of Debian's
-# arm64 packages (tests/kernel/arm64.sh). Result names start with "arm64/"; the work folder is
+# arm64 packages (tests/kernel/foreign.sh). Result names start with "arm64/"; the work folder is
 # $BUILD/kernel-arm64. The guest has no exit port: it powers off, and the "@@ DONE failed=N"
 # line says how the run went. tests/kernel/run-qemu-arm64.sh is this for 'make check'.
 set -u
@@ -54,10 +54,10 @@ x86_64|amd64|x86)
 arm64|aarch64)
     ARCH=arm64 QEMU=qemu-system-aarch64 GCC=aarch64-linux-gnu-gcc LIBBUILD=$BUILD/aarch64
     KROOT=$BUILD/kernel-arm64 LP=arm64/ PKG_ARCH=:arm64
-    KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) CONSOLE=ttyAMA0
+    CONSOLE=ttyAMA0
     # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper under TCG than QARMA.
     QEMU_MACHINE=(-machine virt,accel=tcg -cpu max,pauth-impdef=on)
-    . "$REPO/tests/kernel/arm64.sh" ;;
+    . "$REPO/tests/kernel/foreign.sh" && foreign_arch arm64 && KMAKE=("${FA_KMAKE[@]}") ;;
 *) echo "run-qemu.sh: ARCH=$ARCH: only x86_64 and arm64 guests exist"; exit 2 ;;
 esac
 SERIES=${VRAMIO_KERNELS:-6.1 6.12}
@@ -86,9 +86,9 @@ CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
 mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$KROOT/cache
 mkdir -p "$CACHE" "$KROOT"
 if [ "$ARCH" = arm64 ]; then
-    dpkg --print-foreign-architectures | grep -qx arm64 ||
-        unavailable "arm64 kernel tests need arm64 as a dpkg architecture (.ci/setup.d/arm64.sh)"
-    BUSYBOX=$(arm64_busybox "$CACHE") || unavailable "could not fetch busybox-static:arm64"
+    why=$(foreign_ready)
+    [ -z "$why" ] || unavailable "arm64 kernel tests: $why"
+    BUSYBOX=$(foreign_busybox "$CACHE") || unavailable "could not fetch busybox-static:arm64"
 fi
 
 # Runs sharing a build folder (several 'make check' at once) take turns: they rebuild the
@@ -202,7 +202,7 @@ collect_extras() {  # writes "name<TAB>command" lines for the guest, copies the 
 run_kernel() {  # run_kernel LABEL ABI VERSION
     local label=$1 abi=$2 ver=$3 kdir out img root serial rc line have_driver=0
     kdir=/usr/lib/modules/$abi/build
-    if [ "$ARCH" = arm64 ] && ! kdir=$(arm64_headers "$CACHE" "$abi" "$ver" 2>"$KROOT/headers.log"); then
+    if [ "$ARCH" = arm64 ] && ! kdir=$(foreign_headers "$CACHE" "$abi" "$ver" 2>"$KROOT/headers.log"); then
         echo "not ok $label/headers: linux-headers-$abi:arm64=$ver: $(tail -n 1 "$KROOT/headers.log")"
         return
     fi
@@ -329,7 +329,7 @@ main() {
         fi
         if [ "$ARCH" = arm64 ]; then        # the arm64 build of the same kernel
             set -- $k
-            a=$(arm64_abi "$2" "$3")
+            a=$(foreign_abi "$2" "$3")
             if [ -z "$a" ]; then
                 echo "not ok $LP$s/headers: apt knows no linux-headers-${2%-amd64}-arm64:arm64=$3"
                 continue
