@@ -60,10 +60,12 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS_$*) -MMD -MP -c $< -o $@
 
+# -z nodelete: dlclose must not unmap us while pins, mappings, fork handlers or a forked
+# child's exit handler (src/fork.c) still point into the library.
 $(LIB_REAL): $(LIB_OBJS) $(LIB_MAP)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=$(LIB_MAP) -Wl,-z,defs \
-	    -Wl,-z,relro -Wl,-z,now -Wl,--as-needed $(ALL_LDFLAGS) -o $@ $(LIB_OBJS) -ldl -lpthread
+	    -Wl,-z,nodelete -Wl,-z,relro -Wl,-z,now -Wl,--as-needed $(ALL_LDFLAGS) -o $@ $(LIB_OBJS) -ldl -lpthread
 
 $(BUILD)/lib/$(LIB_SONAME): $(LIB_REAL)
 	ln -sf $(notdir $<) $@

@@ -40,7 +40,10 @@ int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend);
  * one-line explanation copied into reason (always NUL-terminated when len > 0). */
 int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
 
-/* Probe one backend without an open gdr_t (what gdr_open would decide), same convention. */
+/* Probe one backend without an open gdr_t (what gdr_open would decide), same convention.
+ * A backend that works but that gdr_open leaves out (vulkan alone, without
+ * VRAMIO_ENABLE_VULKAN=1 or GDRCOPY_BACKEND=vulkan) gives ENODEV and a reason that starts
+ * "usable, not enabled:" and says how to opt in. */
 int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len);
 
 /* The one-line reason of the last failing gdr_* / vramio_* call in this thread ("" if none). */

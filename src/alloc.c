@@ -17,6 +17,7 @@
 #include <string.h>
 #include "core.h"
 #include "cuda_loader.h"
+#include "fork.h"
 #include "vramio.h"
 
 struct vr_alloc {
@@ -28,6 +29,20 @@ struct vr_alloc {
 
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vr_alloc *allocs;
+static pthread_once_t alloc_fork_once = PTHREAD_ONCE_INIT;
+
+/* The list is held only for a pointer swap; a fork meanwhile must not leave the child a
+ * lock that no thread will release. */
+static void alloc_fork_register(void)
+{
+    vr_fork_protect_mutex(&alloc_lock);
+}
+
+static void alloc_lock_take(void)
+{
+    pthread_once(&alloc_fork_once, alloc_fork_register);
+    pthread_mutex_lock(&alloc_lock);
+}
 
 static int dev_attr(const struct vr_cuda *cu, CUdevice d, CUdevice_attribute a)
 {
@@ -130,7 +145,7 @@ VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
     a->ptr = ptr;
     a->size = size;
     a->handle = h;
-    pthread_mutex_lock(&alloc_lock);
+    alloc_lock_take();
     a->next = allocs;
     allocs = a;
     pthread_mutex_unlock(&alloc_lock);
@@ -144,7 +159,7 @@ VR_EXPORT int vramio_free(unsigned long long dptr)
     struct vr_alloc **p, *a = NULL;
     CUresult r1, r2, r3;
 
-    pthread_mutex_lock(&alloc_lock);
+    alloc_lock_take();
     for (p = &allocs; *p; p = &(*p)->next) {
         if ((*p)->ptr == (CUdeviceptr)dptr) {
             a = *p;

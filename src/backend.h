@@ -44,6 +44,14 @@ struct vr_backend_ops {
     vramio_backend_t id;
     const char *name;
 
+    /* A backend that serves only some kinds of GPU memory sets both: gdr_open then does not
+     * rely on it alone (a client reads a non-NULL gdr_open as "cudaMalloc memory can be
+     * pinned") unless the user opted in through GDRCOPY_BACKEND=<name> or opt_in_env=1.
+     * serves says which memory it pins, for the reason shown when it is left out. NULL for a
+     * backend that pins whatever CUDA allocates. */
+    const char *opt_in_env;
+    const char *serves;
+
     /* Is this backend usable in this process? Cheap (no GPU context creation where avoidable);
      * the backend may cache the answer. 0 if usable, else an errno and why. */
     int (*probe)(char *why, size_t len);

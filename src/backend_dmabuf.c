@@ -11,6 +11,7 @@
  * the core offers the pin to the next backend.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
 #include "dmabuf_policy.h"
+#include "fork.h"
 #include "pin_util.h"
 
 struct dmabuf_ctx {
@@ -42,6 +44,12 @@ static _Atomic int mmap_state;          /* 0 unknown, 1 works, -1 refused */
 static int mmap_err;
 static char mmap_why[320];
 static pthread_mutex_t mmap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t mmap_fork_once = PTHREAD_ONCE_INIT;
+
+static void mmap_fork_register(void)
+{
+    vr_fork_protect_mutex(&mmap_lock);
+}
 
 static int driver_version(const struct vr_cuda *cu)
 {
@@ -58,6 +66,7 @@ static int mmap_learn(const struct vr_cuda *cu, int fd, size_t len, char *why, s
     void *m;
     int st, err = 0;
 
+    pthread_once(&mmap_fork_once, mmap_fork_register);
     pthread_mutex_lock(&mmap_lock);
     st = atomic_load_explicit(&mmap_state, memory_order_relaxed);
     if (st == 0) {
@@ -177,8 +186,12 @@ static int dmabuf_export(const struct vr_cuda *cu, uint64_t va, uint64_t len, ui
     if (r == CUDA_ERROR_NOT_SUPPORTED && vr_dmabuf_retry_without_pcie(ef))
         r = cu->cuMemGetHandleForAddressRange(fd, (CUdeviceptr)va, len,
                                               CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        /* Ours alone: a program that forks and execs must not pass it on (it holds the
+         * pages). */
+        fcntl(*fd, F_SETFD, FD_CLOEXEC);
         return 0;
+    }
     snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s (not one CUDA allocation, "
              "or not exportable)", (unsigned long long)va, (unsigned long long)len,
              vr_cuda_errstr(r));
@@ -264,6 +277,8 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     m = mmap(NULL, (size_t)p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (m == MAP_FAILED)
         return vr_dmabuf_mmap_error(errno, 0, why, sizeof(why));
+    /* The exporter's mapping would be copied into a forked child; gdrdrv's is not. */
+    vr_fork_dontfork(m, (size_t)p->len);
     p->map = m;
     *ptr = m;
     *granted = GDR_MAPPING_TYPE_WC;

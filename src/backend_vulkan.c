@@ -16,6 +16,7 @@
  * alternatives. CUDA and Vulkan start at the first pin, never in gdr_open.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
+#include "fork.h"
 #include "log.h"
 #include "pin_util.h"
 #include "vk_device.h"
@@ -180,6 +182,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
                  (unsigned long long)e->key.base, vr_cuda_errstr(cr));
         return vr_cuda_errno(cr);
     }
+    fcntl(fd, F_SETFD, FD_CLOEXEC); /* an exec in another thread must not inherit it */
     {
         VkImportMemoryFdInfoKHR imp = {
             .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
@@ -211,6 +214,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
                  (unsigned long long)e->key.base, vr_vk_result_name(vr));
         return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
     }
+    /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
+     * so that a forked child faults on it instead of reaching the parent's memory. */
+    vr_fork_dontfork(cpu, (size_t)e->key.size);
     vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d): properties %.1f us, Vulkan device %.1f us, "
            "export %.1f us, import %.1f us, map %.1f us", (unsigned long long)e->key.base,
            (unsigned long long)e->key.size, e->device, t_prop, t_gpu, t_export, t_import,
@@ -437,6 +443,8 @@ static int vulkan_get_attr(void *ctx, gdr_attr_t attr, int *value)
 const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
+    .opt_in_env = "VRAMIO_ENABLE_VULKAN",
+    .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
     .probe = vulkan_probe,
     .open = vulkan_open,
     .close = vulkan_close,

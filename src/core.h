@@ -27,6 +27,7 @@ struct vr_active {
 /* What a gdr_t names. Freed only by gdr_close, after every call using it has returned. */
 struct vr_gdr {
     unsigned long token;                   /* the gdr_t value handed out */
+    pid_t pid;                             /* the process that opened it */
     struct vr_slot *slot;                  /* its slot in vr_gdrs */
     int nactive;
     struct vr_active active[VRAMIO_BACKEND_COUNT];   /* usable backends, in priority order */
@@ -49,9 +50,23 @@ struct vr_pin {
 /* The backends in probing order, indexed by vramio_backend_t - 1. */
 extern const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1];
 
-/* The object of a live gdr_t with a reference taken (gdr_close waits for it), or NULL. */
-struct vr_gdr *vr_gdr_get(gdr_t g);
+/*
+ * The object of a live gdr_t of this process, with a reference taken (gdr_close waits for
+ * it): 0, or EINVAL (not an open gdr_t) or EACCES (opened by the parent of this forked
+ * process), recorded as the last error of fn. The fork check is here, once, before any
+ * backend code can run on objects that belong to another process.
+ */
+int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **gdr);
 void vr_gdr_put(struct vr_gdr *gdr);
+
+/*
+ * gdr_open's choice, for table (probing order, VRAMIO_BACKEND_COUNT - 1 entries): fills
+ * gdr->status and gdr->why for every backend and, when open is set, the usable ones' contexts
+ * in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
+ * GDRCOPY_BACKEND (the reason in reason).
+ */
+int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
+                       char *reason, size_t len);
 
 /* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
 int vr_pin_release_locked(struct vr_slot *s);

@@ -5,11 +5,28 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include "fork.h"
 
 #define VR_MAX_CUDA_DEVICES 64
 
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext primary[VR_MAX_CUDA_DEVICES];
+static pthread_once_t primary_fork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread retains a context must not deadlock the child (the lock is
+ * fresh there); the contexts are the parent's, so the child forgets them (CUDA refuses to
+ * work in a child forked after cuInit anyway). */
+static void primary_fork_child(void)
+{
+    memset(primary, 0, sizeof(primary));
+}
+
+static void primary_fork_register(void)
+{
+    vr_fork_protect_mutex(&primary_lock);
+    pthread_atfork(NULL, NULL, primary_fork_child);
+}
 
 static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *why, size_t len)
 {
@@ -20,6 +37,7 @@ static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *
         snprintf(why, len, "CUDA device ordinal %d out of range", dev);
         return EINVAL;
     }
+    pthread_once(&primary_fork_once, primary_fork_register);
     pthread_mutex_lock(&primary_lock);
     r = CUDA_SUCCESS;
     if (!primary[dev]) {

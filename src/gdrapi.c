@@ -49,27 +49,31 @@ static struct vr_slot *pin_lock(const struct vr_gdr *gdr, gdr_mh_t handle)
  */
 static int pin_mapped_here(const struct vr_pin *pin)
 {
-    return pin->map_ptr && pin->map_pid == getpid();
+    return pin->map_ptr && pin->map_pid == vr_self_pid();
 }
 
 int vr_pin_release_locked(struct vr_slot *s)
 {
     struct vr_pin *pin = s->obj;
+    void *map = pin_mapped_here(pin) ? pin->map_ptr : NULL;
     int rc = 0, rc2;
 
-    if (pin_mapped_here(pin)) {
+    /* The handle goes stale before the pin is torn down, so that no process (a child forked
+     * at any moment of this) can ever see a live handle naming a freed pin. No other call can
+     * reach the pin once its token is stale: the backend still sees one call at a time. */
+    if (map)
         vr_slot_set_mapping(s, NULL, 0, 0);
-        rc = pin->ops->unmap(pin->ctx, pin->bpin, pin->map_ptr, pin->map_size);
+    vr_slot_free_locked(&vr_pins, s);
+    if (map) {
+        rc = pin->ops->unmap(pin->ctx, pin->bpin, map, pin->map_size);
         if (rc)
-            vr_warn("unpin: %s could not unmap %p: %s", pin->ops->name, pin->map_ptr,
+            vr_warn("unpin: %s could not unmap %p: %s", pin->ops->name, map,
                     vramio_strerror(rc));
-        pin->map_ptr = NULL;
     }
     rc2 = pin->ops->unpin(pin->ctx, pin->bpin);
     if (rc2)
         vr_warn("unpin: %s reported %s", pin->ops->name, vramio_strerror(rc2));
     free(pin);
-    vr_slot_free_locked(&vr_pins, s);
     return rc2 ? rc2 : rc;
 }
 
@@ -138,9 +142,9 @@ static int pin_common(gdr_t g, struct vr_pin_req *req, gdr_mh_t *handle, const c
                        (unsigned long long)req->addr, (unsigned long long)req->size);
     if (req->flags & ~(uint32_t)GDR_PIN_FLAG_FORCE_PCIE)
         return vr_fail(EINVAL, "%s: unknown flags 0x%x", fn, req->flags);
-    gdr = vr_gdr_get(g);
-    if (!gdr)
-        return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
+    rc = vr_gdr_get(g, fn, &gdr);
+    if (rc)
+        return rc;
     rc = pin_with_backends(gdr, req, fn, handle);
     vr_gdr_put(gdr);
     return rc;
@@ -171,12 +175,12 @@ typedef int (*pin_op_fn)(struct vr_slot *s, struct vr_pin *pin, void *arg, const
 
 static int with_pin(gdr_t g, gdr_mh_t handle, pin_op_fn op, void *arg, const char *fn)
 {
-    struct vr_gdr *gdr = vr_gdr_get(g);
+    struct vr_gdr *gdr;
     struct vr_slot *s;
-    int rc;
+    int rc = vr_gdr_get(g, fn, &gdr);
 
-    if (!gdr)
-        return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
+    if (rc)
+        return rc;
     s = pin_lock(gdr, handle);
     if (!s) {
         vr_gdr_put(gdr);
@@ -280,7 +284,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
         rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);
     } else {
         pin->map_ptr = ptr;
-        pin->map_pid = getpid();
+        pin->map_pid = vr_self_pid();
         pin->map_size = a->size;
         pin->map_type = granted;
         vr_slot_set_mapping(s, ptr, a->size, granted);
@@ -312,6 +316,7 @@ VR_EXPORT int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size)
 struct unmap_args {
     void *va;
     size_t size;
+    unsigned long h;
 };
 
 static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
@@ -319,15 +324,17 @@ static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char
     struct unmap_args *a = arg;
     int rc = 0;
 
-    if (!pin_mapped_here(pin))
-        rc = vr_fail(EINVAL, "%s: the handle is not mapped", fn);
-    else if (a->va != pin->map_ptr || a->size != pin->map_size)
-        rc = vr_fail(EINVAL, "%s: %p+%zu is not the mapping %p+%zu", fn, a->va, a->size,
-                     pin->map_ptr, pin->map_size);
-    if (rc) {
+    if (!pin_mapped_here(pin)) {
         vr_slot_unlock(s);
-        return rc;
+        return vr_fail(EINVAL, "%s: the handle is not mapped", fn);
     }
+    /* Upstream munmaps whatever it is given and returns 0, and clients rely on that: DPDK
+     * passes the device address, then unpins and frees. Release this handle's own mapping
+     * (never an address it was not given by us) and say so. */
+    if (a->va != pin->map_ptr || a->size != pin->map_size)
+        vr_warn("%s: %p+%zu is not the mapping of handle %#lx (expected %p+%zu); releasing that "
+                "mapping",
+                fn, a->va, a->size, a->h, pin->map_ptr, pin->map_size);
     /* Hide the mapping from the copy path before it goes away. */
     vr_slot_set_mapping(s, NULL, 0, 0);
     rc = pin->ops->unmap(pin->ctx, pin->bpin, pin->map_ptr, pin->map_size);
@@ -339,7 +346,7 @@ static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char
 
 VR_EXPORT int gdr_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size)
 {
-    struct unmap_args a = { va, size };
+    struct unmap_args a = { va, size, handle.h };
 
     return with_pin(g, handle, op_unmap, &a, "gdr_unmap");
 }
@@ -448,9 +455,9 @@ VR_EXPORT int gdr_driver_get_version(gdr_t g, int *major, int *minor)
         return vr_fail(EINVAL, "gdr_driver_get_version: NULL output");
     *major = 0;
     *minor = 0;
-    gdr = vr_gdr_get(g);
-    if (!gdr)
-        return vr_fail(EINVAL, "gdr_driver_get_version: %p is not an open gdr_t", (void *)g);
+    rc = vr_gdr_get(g, "gdr_driver_get_version", &gdr);
+    if (rc)
+        return rc;
     rc = gdr->active[0].ops->driver_version(gdr->active[0].ctx, major, minor);
     vr_gdr_put(gdr);
     return rc ? vr_fail(rc, "gdr_driver_get_version: %s", vramio_strerror(rc)) : 0;
@@ -465,9 +472,9 @@ VR_EXPORT int gdr_get_attribute(gdr_t g, gdr_attr_t attr, int *v)
         return vr_fail(EINVAL, "gdr_get_attribute: v is NULL");
     if (attr < GDR_ATTR_USE_PERSISTENT_MAPPING || attr >= GDR_ATTR_MAX)
         return vr_fail(EINVAL, "gdr_get_attribute: unknown attribute %d", (int)attr);
-    gdr = vr_gdr_get(g);
-    if (!gdr)
-        return vr_fail(EINVAL, "gdr_get_attribute: %p is not an open gdr_t", (void *)g);
+    rc = vr_gdr_get(g, "gdr_get_attribute", &gdr);
+    if (rc)
+        return rc;
     rc = gdr->active[0].ops->get_attr(gdr->active[0].ctx, attr, v);
     vr_gdr_put(gdr);
     return rc ? vr_fail(rc, "gdr_get_attribute: %s", vramio_strerror(rc)) : 0;

@@ -7,6 +7,7 @@
  * its generation could come round again.
  */
 #include <stdlib.h>
+#include <unistd.h>
 #include "handles.h"
 
 #define VR_NO_SLOT UINT32_MAX
@@ -17,6 +18,7 @@ struct vr_table vr_gdrs = { .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = VR_N
                             .free_tail = VR_NO_SLOT, .tag = VR_TAG_GDR };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static _Atomic pid_t self_pid;     /* 0 until asked; cleared in a forked child */
 
 static uint32_t slot_gen(const struct vr_slot *s)
 {
@@ -181,6 +183,7 @@ static void reset_table_in_child(struct vr_table *t)
 
 static void atfork_child(void)
 {
+    atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
     reset_table_in_child(&vr_pins);
     reset_table_in_child(&vr_gdrs);
     /* Every mapping is gone here, including one a thread of the parent was publishing. */
@@ -190,6 +193,19 @@ static void atfork_child(void)
 static void register_atfork(void)
 {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+pid_t vr_self_pid(void)
+{
+    pid_t pid;
+
+    pthread_once(&atfork_once, register_atfork); /* before caching: the child must reset it */
+    pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (!pid) {
+        pid = getpid();
+        atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
+    }
+    return pid;
 }
 
 int vr_slot_alloc(struct vr_table *t, void *obj, unsigned long owner, unsigned long *token)

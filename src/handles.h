@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define VR_TOKEN_TAG_SHIFT  48
 #define VR_TOKEN_GEN_SHIFT  24
@@ -76,6 +77,10 @@ void vr_slot_set_mapping(struct vr_slot *s, void *base, size_t len, int type);
  * it (directly or through vr_slot_free_locked). */
 void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
                            void (*fn)(struct vr_slot *s, void *arg), void *arg);
+
+/* This process's id, without a system call (cached; the table's fork handler clears it in a
+ * child): what the fork checks compare owners against. */
+pid_t vr_self_pid(void);
 
 /* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);

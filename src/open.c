@@ -71,32 +71,77 @@ static int consider_backend(const struct vr_backend_ops *ops, unsigned mask, con
     return rc;
 }
 
+/* Whether the user asked for a backend that needs opting in: by name, or by its variable. */
+static int opted_in(const struct vr_backend_ops *ops)
+{
+    const char *forced = getenv("GDRCOPY_BACKEND");
+    const char *v = getenv(ops->opt_in_env);
+
+    if (forced && strcmp(forced, ops->name) == 0)
+        return 1;
+    return v && atoi(v) != 0;
+}
+
+int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
+                       char *reason, size_t len)
+{
+    char off[VR_REASON_LEN];
+    void *ctx[VRAMIO_BACKEND_COUNT] = { 0 };
+    int ok[VRAMIO_BACKEND_COUNT] = { 0 };
+    unsigned mask;
+    int b, broad = 0;
+
+    if (allowed_backends(&mask, off, sizeof(off))) {
+        vr_copy_reason(reason, len, off);
+        return EINVAL;
+    }
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        const struct vr_backend_ops *ops = table[b - 1];
+
+        gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
+                                          VR_REASON_LEN);
+        ok[b] = gdr->status[b] == 0;
+        broad |= ok[b] && !ops->opt_in_env;
+    }
+    /* A narrow backend alone would make gdr_open promise pins it cannot keep: without an
+     * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
+     * broad backend it stays as the fall-through for memory that one refuses. */
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        const struct vr_backend_ops *ops = table[b - 1];
+
+        if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
+            continue;
+        if (ctx[b])
+            ops->close(ctx[b]);
+        ctx[b] = NULL;
+        ok[b] = 0;
+        gdr->status[b] = ENODEV;
+        snprintf(gdr->why[b], VR_REASON_LEN, "usable, not enabled: set %s=1 for programs whose "
+                 "memory is %s", ops->opt_in_env, ops->serves);
+    }
+    gdr->nactive = 0;
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+        if (ok[b] && open)
+            gdr->active[gdr->nactive++] = (struct vr_active){ table[b - 1], ctx[b] };
+    return 0;
+}
+
 VR_EXPORT gdr_t gdr_open(void)
 {
     struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
     char off[VR_REASON_LEN];
-    unsigned mask;
-    void *ctx;
     int b, rc;
 
     if (!gdr) {
         vr_fail_err(ENOMEM, "gdr_open: out of memory");
         return NULL;
     }
-    if (allowed_backends(&mask, off, sizeof(off))) {
+    if (vr_choose_backends(vr_backend_table, gdr, 1, off, sizeof(off))) {
         vr_fail_err(EINVAL, "gdr_open: %s", off);
         free(gdr);
         return NULL;
     }
-    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = vr_backend_table[b - 1];
-
-        ctx = NULL;
-        rc = consider_backend(ops, mask, off, &ctx, gdr->why[b], VR_REASON_LEN);
-        gdr->status[b] = rc;
-        if (rc == 0)
-            gdr->active[gdr->nactive++] = (struct vr_active){ ops, ctx };
-    }
+    gdr->pid = vr_self_pid();
     /* Why each backend is unusable: an error when that leaves none, else a detail. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
@@ -123,21 +168,28 @@ VR_EXPORT gdr_t gdr_open(void)
     return (gdr_t)(uintptr_t)gdr->token;
 }
 
-struct vr_gdr *vr_gdr_get(gdr_t g)
+int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
 {
     struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
     struct vr_gdr *gdr;
 
     if (!s)
-        return NULL;
+        return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
+    gdr = s->obj;
+    if (gdr->pid != vr_self_pid()) {
+        vr_slot_unlock(s);
+        return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
+                       "forked process: its pins and mappings are not inherited; call gdr_open "
+                       "in this process", fn, (int)gdr->pid);
+    }
     if (s->closing) {
         vr_slot_unlock(s);
-        return NULL;
+        return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
     }
     s->refs++;
-    gdr = s->obj;
     vr_slot_unlock(s);
-    return gdr;
+    *out = gdr;
+    return 0;
 }
 
 void vr_gdr_put(struct vr_gdr *gdr)
@@ -164,6 +216,16 @@ VR_EXPORT int gdr_close(gdr_t g)
 
     if (!s)
         return vr_fail(EINVAL, "gdr_close: %p is not an open gdr_t", (void *)g);
+    if (((struct vr_gdr *)s->obj)->pid != vr_self_pid()) {
+        /* A forked child closing what it inherited: the pins and driver objects are the
+         * parent's, so nothing is released here (upstream's gdr_close only closes the
+         * child's copy of the descriptor). The records are memory of the child, gone at its
+         * exit; every later use of g in the child is still refused. */
+        vr_slot_unlock(s);
+        vr_dbg("gdr_close: %p belongs to the parent process: nothing to release here",
+               (void *)g);
+        return 0;
+    }
     if (s->closing) {
         vr_slot_unlock(s);
         return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
@@ -193,12 +255,13 @@ static int backend_id_ok(vramio_backend_t backend)
 VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
 {
     struct vr_gdr *gdr;
+    int rc;
 
     if (!backend)
         return vr_fail(EINVAL, "vramio_get_backend: backend is NULL");
-    gdr = vr_gdr_get(g);
-    if (!gdr)
-        return vr_fail(EINVAL, "vramio_get_backend: %p is not an open gdr_t", (void *)g);
+    rc = vr_gdr_get(g, "vramio_get_backend", &gdr);
+    if (rc)
+        return rc;
     *backend = gdr->active[0].ops->id;
     vr_gdr_put(gdr);
     return 0;
@@ -213,10 +276,10 @@ VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *rea
         vr_copy_reason(reason, len, "not a backend");
         return vr_fail(EINVAL, "vramio_backend_status: %d is not a backend", (int)backend);
     }
-    gdr = vr_gdr_get(g);
-    if (!gdr) {
-        vr_copy_reason(reason, len, "not an open gdr_t");
-        return vr_fail(EINVAL, "vramio_backend_status: %p is not an open gdr_t", (void *)g);
+    rc = vr_gdr_get(g, "vramio_backend_status", &gdr);
+    if (rc) {
+        vr_copy_reason(reason, len, vramio_last_error());
+        return rc;
     }
     vr_copy_reason(reason, len, gdr->why[backend]);
     rc = gdr->status[backend];
@@ -226,23 +289,32 @@ VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *rea
 
 VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
 {
-    char off[VR_REASON_LEN], why[VR_REASON_LEN];
-    unsigned mask;
+    struct vr_gdr *probe;
+    char off[VR_REASON_LEN];
     int rc;
 
     if (!backend_id_ok(backend)) {
         vr_copy_reason(reason, len, "not a backend");
         return vr_fail(EINVAL, "vramio_backend_probe: %d is not a backend", (int)backend);
     }
-    rc = allowed_backends(&mask, off, sizeof(off));
+    /* What gdr_open would decide about this one depends on the others (the opt-in rule). */
+    probe = calloc(1, sizeof(*probe));
+    if (!probe) {
+        vr_copy_reason(reason, len, "out of memory");
+        return vr_fail_err(ENOMEM, "vramio_backend_probe: out of memory");
+    }
+    rc = vr_choose_backends(vr_backend_table, probe, 0, off, sizeof(off));
     if (rc) {
         vr_copy_reason(reason, len, off);
+        free(probe);
         return vr_fail(rc, "vramio_backend_probe: %s", off);
     }
-    rc = consider_backend(vr_backend_table[backend - 1], mask, off, NULL, why, sizeof(why));
-    vr_copy_reason(reason, len, why);
+    rc = probe->status[backend];
+    vr_copy_reason(reason, len, probe->why[backend]);
     if (rc)
-        vr_fail(rc, "vramio_backend_probe: %s: %s", vramio_backend_name(backend), why);
+        vr_fail(rc, "vramio_backend_probe: %s: %s", vramio_backend_name(backend),
+                probe->why[backend]);
+    free(probe);
     return rc;
 }
 

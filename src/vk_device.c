@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fork.h"
 
 #define VR_VK_MAX_GPUS 64
 
@@ -25,6 +26,32 @@ static VkInstance vk_instance;
 static int vk_instance_err = -1;      /* -1: not tried yet */
 static char vk_instance_why[256];
 static struct gpu_slot slots[VR_VK_MAX_GPUS];
+static pthread_once_t vk_fork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread makes a device must not leave vk_lock locked for ever in the
+ * child (vr_fork_protect_mutex); and the child must never use its parent's VkDevice (the
+ * driver's objects are the parent's): every device the child inherited reads as failed. */
+static void vk_fork_child(void)
+{
+    int i;
+
+    if (vk_instance_err < 0)
+        return;
+    vk_instance_err = EACCES;
+    snprintf(vk_instance_why, sizeof(vk_instance_why), "Vulkan was started by the parent of "
+             "this forked process, and cannot be used in the child");
+    for (i = 0; i < VR_VK_MAX_GPUS; i++) {
+        slots[i].err = EACCES;
+        snprintf(slots[i].why, sizeof(slots[i].why), "%s", vk_instance_why);
+        atomic_store_explicit(&slots[i].state, -1, memory_order_relaxed);
+    }
+}
+
+static void vk_fork_register(void)
+{
+    vr_fork_protect_mutex(&vk_lock);
+    pthread_atfork(NULL, NULL, vk_fork_child);
+}
 
 static int instance_start(void)
 {
@@ -54,6 +81,8 @@ static int instance_start(void)
         return ENOTSUP;
     }
     r = vk.vkCreateInstance(&ci, NULL, &vk_instance);
+    if (r == VK_SUCCESS)
+        vr_fork_guard_teardown("a Vulkan instance");
     if (r != VK_SUCCESS) {
         snprintf(vk_instance_why, sizeof(vk_instance_why),
                  "vkCreateInstance failed: %s (is a Vulkan driver installed? VK_DRIVER_FILES "
@@ -223,6 +252,7 @@ int vr_vk_gpu_get(const struct vr_cuda *cu, int cuda_dev, const struct vr_vk_gpu
     s = &slots[cuda_dev];
     st = atomic_load_explicit(&s->state, memory_order_acquire);
     if (st == 0) {
+        pthread_once(&vk_fork_once, vk_fork_register);
         pthread_mutex_lock(&vk_lock);
         st = atomic_load_explicit(&s->state, memory_order_relaxed);
         if (st == 0) {

@@ -117,6 +117,8 @@ int main(int argc, char **argv)
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
     gdr_t g;
 
+    tool_enable_backends();
+
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));

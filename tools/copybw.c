@@ -228,6 +228,8 @@ int main(int argc, char **argv)
     int n = 0;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
 
+    tool_enable_backends();
+
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));

@@ -91,7 +91,13 @@ static void backend_hints(vramio_backend_t b)
     }
 }
 
-static int backends_section(struct json *j)
+/* A backend gdr_open leaves out by policy (not a failure): its reason starts so. */
+static int usable_not_enabled(const char *why)
+{
+    return strncmp(why, "usable, not enabled", 19) == 0;
+}
+
+static int backends_section(struct json *j, int *held_back)
 {
     int usable = 0;
 
@@ -102,14 +108,20 @@ static int backends_section(struct json *j)
         int rc = vramio_backend_probe((vramio_backend_t)b, why, sizeof(why));
         const char *name = vramio_backend_name((vramio_backend_t)b);
 
-        printf("  %-8s  %s%s%s\n", name, rc ? "unusable: " : "usable", rc ? "" : (why[0] ? ": " : ""),
-               why[0] ? why : (rc ? vramio_strerror(rc) : ""));
+        if (rc && usable_not_enabled(why)) {
+            printf("  %-8s  %s\n", name, why);
+            (*held_back)++;
+        } else {
+            printf("  %-8s  %s%s%s\n", name, rc ? "unusable: " : "usable",
+                   rc ? "" : (why[0] ? ": " : ""), why[0] ? why : (rc ? vramio_strerror(rc) : ""));
+        }
         if (rc)
             backend_hints((vramio_backend_t)b);
         usable += rc == 0;
         json_obj(j, NULL);
         json_str(j, "name", name);
         json_int(j, "usable", rc == 0);
+        json_int(j, "needs_opt_in", rc != 0 && usable_not_enabled(why));
         json_str(j, "reason", why);
         json_end(j);
     }
@@ -209,9 +221,17 @@ static int gpus_section(struct json *j)
     return n;
 }
 
-static void next_steps(int gpus, int usable)
+static void next_steps(int gpus, int usable, int held_back)
 {
     printf("\nWhat to do next\n");
+    if (!usable && held_back) {
+        printf("  Programs that pin ordinary cudaMalloc memory (UCX, NVSHMEM, libfabric, ...) get\n"
+               "  NULL from gdr_open here, as with upstream GDRCopy and no module, and fall back.\n"
+               "  Set VRAMIO_ENABLE_VULKAN=1 for programs whose memory is VMM with a POSIX-fd\n"
+               "  handle (NCCL, PyTorch with expandable segments, vramio_alloc); the gdrcopy_*\n"
+               "  tools set it themselves. Or load the gdrdrv module for every kind of memory.\n");
+        return;
+    }
     if (usable) {
         printf("  Check the installation with gdrcopy_sanity, then measure with gdrcopy_copylat and\n"
                "  gdrcopy_copybw (add -c to copylat to compare with cuMemcpy).\n");
@@ -237,7 +257,7 @@ int main(int argc, char **argv)
     };
     const char *json_path = NULL;
     struct json j;
-    int c, gpus, usable, major = 0, minor = 0;
+    int c, gpus, usable, held_back = 0, major = 0, minor = 0;
 
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -255,9 +275,9 @@ int main(int argc, char **argv)
            major, minor, GDR_API_MAJOR_VERSION, GDR_API_MINOR_VERSION);
     json_str(&j, "version", VRAMIO_VERSION_STRING);
     cpu_section(&j);
-    usable = backends_section(&j);
+    usable = backends_section(&j, &held_back);
     gpus = gpus_section(&j);
-    next_steps(gpus, usable);
+    next_steps(gpus, usable, held_back);
     json_int(&j, "usable_backends", usable);
     json_int(&j, "gpu_count", gpus);
     if (json_close(&j))

@@ -212,6 +212,8 @@ int main(int argc, char **argv)
     CUdeviceptr hreq_dev;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
 
+    tool_enable_backends();
+
     parse(argc, argv, &o);
     if (pplat_fatbin_len == 0) {
         printf("%s: %s\n", prog, pplat_kernel_missing);

@@ -26,28 +26,31 @@
 static const char *prog = "gdrcopy_sanity";
 
 const struct t_case t_cases[] = {
-    { "basic", test_basic, 0, "pin with gdr_pin_buffer, unpin, close" },
+    { "basic", test_basic, T_UPSTREAM, "pin with gdr_pin_buffer, unpin, close" },
     { "basic_v2", test_basic_v2, 0, "pin with gdr_pin_buffer_v2; info of an unmapped pin" },
     { "basic_v2_forcepci", test_basic_v2_forcepci, 0, "FORCE_PCIE works where supported, is refused cleanly elsewhere" },
     { "basic_with_tokens", test_basic_with_tokens, 0, "legacy pin with CUDA P2P tokens" },
     { "basic_unaligned_mapping", test_basic_unaligned_mapping, 0, "a pin off a GPU page boundary; a hand-aligned pin maps" },
     { "basic_small_buffers_mapping", test_basic_small_buffers_mapping, 0, "small buffers sharing a GPU page map independently" },
-    { "basic_child_thread_pins_buffer", test_basic_child_thread_pins_buffer, 0, "a pin made by another thread is usable after it exits" },
-    { "data_validation", test_data_validation, 0, "data through the mapping, checked through the GPU side (legacy pin)" },
+    { "basic_child_thread_pins_buffer", test_basic_child_thread_pins_buffer, T_UPSTREAM, "a pin made by another thread is usable after it exits" },
+    { "data_validation", test_data_validation, T_UPSTREAM, "data through the mapping, checked through the GPU side (legacy pin)" },
     { "data_validation_v2", test_data_validation_v2, 0, "the same with gdr_pin_buffer_v2" },
     { "data_validation_forcepci", test_data_validation_forcepci, 0, "the same with GDR_PIN_FLAG_FORCE_PCIE" },
     { "data_validation_mix_mappings", test_data_validation_mix_mappings, 0, "buffers mapped with different mapping types used in turn" },
-    { "invalidation_access_after_gdr_close", test_invalidation_access_after_gdr_close, 0, "a mapping faults after gdr_close" },
-    { "invalidation_access_after_free", test_invalidation_access_after_free, 0, "freeing GPU memory under a mapping: invalidated or persistent" },
-    { "invalidation_two_mappings", test_invalidation_two_mappings, 0, "two gdr_t map the same memory; closing one spares the other" },
-    { "invalidation_fork_access_after_free", test_invalidation_fork_access_after_free, 0, "a child's exit spares the parent; then free under the mapping" },
-    { "invalidation_fork_after_gdr_map", test_invalidation_fork_after_gdr_map, 0, "a forked child cannot use its parent's gdr_t or mappings" },
-    { "invalidation_fork_child_gdr_map_parent", test_invalidation_fork_child_gdr_map_parent, 0, "a child's refused gdr_map leaves the parent's pin usable" },
+    { "invalidation_access_after_gdr_close", test_invalidation_access_after_gdr_close, T_UPSTREAM, "a mapping faults after gdr_close" },
+    { "invalidation_access_after_free", test_invalidation_access_after_free, T_UPSTREAM, "freeing GPU memory under a mapping: invalidated or persistent" },
+    { "invalidation_two_mappings", test_invalidation_two_mappings, T_UPSTREAM, "two gdr_t map the same memory; closing one spares the other" },
+    { "invalidation_fork_access_after_free", test_invalidation_fork_access_after_free, T_UPSTREAM, "a child's exit spares the parent; then free under the mapping" },
+    { "invalidation_fork_after_gdr_map", test_invalidation_fork_after_gdr_map, T_UPSTREAM, "a forked child cannot use its parent's gdr_t or mappings" },
+    { "invalidation_fork_child_gdr_map_parent", test_invalidation_fork_child_gdr_map_parent, T_UPSTREAM, "a child's refused gdr_map leaves the parent's pin usable" },
     { "invalidation_fork_child_gdr_open", test_invalidation_fork_child_gdr_open, 0, "a forked child opens its own gdr_t and maps" },
-    { "invalidation_unix_sock_shared_fd_gdr_pin_buffer", test_invalidation_unix_sock_shared_fd_gdr_pin_buffer, 0, "a /dev/gdrdrv fd passed to another process cannot pin" },
-    { "invalidation_unix_sock_shared_fd_gdr_map", test_invalidation_unix_sock_shared_fd_gdr_map, 0, "a /dev/gdrdrv fd passed to another process cannot map" },
+    { "invalidation_fork_map_and_free", test_invalidation_fork_map_and_free, T_UPSTREAM | T_FORK_FIRST, "a child's free under its own mapping spares the parent's" },
+    { "invalidation_fork_child_gdr_pin_parent_with_tokens", test_invalidation_fork_child_gdr_pin_parent_with_tokens, T_FORK_FIRST, "a child cannot pin its parent's memory with the parent's P2P tokens" },
+    { "invalidation_unix_sock_shared_fd_gdr_pin_buffer", test_invalidation_unix_sock_shared_fd_gdr_pin_buffer, T_UPSTREAM, "a /dev/gdrdrv fd passed to another process cannot pin" },
+    { "invalidation_unix_sock_shared_fd_gdr_map", test_invalidation_unix_sock_shared_fd_gdr_map, T_UPSTREAM, "a /dev/gdrdrv fd passed to another process cannot map" },
     { "attributes_sanity", test_attributes_sanity, T_ONCE, "attributes, mapping type names, versions, unknown values" },
     { "leakage_extended", test_leakage_extended, 0, "no fd, mapping or provider pin leaks over open/pin/map/close cycles" },
+    { "leakage_pin_pages_fork", test_leakage_pin_pages_fork, T_EXTENDED, "pinned pages across many forks: nothing leaks, the parent's data stays" },
     { "thread_stress", test_thread_stress, 0, "many threads pin, map, copy and release on one gdr_t" },
     { "stale_handles", test_stale_handles, 0, "released handles and closed gdr_t are refused, never aliased" },
     { "foreign_handles", test_foreign_handles, 0, "handles of another gdr_t, pointers outside the mapping" },
@@ -56,7 +59,7 @@ const struct t_case t_cases[] = {
 const size_t t_case_count = sizeof(t_cases) / sizeof(t_cases[0]);
 
 struct opts {
-    int verbose, silent, gpu;
+    int verbose, silent, gpu, extended, list;
     unsigned kinds;           /* bit per gm_kind */
     const char *filters[64];
     int nfilters;
@@ -75,11 +78,13 @@ static void usage(void)
            "  -h          print this help and exit\n"
            "  -v          verbose: print what each test does\n"
            "  -s          silent: print only failures and the summary\n"
-           "  -l          list the tests and exit\n"
-           "  -t NAME     run only tests matching NAME (a test name, NAME.KIND, or a shell\n"
-           "              pattern such as 'data_*'); may be repeated\n"
+           "  -l          list the tests (with upstream GDRCopy's names for them) and exit;\n"
+           "              with -t, list the NAME.KIND runs that -t selects\n"
+           "  -t NAME     run only tests matching NAME (a test name, NAME.KIND, upstream's\n"
+           "              NAME_cumemalloc (kind cuda) or NAME_vmmalloc (the VMM kinds), or a\n"
+           "              shell pattern such as 'data_*'); may be repeated\n"
            "  -d GPU      CUDA device ordinal to allocate on (default 0)\n"
-           "  -e          the emulated p2p provider only (kind emu; inside the QEMU guest)\n"
+           "  -e          also run the extended tests (as upstream's -e)\n"
            "  --kind LIST comma-separated allocation kinds to test (default: all):\n"
            "              %s\n"
            "  --timeout S seconds before a test is killed (default 120)\n\n"
@@ -119,12 +124,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         case 'h': usage(); exit(0);
         case 'v': o->verbose = 1; break;
         case 's': o->silent = 1; break;
-        case 'l':
-            for (size_t i = 0; i < t_case_count; i++)
-                printf("%-50s %s%s\n", t_cases[i].name, t_cases[i].what,
-                       t_cases[i].flags & T_ONCE ? " (once)" : " (per kind)");
-            exit(0);
-        case 'e': o->kinds = 1u << GM_EMU; break;
+        case 'l': o->list = 1; break;
+        case 'e': o->extended = 1; break;
         case 't':
             if (o->nfilters == (int)(sizeof(o->filters) / sizeof(o->filters[0])))
                 usage_error(prog, "too many -t options");
@@ -148,12 +149,32 @@ static void parse_args(int argc, char **argv, struct opts *o)
         usage_error(prog, "unexpected argument '%s'", argv[optind]);
 }
 
-static int selected(const struct opts *o, const char *name, const char *full)
+/* Upstream's name of a test on a kind: NAME_cumemalloc on cuda, NAME_vmmalloc on the VMM
+ * kinds (cuMemCreate), so that scripts written for upstream select the same tests. */
+static const char *upstream_name(const char *name, int kind, char *buf, size_t len)
 {
+    const char *suffix = kind == GM_CUDA ? "_cumemalloc" :
+                         kind == GM_VMM_RDMA || kind == GM_VMM_FD ? "_vmmalloc" : NULL;
+
+    if (!suffix)
+        return NULL;
+    snprintf(buf, len, "%s%s", name, suffix);
+    return buf;
+}
+
+/* kind < 0: a test that runs once (no kind). Extended tests run only with -e. */
+static int selected(const struct opts *o, const struct t_case *tc, const char *full, int kind)
+{
+    char ubuf[128];
+    const char *up = kind >= 0 ? upstream_name(tc->name, kind, ubuf, sizeof(ubuf)) : NULL;
+
+    if ((tc->flags & T_EXTENDED) && !o->extended)
+        return 0;
     if (!o->nfilters)
         return 1;
     for (int i = 0; i < o->nfilters; i++)
-        if (fnmatch(o->filters[i], name, 0) == 0 || fnmatch(o->filters[i], full, 0) == 0)
+        if (fnmatch(o->filters[i], tc->name, 0) == 0 || fnmatch(o->filters[i], full, 0) == 0 ||
+            (up && fnmatch(o->filters[i], up, 0) == 0))
             return 1;
     return 0;
 }
@@ -178,8 +199,7 @@ static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *
         T.report_fd = pfd[1];
         alarm(o->timeout_s);
         fn(arg);
-        fflush(NULL);
-        _exit(0);
+        exit(0); /* the normal exit path, as a program using the library takes it */
     }
     close(pfd[1]);
     while (got + 1 < len && (n = read(pfd[0], why + got, len - 1 - got)) > 0)
@@ -199,6 +219,34 @@ static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *
     if (WEXITSTATUS(status) == 77 && !got)
         snprintf(why, len, "skipped without a reason");
     return WEXITSTATUS(status);
+}
+
+/* -l: every test with its upstream names; with -t, the NAME.KIND runs the filters select. */
+static void list_tests(const struct opts *o)
+{
+    for (size_t i = 0; i < t_case_count; i++) {
+        const struct t_case *tc = &t_cases[i];
+
+        if (o->nfilters) {
+            if (tc->flags & T_ONCE) {
+                if (selected(o, tc, tc->name, -1))
+                    printf("%s\n", tc->name);
+                continue;
+            }
+            for (int k = 0; k < GM_KIND_COUNT; k++) {
+                char full[128];
+
+                snprintf(full, sizeof(full), "%s.%s", tc->name, gm_kind_name((enum gm_kind)k));
+                if ((o->kinds & (1u << k)) && selected(o, tc, full, k))
+                    printf("%s\n", full);
+            }
+            continue;
+        }
+        printf("%-50s %s%s%s\n", tc->name, tc->what, tc->flags & T_ONCE ? " (once)" : " (per kind)",
+               tc->flags & T_EXTENDED ? " [extended: -e]" : "");
+        if (tc->flags & T_UPSTREAM)
+            printf("%-50s   upstream: %s_cumemalloc, %s_vmmalloc\n", "", tc->name, tc->name);
+    }
 }
 
 /* Child side of the kind probe: can this kind be allocated and pinned here? */
@@ -264,7 +312,7 @@ static void run_test(void *arg)
     char why[512];
     int rc;
 
-    if (!(tc->flags & T_ONCE)) {
+    if (!(tc->flags & (T_ONCE | T_FORK_FIRST))) {
         rc = gm_init(T.kind, T.gpu, why, sizeof(why));
         if (rc)
             t_skip("%s", why);
@@ -297,7 +345,13 @@ int main(int argc, char **argv)
     char why[1024];
     int rc, first_kind = -1;
 
+    tool_enable_backends();
+
     parse_args(argc, argv, &o);
+    if (o.list) {
+        list_tests(&o);
+        return 0;
+    }
     T.verbose = o.verbose;
     T.gpu = o.gpu;
 
@@ -328,7 +382,7 @@ int main(int argc, char **argv)
         const struct t_case *tc = &t_cases[i];
 
         if (tc->flags & T_ONCE) {
-            if (!selected(&o, tc->name, tc->name))
+            if (!selected(&o, tc, tc->name, -1))
                 continue;
             T.kind = first_kind >= 0 ? (enum gm_kind)first_kind : GM_EMU;
             rc = run_child(run_test, (void *)tc, &o, why, sizeof(why));
@@ -341,7 +395,7 @@ int main(int argc, char **argv)
             if (!(o.kinds & (1u << k)))
                 continue;
             snprintf(full, sizeof(full), "%s.%s", tc->name, gm_kind_name((enum gm_kind)k));
-            if (!selected(&o, tc->name, full))
+            if (!selected(&o, tc, full, k))
                 continue;
             if (kind_skip[k][0]) {
                 result(&o, &t, full, 77, kind_skip[k]);

@@ -52,6 +52,19 @@ int main(void)
                 str(1, &s);
             printf("%s call_through_dlsym\n",
                    major == 2 && minor == 6 && s && !strcmp(s, "Write Combining") ? "ok" : "not ok");
+            /* Linked -z nodelete: after dlclose the code stays, so pins, mappings, fork and
+             * exit handlers that point into it (a program may dlclose with pins live) do not
+             * dangle. */
+            dlclose(h);
+            h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+            major = 0;
+            if (h && ver)
+                ver(&major, &minor);
+            printf("%s dlclose_keeps_library%s\n", h && major == 2 ? "ok" : "not ok",
+                   h ? "" : ": unloaded by dlclose (not linked with -z nodelete)");
+            fails += !h || major != 2;
+            if (!h)
+                continue;
         }
         dlclose(h);
     }

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -38,6 +39,37 @@ static int open_fds(void)
     if (d)
         closedir(d);
     return n;
+}
+
+/* Which descriptors below 1024 are open (seen[fd] = 1). */
+static void fd_snapshot(unsigned char seen[1024])
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fd;
+
+    memset(seen, 0, 1024);
+    while (d && (e = readdir(d))) {
+        fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd >= 0 && fd < 1024 && fd != dirfd(d))
+            seen[fd] = 1;
+    }
+    if (d)
+        closedir(d);
+}
+
+/* 1 when every descriptor opened since before[] is close-on-exec (the library's must be: a
+ * program that forks and execs would pass a dma-buf export, and the GPU pages it holds, on). */
+static int new_fds_cloexec(const unsigned char before[1024])
+{
+    unsigned char now[1024];
+    int fd, ok = 1;
+
+    fd_snapshot(now);
+    for (fd = 0; fd < 1024; fd++)
+        if (now[fd] && !before[fd] && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+            ok = 0;
+    return ok;
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
@@ -67,6 +99,7 @@ static void mode_main(void)
     gdr_info_t info;
     void *m = NULL, *m2 = NULL;
     gdr_t g = gdr_open();
+    unsigned char fds_before[1024];
     pid_t pid;
 
     if (!check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
@@ -127,16 +160,39 @@ static void mode_main(void)
     check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
           "rc %d, '%s'", rc, vramio_last_error());
 
+    fd_snapshot(fds_before);
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
-    fflush(stdout);
-    pid = fork();
-    if (pid == 0) {
-        gdr_mh_t c;
-        _exit(gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != 0 ? 0 : 3);
+    check(rc == 0 && new_fds_cloexec(fds_before), "export_fd_cloexec", "pin %d, a descriptor lacks FD_CLOEXEC",
+          rc);
+    m = NULL;
+    gdr_map(g, mh, &m, 65536);
+    for (int end = 0; end < 2; end++) {
+        /* The child is refused with EACCES, faults on the parent's mapping (not inherited,
+         * as with gdrdrv), and may leave through exit() as well as _exit(). */
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            gdr_mh_t c;
+            /* First, before anything could map something else into the hole: a fault, or
+             * at least not the parent's bytes (those of the memory behind the export). */
+            int seen = !m || (touch_faults(m) == 0 &&
+                              memcmp(m, (void *)(uintptr_t)d, 64) == 0);
+            int bad = (gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != EACCES) |
+                      seen << 1;
+
+            alarm(20);
+            if (end == 0)
+                exit(bad);
+            _exit(bad);
+        }
+        status = -1;
+        rc = rc ? rc : wait_bounded(pid, &status, 30);
+        check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              end ? "fork_child_refused__exit" : "fork_child_refused_exit",
+              "rc %d, child status %#x (bit 1 of the exit code: it read the mapping)", rc,
+              (unsigned)status);
     }
-    waitpid(pid, &status, 0);
-    check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_refused",
-          "pin %d, child status %#x", rc, status);
+    check(m && touch_faults(m) == 0, "fork_parent_keeps_mapping", "the parent lost it");
     rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &mh2);
     gdr_map(g, mh2, &m2, 65536);
     check(rc == 0 && gdr_close(g) == 0 && open_fds() == base_fds, "close_with_live_pins",

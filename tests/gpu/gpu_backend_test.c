@@ -659,6 +659,8 @@ static void test_fork_child(void)
 
 int main(int argc, char **argv)
 {
+    /* These programs test the vulkan backend too: opt in (a user's own setting wins). */
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
     if (argc == 3 && strcmp(argv[1], "--child") == 0)
         return child_main(argv[2]);
     setvbuf(stdout, NULL, _IOLBF, 0);

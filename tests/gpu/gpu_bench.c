@@ -449,6 +449,8 @@ int main(int argc, char **argv)
     double first_open_us, first_pin_ms;
     gdr_t g;
 
+    /* These programs test the vulkan backend too: opt in (a user's own setting wins). */
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
     setvbuf(stdout, NULL, _IOLBF, 0);
     gpu_cuda_setup();
     have_avx512 = __builtin_cpu_supports("avx512f");

@@ -4,6 +4,8 @@
 # the GPU programs, run the functional test as root and again as an ordinary user, then the
 # benchmark. Full logs go to $OUT (default /tmp/vramio-gpu); a summary goes to stdout.
 # On a machine without a Vulkan loader, put the loader packages and env.sh in .gpu/ first.
+# Fork/exit, gdr_open's default and the sanity suite on every kind: tests/gpu/run_fork_on_gpu.sh
+# (separate, so that each script's logs stay within what one run brings back).
 set -u
 OUT=${OUT:-/tmp/vramio-gpu}
 mkdir -p "$OUT"

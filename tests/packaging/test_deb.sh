@@ -124,6 +124,10 @@ if [ -n "$missing" ]; then
 fi
 ok deb-install
 for p in $PKGS; do dpkg -L "$p"; done | sort -u >"$work/files"
+# The runtime package alone holds the unversioned name that NCCL, aws-ofi-nccl, TensorRT-LLM
+# and DPDK dlopen.
+dpkg -L libgdrapi2 | grep -qE "^/usr/lib/$MA/libgdrapi\.so\$" && ok deb-runtime-unversioned ||
+    not_ok deb-runtime-unversioned "libgdrapi2 lacks /usr/lib/$MA/libgdrapi.so"
 
 # ---- pkg-config, a client built against the installed header, dlopen by both names -------
 pc=$(pkg-config --cflags --libs gdrapi 2>&1)

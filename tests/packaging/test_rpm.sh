@@ -55,9 +55,10 @@ check_rpm() {
     done
     [ -z "$missing" ] && ok "rpm-$name" || not_ok "rpm-$name" "no file matching:$missing"
 }
-check_rpm libgdrapi "/libgdrapi\.so\.$VERSION\$" '/libgdrapi\.so\.2$'
+# The runtime package holds the unversioned name too (clients dlopen "libgdrapi.so").
+check_rpm libgdrapi "/libgdrapi\.so\.$VERSION\$" '/libgdrapi\.so\.2$' '/libgdrapi\.so$'
 check_rpm libgdrapi-devel '/include/gdrapi\.h$' '/include/gdrconfig\.h$' '/include/vramio\.h$' \
-    '/libgdrapi\.so$' '/pkgconfig/gdrapi\.pc$'
+    '/pkgconfig/gdrapi\.pc$'
 check_rpm gdrcopy-tools $(for t in $(tool_names); do echo "/bin/$t\$" "/man1/$t\.1"; done)
 check_rpm gdrdrv-dkms "/usr/src/gdrdrv-$VERSION/dkms\.conf\$" "/usr/src/gdrdrv-$VERSION/Makefile\$" \
     '/rules\.d/60-gdrdrv\.rules$' '/modprobe\.d/gdrdrv\.conf$'

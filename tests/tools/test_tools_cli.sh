@@ -76,8 +76,32 @@ for t in basic basic_v2 basic_v2_forcepci basic_with_tokens basic_unaligned_mapp
          invalidation_access_after_gdr_close invalidation_access_after_free \
          invalidation_two_mappings invalidation_unix_sock_shared_fd_gdr_pin_buffer \
          invalidation_unix_sock_shared_fd_gdr_map attributes_sanity leakage_extended \
-         thread_stress stale_handles foreign_handles; do
+         thread_stress stale_handles foreign_handles invalidation_fork_map_and_free \
+         invalidation_fork_child_gdr_pin_parent_with_tokens leakage_pin_pages_fork; do
     grep -qE "^$t +[a-zA-Z]" <<<"$out" || { fail "gdrcopy_sanity/list" "test $t not listed"; rc=1; }
 done
+# Upstream's names are listed beside ours, and the extended test is marked.
+for u in basic_cumemalloc basic_vmmalloc invalidation_fork_map_and_free_vmmalloc; do
+    grep -qE "upstream:.*\b$u\b" <<<"$out" || { fail "gdrcopy_sanity/list" "upstream name $u not listed"; rc=1; }
+done
+grep -qE '^leakage_pin_pages_fork .*\[extended: -e\]' <<<"$out" ||
+    { fail "gdrcopy_sanity/list" "leakage_pin_pages_fork not marked extended"; rc=1; }
 [ $rc -eq 0 ] && [ "$n" -ge 21 ] && ok "gdrcopy_sanity/list" || true
+
+# Upstream's names select the same runs: NAME_cumemalloc is kind cuda, NAME_vmmalloc the VMM
+# kinds; an extended test runs only with -e.
+sel() { "$BIN/gdrcopy_sanity" -l "$@" 2>&1 | tr '\n' ' '; }
+check_sel() { # name want args...
+    local name=$1 want=$2 got; shift 2
+    got=$(sel "$@")
+    [ "$got" = "$want" ] && ok "gdrcopy_sanity/select-$name" ||
+        fail "gdrcopy_sanity/select-$name" "'$*' selected '$got', want '$want'"
+}
+check_sel cumemalloc "basic.cuda " -t basic_cumemalloc
+check_sel vmmalloc "data_validation.vmm-rdma data_validation.vmm-fd " -t data_validation_vmmalloc
+check_sel ours "basic.vmm-fd " -t basic.vmm-fd
+check_sel tokens "invalidation_fork_child_gdr_pin_parent_with_tokens.cuda " \
+    -t invalidation_fork_child_gdr_pin_parent_with_tokens_cumemalloc
+check_sel not-extended "" -t leakage_pin_pages_fork
+check_sel extended "leakage_pin_pages_fork.emu " -e --kind emu -t leakage_pin_pages_fork
 exit 0

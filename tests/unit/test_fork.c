@@ -46,22 +46,27 @@ static void *busy(void *arg)
     return NULL;
 }
 
-/* Fork; the child runs use_everything and then closes g. 0 when it exited 0 in time. */
-static int fork_child(void)
+/* Fork; the child runs use_everything, closes g, and leaves through exit() (the library's
+ * and the C runtime's exit path) or _exit(). 0 when it exited 0 in time. */
+static int fork_child(int through_exit)
 {
     int status;
-    pid_t pid = fork();
+    pid_t pid;
 
+    fflush(NULL);
+    pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
         alarm(30);
         use_everything(g);
         gdr_close(g);
-        use_everything(g); /* now stale in the child */
+        use_everything(g); /* still refused in the child */
+        if (through_exit)
+            exit(0);
         _exit(0);
     }
-    if (waitpid(pid, &status, 0) != pid)
+    if (wait_bounded(pid, &status, 60) != 0)
         return -1;
     if (WIFSIGNALED(status))
         printf("# child killed by signal %d\n", WTERMSIG(status));
@@ -76,7 +81,8 @@ int main(void)
     g = gdr_open();
     if (!g)
         printf("# no usable backend: the child inherits a NULL gdr_t\n");
-    check(fork_child() == 0, "child_uses_parent_gdr", "the child crashed, hung or failed");
+    check(fork_child(1) == 0, "child_uses_parent_gdr_exit", "the child crashed, hung or failed");
+    check(fork_child(0) == 0, "child_uses_parent_gdr__exit", "the child crashed, hung or failed");
     if (g)
         check(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0,
               "parent_gdr_still_works", "the parent's instance broke");
@@ -85,7 +91,7 @@ int main(void)
         pthread_create(&t[i], NULL, busy, NULL);
     for (i = 0; i < 10; i++) {
         usleep(2000);
-        bad += fork_child() != 0;
+        bad += fork_child(i % 2) != 0;
     }
     stop = 1;
     for (i = 0; i < 3; i++)

@@ -139,6 +139,11 @@ int print_gpus(int selected)
     return n;
 }
 
+void tool_enable_backends(void)
+{
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
+}
+
 static void why_no_backend(const char *prog)
 {
     fprintf(stderr, "%s: ERROR: gdr_open() failed: no backend can map GPU memory here\n", prog);

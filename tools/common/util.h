@@ -52,6 +52,11 @@ struct tool_map {
 };
 /* gdr_open + pin + map_v2 of [dptr, dptr+size), printing upstream's lines (map_d_ptr,
  * info.*, page offset, user-space pointer) unless quiet. Dies with the reason on failure. */
+/* The tools exercise every backend, so they opt into the vulkan one (which gdr_open leaves
+ * out for other programs: it pins only VMM memory with a POSIX-fd handle) unless the user
+ * set VRAMIO_ENABLE_VULKAN already. Call first in main. */
+void tool_enable_backends(void);
+
 void tool_map_open(struct tool_map *m, const char *prog, uint64_t dptr, size_t size,
                    int map_flags, int quiet);
 void tool_map_close(struct tool_map *m, const char *prog, int quiet);

@@ -2,6 +2,7 @@
 /* harness.c - reporting, allocation, pin/map and fault helpers of gdrcopy_sanity tests. */
 #include "sanity.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -198,20 +199,81 @@ int t_access(volatile char *p, int write)
     return access_sig;
 }
 
-int t_in_child(int (*fn)(void *), void *arg)
+int t_count_fds(void)
 {
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+
+    while (d && readdir(d))
+        n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+void t_init_kind(void)
+{
+    char why[512];
+
+    if (gm_init(T.kind, T.gpu, why, sizeof(why)))
+        t_skip("%s", why);
+}
+
+int t_wait_child(pid_t pid, unsigned seconds)
+{
+    unsigned long waited_ms = 0;
     int status;
+    pid_t r;
+
+    for (;;) {
+        r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        T_ASSERT(r == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
+        if (waited_ms >= seconds * 1000ul) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            t_fail("the child (pid %d) did not end within %u s: killed", (int)pid, seconds);
+        }
+        usleep(10000);
+        waited_ms += 10;
+    }
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+static pid_t fork_running(int (*fn)(void *), void *arg, int through_exit)
+{
     pid_t pid;
 
     fflush(NULL);
     pid = fork();
     T_ASSERT(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
+        int rc;
+
         alarm(60);
-        _exit(fn(arg));
+        rc = fn(arg);
+        if (through_exit)
+            exit(rc);
+        fflush(NULL);
+        _exit(rc);
     }
-    T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+    return pid;
+}
+
+pid_t t_fork(int (*fn)(void *), void *arg)
+{
+    return fork_running(fn, arg, 1);
+}
+
+int t_in_child_ending(int (*fn)(void *), void *arg, int through_exit)
+{
+    return t_wait_child(fork_running(fn, arg, through_exit), 60);
+}
+
+int t_in_child(int (*fn)(void *), void *arg)
+{
+    return t_in_child_ending(fn, arg, 1);
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gdrapi.h"
 #include "vramio.h"
@@ -25,7 +26,10 @@ struct t_env {
 extern struct t_env T;
 
 /* Test flags. */
-#define T_ONCE 1u   /* needs no GPU memory: run once, not once per allocation kind */
+#define T_ONCE 1u       /* needs no GPU memory: run once, not once per allocation kind */
+#define T_UPSTREAM 2u   /* upstream names it NAME_cumemalloc (kind cuda) and NAME_vmmalloc */
+#define T_FORK_FIRST 4u /* forks before CUDA starts: the test calls t_init_kind() itself */
+#define T_EXTENDED 8u   /* long: run only with -e, as upstream's extended tests */
 
 struct t_case {
     const char *name;
@@ -85,11 +89,25 @@ void t_compare(const void *want, const void *got, size_t n, const char *what);
 /* Check the GPU memory at off through the kind's own path against want. */
 void t_check_gpu(const struct gm_buf *b, size_t off, const void *want, size_t n, const char *what);
 
+/* Make the test's allocation kind usable in this process (what the runner does before a test
+ * without T_FORK_FIRST); skips the test when it cannot. */
+void t_init_kind(void);
+/* Open descriptors of this process (for the leak tests). */
+int t_count_fds(void);
+
 /* Touch one byte at p (read, or write when write != 0); 0 if it worked, else the signal
  * (SIGSEGV, SIGBUS) that the access raised. */
 int t_access(volatile char *p, int write);
-/* Run fn(arg) in a forked child; returns its exit status, or 128 + signal if killed. */
+/* Run fn(arg) in a forked child that leaves through exit() with fn's value (or _exit() when
+ * through_exit is 0: both paths must work); returns its exit status, 128 + signal if killed,
+ * and fails the test when the child does not end within 60 s. */
 int t_in_child(int (*fn)(void *), void *arg);
+int t_in_child_ending(int (*fn)(void *), void *arg, int through_exit);
+/* Fork a child running fn(arg), then exit(); the pid, for t_wait_child. */
+pid_t t_fork(int (*fn)(void *), void *arg);
+/* Its exit status (128 + signal when killed); a child alive after seconds is killed and the
+ * test fails. */
+int t_wait_child(pid_t pid, unsigned seconds);
 
 /* The tests, one function each (grouped by file: t_basic.c, t_data.c, t_invalidate.c,
  * t_fork.c, t_ours.c). */
@@ -111,6 +129,9 @@ void test_invalidation_fork_access_after_free(void);
 void test_invalidation_fork_after_gdr_map(void);
 void test_invalidation_fork_child_gdr_map_parent(void);
 void test_invalidation_fork_child_gdr_open(void);
+void test_invalidation_fork_map_and_free(void);
+void test_invalidation_fork_child_gdr_pin_parent_with_tokens(void);
+void test_leakage_pin_pages_fork(void);
 void test_invalidation_unix_sock_shared_fd_gdr_pin_buffer(void);
 void test_invalidation_unix_sock_shared_fd_gdr_map(void);
 void test_attributes_sanity(void);

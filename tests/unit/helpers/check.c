@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* check.c - result lines and self re-execution for the unit tests (see check.h). */
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,4 +118,52 @@ int run_self(const char *mode, const char *const *env, char *out, size_t len, in
     if (sig)
         *sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return -1;
+}
+
+int wait_bounded(pid_t pid, int *status, unsigned seconds)
+{
+    struct timespec nap = { 0, 10 * 1000 * 1000 };
+    unsigned long waited_ms = 0;
+    pid_t r;
+
+    for (;;) {
+        r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (waited_ms >= seconds * 1000ul) {
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return -1;
+        }
+        nanosleep(&nap, NULL);
+        waited_ms += 10;
+    }
+}
+
+static sigjmp_buf touch_jmp;
+static volatile sig_atomic_t touch_sig;
+
+static void touch_handler(int sig)
+{
+    touch_sig = sig;
+    siglongjmp(touch_jmp, 1);
+}
+
+int touch_faults(const volatile void *p)
+{
+    struct sigaction sa, old_segv, old_bus;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = touch_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+    touch_sig = 0;
+    if (sigsetjmp(touch_jmp, 1) == 0)
+        (void)*(const volatile char *)p;
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    return touch_sig;
 }

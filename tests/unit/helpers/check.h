@@ -8,6 +8,7 @@
 #define VRAMIO_TEST_CHECK_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Print "ok name" when cond holds, else "not ok name: <why>" (printf-style). Returns cond. */
 __attribute__((format(printf, 3, 4)))
@@ -31,5 +32,12 @@ int run_self(const char *mode, const char *const *env, char *out, size_t len, in
 
 /* When argv asks for a child mode, its name; else NULL. */
 const char *child_mode(int argc, char **argv);
+
+/* Wait for child pid for at most seconds: 0 when it ended (status in *status), else -1
+ * after killing it with SIGKILL (a hung child is a failure, never a hung test). */
+int wait_bounded(pid_t pid, int *status, unsigned seconds);
+
+/* Read one byte at p: 0 when that worked, else the signal it raised (SIGSEGV or SIGBUS). */
+int touch_faults(const volatile void *p);
 
 #endif /* VRAMIO_TEST_CHECK_H */

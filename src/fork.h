@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork.h - what the library does for a process forked from one that uses it.
+ *
+ * Some GPU-driver state (a Vulkan device of the NVIDIA driver) cannot survive its own
+ * teardown in a forked child: run from the child's exit(), that teardown crashes, and the
+ * parent then hangs at its own exit. A module that creates such state calls
+ * vr_fork_guard_teardown(); from then on a child forked from this process leaves through
+ * _exit() when it calls exit() or returns from main, after flushing stdio, so the inherited
+ * teardown never runs there. VRAMIO_FORK_CHILD_TEARDOWN=1 turns this off.
+ */
+#ifndef VRAMIO_FORK_H
+#define VRAMIO_FORK_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* Note that this process now holds driver state whose teardown is unsafe in a child (what
+ * names it, for the debug log). Cheap, idempotent, thread-safe. */
+void vr_fork_guard_teardown(const char *what);
+
+/* Make a process-wide mutex safe across fork: held by every fork (taken in registration
+ * order, so the parent's threads are never caught half-way under it) and fresh in the child.
+ * Call once per mutex (under the module's pthread_once), before the first use of it that a
+ * fork could interrupt. At most 16 mutexes; 0 or ENOSPC. */
+int vr_fork_protect_mutex(pthread_mutex_t *m);
+
+/* Mark the CPU mapping [p, p+len) as not inherited by fork (MADV_DONTFORK), as gdrdrv marks
+ * its own: a forked child then faults on the address instead of reaching the parent's GPU
+ * memory. p need not be page aligned. 0, or the errno of madvise. */
+int vr_fork_dontfork(void *p, size_t len);
+
+#endif /* VRAMIO_FORK_H */
