@@ -6,8 +6,8 @@
 #   make install         see packaging/install.mk (PREFIX, DESTDIR, libdir)
 #
 # Sources are found by wildcard, so adding a file needs no edit here. Each area may add its own
-# rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, tests/tests.mk,
-# driver/driver.mk, packaging/install.mk).
+# rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, bridge/bridge.mk,
+# tests/tests.mk, driver/driver.mk, packaging/install.mk).
 
 .DEFAULT_GOAL := all
 
@@ -81,6 +81,7 @@ $(LIB_STATIC): $(LIB_OBJS)
 # ---- tools, tests, module, packaging: one fragment each ---------------------------------
 TEST_PROGS :=          # executables run by 'make check' (appended to by the fragments)
 -include tools/tools.mk
+-include bridge/bridge.mk
 -include tests/tests.mk
 -include driver/driver.mk
 -include packaging/install.mk

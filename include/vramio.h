@@ -9,6 +9,7 @@
 #define VRAMIO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "gdrapi.h"
 
 #ifdef __cplusplus
@@ -56,13 +57,66 @@ const char *vramio_strerror(int err);
 const char *vramio_copy_kernel(void);
 
 /*
+ * Copies that use the GPU's copy engine where it is faster than the CPU through the BAR.
+ * The contract of gdr_copy_to_mapping / gdr_copy_from_mapping: synchronous, the same checks
+ * and the same errors (plus a positive errno when the copy engine fails). From a crossover size
+ * up (per GPU and direction; VRAMIO_DMA_CROSSOVER_READ / _WRITE, in bytes with an optional
+ * K/M/G suffix or "never", else measured once per process by the first such read of at least
+ * 4 KiB or write of at least 64 KiB, in about a millisecond; smaller writes always take the
+ * BAR) the copy runs on a private non-blocking stream of the pin's GPU, so it neither waits
+ * for the program's kernels nor blocks them; pageable host memory goes through pinned bounce
+ * buffers; the thread's current CUDA context is left as it was.
+ * Without CUDA, or for memory of a non-primary CUDA context, they copy through the BAR.
+ */
+int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
+                                size_t size);
+int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
+                                  size_t size);
+
+/* The crossovers of the _auto copies for a mapped pin's GPU, in bytes: 0 while not yet set
+ * or measured, SIZE_MAX when the copy engine is not used (never faster, or no CUDA). */
+int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *write_bytes);
+
+/*
  * Device memory that every backend can pin: size bytes on CUDA device ordinal gpu, returned as
- * an ordinary CUdeviceptr (a CUDA VMM allocation with a POSIX-fd handle type and, where the GPU
- * supports it, GPUDirect RDMA capability), usable by the caller's kernels. The size is rounded
- * up to the allocation granularity. Free it with vramio_free().
+ * an ordinary CUdeviceptr, usable by the caller's kernels. It lies in a CUDA VMM allocation
+ * with a POSIX-fd handle type and, where the GPU supports it, GPUDirect RDMA capability.
+ * Requests up to 1 MiB are carved from shared 2 MiB slabs (aligned to at least 256 bytes, as
+ * cudaMalloc's); larger ones are rounded up to the allocation granularity. Free it with
+ * vramio_free(), which returns the memory for reuse at once: like cudaFree, it must not be
+ * called while GPU work still uses the memory (vramio_free does not wait for it).
+ * Thread-safe. VRAMIO_POOL_CACHE_MB (default 64) bounds the emptied slabs kept per GPU.
  */
 int vramio_alloc(int gpu, size_t size, unsigned long long *dptr);
 int vramio_free(unsigned long long dptr);
+
+/* The live vramio_alloc allocation that holds ptr: its start and size (rounded to its size
+ * class or granularity); either output may be NULL. 0, or ENOENT when ptr is not in one. */
+int vramio_alloc_range(unsigned long long ptr, unsigned long long *base, size_t *size);
+
+/* What the pools hold, for one GPU or (gpu -1) all of them. */
+struct vramio_pool_stats {
+    size_t slabs;         /* shared slabs for small requests, cached ones included */
+    size_t cached_slabs;  /* of those, empty ones kept for reuse */
+    size_t slab_bytes;    /* bytes of the shared slabs */
+    size_t small_allocs;  /* live small allocations */
+    size_t small_bytes;   /* their bytes, rounded to their size classes */
+    size_t large_allocs;  /* live allocations with a VMM allocation of their own */
+    size_t large_bytes;   /* their bytes, rounded to the granularity */
+};
+int vramio_pool_stats(int gpu, struct vramio_pool_stats *stats);
+
+/* Release the cached empty slabs of one GPU or (gpu -1) all of them. */
+int vramio_pool_trim(int gpu);
+
+/*
+ * The allocator interface of PyTorch's torch.cuda.memory.CUDAPluggableAllocator (stream is a
+ * cudaStream_t): vramio_alloc memory, NULL on failure. The free waits for the work queued on
+ * stream before the memory is reused, since the caller hands memory back as soon as its last
+ * use is queued.
+ */
+void *vramio_pluggable_alloc(ssize_t size, int device, void *stream);
+void vramio_pluggable_free(void *ptr, ssize_t size, int device, void *stream);
 
 #ifdef __cplusplus
 }

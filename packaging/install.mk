@@ -2,7 +2,8 @@
 # packaging/install.mk - 'make install' / 'make uninstall' (included by the top Makefile).
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=] [libdir=$(PREFIX)/lib] [bindir=...]
-#                  the library and its symlinks, the headers, gdrapi.pc, the tools, their man pages
+#                  the library and its symlinks, the headers, gdrapi.pc, the tools, their man pages,
+#                  vramio-run and the library it preloads ($(libdir)/vramio/libvramio_bridge.so)
 #   make uninstall the same variables: removes exactly what 'make install' put there
 #   make install-dkms / uninstall-dkms   (root, for source installs of the kernel module)
 #                  the module source in /usr/src/gdrdrv-$(VERSION) with its dkms.conf, the udev
@@ -32,6 +33,11 @@ INSTALL      ?= install
 INSTALL_TOOLS := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
                  gdrcopy_info
 PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
+# The allocation bridge: its launcher (with a man page) and the library it preloads, in a
+# private directory (a plugin, not a library to link with), where vramio-run looks for it.
+INSTALL_RUNNERS := vramio-run
+INSTALL_PRELOADS := libvramio_bridge.so
+bridgedir   ?= $(libdir)/vramio
 
 .PHONY: install uninstall install-dkms uninstall-dkms
 
@@ -51,6 +57,10 @@ install: all
 	chmod 644 $(DESTDIR)$(pkgconfigdir)/gdrapi.pc
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_TOOLS)) $(DESTDIR)$(bindir)/
 	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_TOOLS)) $(DESTDIR)$(man1dir)/
+	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_RUNNERS)) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_RUNNERS)) $(DESTDIR)$(man1dir)/
+	$(INSTALL) -d $(DESTDIR)$(bridgedir)
+	$(INSTALL) -m 644 $(addprefix $(BUILD)/lib/,$(INSTALL_PRELOADS)) $(DESTDIR)$(bridgedir)/
 	@# A live install (no DESTDIR, as root) must be found by the loader at once.
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
@@ -58,8 +68,10 @@ uninstall:
 	rm -f $(DESTDIR)$(libdir)/$(notdir $(LIB_REAL)) $(DESTDIR)$(libdir)/$(LIB_SONAME) \
 	    $(DESTDIR)$(libdir)/libgdrapi.so $(DESTDIR)$(pkgconfigdir)/gdrapi.pc \
 	    $(addprefix $(DESTDIR)$(includedir)/,$(PUB_HEADERS)) \
-	    $(addprefix $(DESTDIR)$(bindir)/,$(INSTALL_TOOLS)) \
-	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(INSTALL_TOOLS))
+	    $(addprefix $(DESTDIR)$(bindir)/,$(INSTALL_TOOLS) $(INSTALL_RUNNERS)) \
+	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(INSTALL_TOOLS) $(INSTALL_RUNNERS)) \
+	    $(addprefix $(DESTDIR)$(bridgedir)/,$(INSTALL_PRELOADS))
+	-rmdir $(DESTDIR)$(bridgedir) 2>/dev/null
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # The module source tree as DKMS takes it, with its dkms.conf: made by driver/driver.mk

@@ -26,12 +26,14 @@
     X(cuDeviceGetAttribute)                  \
     X(cuDeviceTotalMem)                      \
     X(cuDeviceGetPCIBusId)                   \
+    X(cuDeviceCanAccessPeer)                 \
     X(cuDevicePrimaryCtxRetain)              \
     X(cuDevicePrimaryCtxRelease)             \
     X(cuCtxSetCurrent)                       \
     X(cuCtxGetCurrent)                       \
     X(cuCtxGetDevice)                        \
     X(cuCtxSynchronize)                      \
+    X(cuStreamSynchronize)                   \
     X(cuCtxPushCurrent)                      \
     X(cuCtxPopCurrent)                       \
     X(cuPointerGetAttribute)                 \
@@ -56,7 +58,16 @@
     X(cuMemRetainAllocationHandle)           \
     X(cuMemExportToShareableHandle)          \
     X(cuMemGetAllocationPropertiesFromHandle)\
-    X(cuMemGetHandleForAddressRange)
+    X(cuMemGetHandleForAddressRange)         \
+    X(cuMemHostGetFlags)                     \
+    X(cuMemcpyHtoDAsync)                     \
+    X(cuMemcpyDtoHAsync)                     \
+    X(cuStreamCreate)                        \
+    X(cuStreamDestroy)                       \
+    X(cuEventCreate)                         \
+    X(cuEventRecord)                         \
+    X(cuEventSynchronize)                    \
+    X(cuEventDestroy)
 
 struct vr_cuda {
 #define VR_CUDA_MEMBER(fn) __typeof__(&fn) fn;

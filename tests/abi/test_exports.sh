@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # test_exports.sh - the dynamic symbols of libgdrapi.so.2.6 are exactly the 17 gdr_* names of
-# GDRCopy 2.6 plus vramio_* ones, and every function declared in include/vramio.h is exported.
+# GDRCopy 2.6 plus vramio_* ones, every function declared in include/vramio.h is exported, and
+# the allocator functions that PyTorch and python/vramio find by name.
 set -u
 cd "$(dirname "$0")/../.."
 lib=${BUILD:-build}/lib/libgdrapi.so.2.6
@@ -36,3 +37,11 @@ if [ -n "$declared" ] && [ -z "$missing" ]; then
 else
     echo "not ok exports_every_vramio_function: missing $(echo $missing)"
 fi
+
+# PyTorch's CUDAPluggableAllocator and python/vramio look these up by name.
+miss=
+for f in vramio_pluggable_alloc vramio_pluggable_free vramio_alloc vramio_free; do
+    echo "$syms" | grep -qx "$f" || miss="$miss $f"
+done
+[ -z "$miss" ] && echo "ok exports_pluggable_allocator" ||
+    echo "not ok exports_pluggable_allocator: missing$miss"

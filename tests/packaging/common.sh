@@ -23,6 +23,15 @@ tool_names() {
     sed -n '/^INSTALL_TOOLS *:=/,/^[^ ]/p' "$REPO/packaging/install.mk" | grep -oE 'gdrcopy_[a-z]+'
 }
 
+# vramio-run (the allocation bridge's launcher), from install.mk's INSTALL_RUNNERS, and the
+# library it preloads, from INSTALL_PRELOADS.
+runner_names() {
+    sed -n 's/^INSTALL_RUNNERS *:= *//p' "$REPO/packaging/install.mk"
+}
+preload_names() {
+    sed -n 's/^INSTALL_PRELOADS *:= *//p' "$REPO/packaging/install.mk"
+}
+
 # clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.
 clean_clone() {
     git clone -q --no-hardlinks "$REPO" "$1" 2>&1

@@ -9,7 +9,7 @@ set -u
 
 BUILD=${BUILD:-build}
 VERSION=$(project_version)
-TOOLS=$(tool_names)
+TOOLS="$(tool_names) $(runner_names)"
 work=$(mktemp -d /tmp/vramio-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -27,7 +27,8 @@ check_install() {
     fi
     local miss="" f
     for f in "$libdir/libgdrapi.so.$VERSION" "$prefix/include/gdrapi.h" \
-             "$prefix/include/gdrconfig.h" "$prefix/include/vramio.h" "$libdir/pkgconfig/gdrapi.pc"; do
+             "$prefix/include/gdrconfig.h" "$prefix/include/vramio.h" "$libdir/pkgconfig/gdrapi.pc" \
+             $(for p in $(preload_names); do echo "$libdir/vramio/$p"; done); do
         [ -f "$d$f" ] || miss="$miss $f"
     done
     for f in $TOOLS; do
@@ -58,6 +59,14 @@ check_install() {
         { not_ok "$name" "client: $out"; return; }
     [ "$lib" = "$d$libdir/libgdrapi.so.2" ] || { not_ok "$name" "client loaded '$lib'"; return; }
     ok "$name"
+
+    # vramio-run finds the bridge where this layout put it.
+    out=$("$d$prefix/bin/vramio-run" sh -c 'echo "$LD_PRELOAD"' 2>&1)
+    case $out in
+        */vramio/libvramio_bridge.so) [ -f "$out" ] && ok "$name-vramio-run" ||
+                                          not_ok "$name-vramio-run" "preloads missing $out" ;;
+        *) not_ok "$name-vramio-run" "LD_PRELOAD is '$out'" ;;
+    esac
 
     if ! pmake uninstall DESTDIR="$d" "$@" >"$work/$name.un.log" 2>&1; then
         not_ok "$name-uninstall" "make uninstall failed: $(tail -n 5 "$work/$name.un.log")"

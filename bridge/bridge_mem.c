@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bridge_mem.c - the bridge's replacements of the driver's allocation functions: device
+ * memory comes from vramio_alloc's pool (CUDA VMM allocations with a POSIX-fd handle type),
+ * which the vulkan backend can pin, map and copy with no kernel module.
+ *
+ * The bridge must never break a program: whenever the pool cannot serve a request (no
+ * context current, no VMM support, out of memory in the pool) the driver's own function
+ * serves it, and a failure that will not go away (VMM unsupported) stops further attempts.
+ * What cannot stay identical to cuMemAlloc memory is listed in bridge/README.md.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bridge.h"
+#include "vramio.h"
+
+static atomic_int pool_off;            /* the pool failed for good: the driver serves all */
+static atomic_ulong n_pool, n_driver, n_freed;
+
+__attribute__((constructor)) static void bridge_init(void)
+{
+    const char *log = getenv("VRAMIO_BRIDGE_LOG");
+
+    vb_log_on = log && *log && strcmp(log, "0") != 0;
+    /* Pinning this memory needs the vulkan backend: enable it, unless the user said. */
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
+}
+
+__attribute__((destructor)) static void bridge_fini(void)
+{
+    struct vramio_pool_stats st;
+
+    if (!vb_log_on)
+        return;
+    memset(&st, 0, sizeof(st));
+    vramio_pool_stats(-1, &st);
+    vb_log("at exit: %lu allocations from the pool, %lu from the driver, %lu freed to the "
+           "pool; live %zu small + %zu large, %zu slabs (%zu cached)",
+           atomic_load(&n_pool), atomic_load(&n_driver), atomic_load(&n_freed),
+           st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
+}
+
+/* Errors after which the pool will never work in this process. */
+static int lasting(int rc)
+{
+    return rc == ENOSYS || rc == EOPNOTSUPP || rc == ENOTSUP || rc == ENODEV || rc == EPERM;
+}
+
+/* size bytes from the pool on the current context's device: 1 when served. */
+static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, const char *who)
+{
+    unsigned long long p = 0;
+    CUdevice dev;
+    int rc;
+
+    if (atomic_load_explicit(&pool_off, memory_order_relaxed) || !t->cuCtxGetDevice ||
+        t->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+        return 0; /* without a context the driver's function gives the right error */
+    rc = vramio_alloc((int)dev, size, &p);
+    if (rc) {
+        if (lasting(rc) && !atomic_exchange(&pool_off, 1))
+            vb_log("the pool cannot work here (%s): the driver serves every allocation",
+                   vramio_last_error());
+        vb_log("%s(%zu): not from the pool (%s), from the driver", who, size,
+               vramio_strerror(rc));
+        return 0;
+    }
+    *dptr = (CUdeviceptr)p;
+    atomic_fetch_add_explicit(&n_pool, 1, memory_order_relaxed);
+    vb_log("%s(%zu) = 0x%llx from the pool (GPU %d)", who, size, p, (int)dev);
+    return 1;
+}
+
+CUresult vb_mem_alloc(CUdeviceptr *dptr, size_t size)
+{
+    const struct vb_real *t = vb_real();
+
+    if (!t || !t->cuMemAlloc_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (dptr && size && from_pool(t, size, dptr, "cuMemAlloc"))
+        return CUDA_SUCCESS;
+    atomic_fetch_add_explicit(&n_driver, 1, memory_order_relaxed);
+    return t->cuMemAlloc_v2(dptr, size);
+}
+
+/* Rows padded to the texture pitch alignment, and to 512 bytes at least (what the driver's
+ * cuMemAllocPitch gives on current GPUs): any pitch of that kind is valid for 2D copies. */
+CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                            unsigned int elem)
+{
+    const struct vb_real *t = vb_real();
+    size_t align = 512, p;
+    CUdevice dev;
+    int a = 0;
+
+    if (!t || !t->cuMemAllocPitch_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    /* Bad arguments: the driver's answer is the right one. */
+    if (dptr && pitch && width && height && (elem == 4 || elem == 8 || elem == 16) &&
+        t->cuCtxGetDevice && t->cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
+        if (t->cuDeviceGetAttribute &&
+            t->cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, dev) ==
+                CUDA_SUCCESS && a > 512 && !(a & (a - 1)))
+            align = (size_t)a;
+        if (width <= SIZE_MAX - align) {
+            p = (width + align - 1) & ~(align - 1);
+            if (height <= SIZE_MAX / p && from_pool(t, p * height, dptr, "cuMemAllocPitch")) {
+                *pitch = p;
+                return CUDA_SUCCESS;
+            }
+        }
+    }
+    atomic_fetch_add_explicit(&n_driver, 1, memory_order_relaxed);
+    return t->cuMemAllocPitch_v2(dptr, pitch, width, height, elem);
+}
+
+CUresult vb_mem_free(CUdeviceptr dptr)
+{
+    const struct vb_real *t = vb_real();
+    unsigned long long base = 0;
+
+    if (!t || !t->cuMemFree_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (dptr && vramio_alloc_range(dptr, &base, NULL) == 0 && base == dptr) {
+        /* cuMemFree waits for the work that may still use the memory; the pool hands it
+         * out again at once, so wait here as the driver would. */
+        if (t->cuCtxSynchronize)
+            t->cuCtxSynchronize();
+        if (vramio_free(dptr) == 0) {
+            atomic_fetch_add_explicit(&n_freed, 1, memory_order_relaxed);
+            vb_log("cuMemFree(0x%llx) to the pool", (unsigned long long)dptr);
+            return CUDA_SUCCESS;
+        }
+    }
+    return t->cuMemFree_v2(dptr);
+}
+
+/* A pool block's own range, as for memory of its own size from cuMemAlloc. */
+CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    const struct vb_real *t = vb_real();
+    unsigned long long base = 0;
+    size_t size = 0;
+
+    if (!t || !t->cuMemGetAddressRange_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (vramio_alloc_range(dptr, &base, &size) == 0) {
+        if (pbase)
+            *pbase = (CUdeviceptr)base;
+        if (psize)
+            *psize = size;
+        return CUDA_SUCCESS;
+    }
+    return t->cuMemGetAddressRange_v2(pbase, psize, dptr);
+}
+
+/* The driver's exported names, for programs that call them directly. */
+#define VB_EXPORT_AS(name, ret, proto, args, impl) \
+    VB_EXPORT ret vb_export_##name proto __asm__(#name); \
+    VB_EXPORT ret vb_export_##name proto { return impl args; }
+
+VB_EXPORT_AS(cuMemAlloc_v2, CUresult, (CUdeviceptr *d, size_t s), (d, s), vb_mem_alloc)
+VB_EXPORT_AS(cuMemAllocPitch_v2, CUresult,
+             (CUdeviceptr *d, size_t *p, size_t w, size_t h, unsigned int e), (d, p, w, h, e),
+             vb_mem_alloc_pitch)
+VB_EXPORT_AS(cuMemFree_v2, CUresult, (CUdeviceptr d), (d), vb_mem_free)
+VB_EXPORT_AS(cuMemGetAddressRange_v2, CUresult, (CUdeviceptr *b, size_t *s, CUdeviceptr d),
+             (b, s, d), vb_mem_get_address_range)

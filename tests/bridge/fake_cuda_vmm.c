@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fake_cuda_vmm.c - a stand-in libcuda.so.1 for testing the allocation bridge where no GPU
+ * exists: plain cuMemAlloc, the VMM calls vramio_alloc's pool makes (cuMemCreate, reserve,
+ * map, access, unmap, release, retain, address range), and cuGetProcAddress(_v2) answering
+ * from its own table as the real driver does. "Device memory" is host memory (VMM handles
+ * are memfds mapped where reserved), so a test can read and write it directly.
+ *
+ * Environment: FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device
+ * without VMM), FAKE_CUDA_NOCTX=1 (no context is current), FAKE_CUDA_DEVICES=N (N devices,
+ * all peers), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
+ * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
+ * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
+ * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2).
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAXN 4096
+#define GRAN (2u << 20)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t base; size_t size; } plain[MAXN];
+static struct { int fd; size_t size; int refs; } handles[MAXN];       /* index + 1 = handle */
+static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
+static int n_plain, n_handles, n_syncs, n_access;
+static int ctx_dummy;
+
+int fake_plain_allocs(void) { return n_plain; }
+int fake_vmm_live(void) { return n_handles; }
+int fake_syncs(void) { return n_syncs; }
+int fake_access_devices(void) { return n_access; }
+
+static int env_is(const char *name, const char *v)
+{
+    const char *e = getenv(name);
+
+    return e && strcmp(e, v) == 0;
+}
+
+CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
+CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driver"; return CUDA_SUCCESS; }
+static int ndev(void)
+{
+    const char *e = getenv("FAKE_CUDA_DEVICES");
+
+    return e ? atoi(e) : 1;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return o >= 0 && o < ndev() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+CUresult cuDeviceGetCount(int *n) { *n = ndev(); return CUDA_SUCCESS; }
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+    *can = d != peer && d < ndev() && peer < ndev();
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxGetCurrent(CUcontext *c)
+{
+    *c = env_is("FAKE_CUDA_NOCTX", "1") ? NULL : (CUcontext)&ctx_dummy;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice *d)
+{
+    if (env_is("FAKE_CUDA_NOCTX", "1"))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent(CUcontext *c) { *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { __atomic_add_fetch(&n_syncs, 1, __ATOMIC_RELAXED); return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+        *v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+        *v = 32;
+        break;
+    default:
+        *v = 0;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- plain allocations (no allocation handle) -------------------------------------- */
+CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
+{
+    void *p;
+    int i;
+
+    if (env_is("FAKE_CUDA_NOCTX", "1"))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!d || !size || !(p = aligned_alloc(512, (size + 511) & ~(size_t)511)))
+        return !d || !size ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < MAXN && plain[i].base; i++)
+        ;
+    if (i == MAXN) {
+        pthread_mutex_unlock(&lock);
+        free(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    plain[i].base = (uintptr_t)p;
+    plain[i].size = size;
+    n_plain++;
+    pthread_mutex_unlock(&lock);
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *d, size_t *pitch, size_t w, size_t h, unsigned int e)
+{
+    if (!pitch || !w || !h || (e != 4 && e != 8 && e != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    *pitch = (w + 511) & ~(size_t)511;
+    return cuMemAlloc_v2(d, *pitch * h);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr d)
+{
+    int i;
+
+    if (!d)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < MAXN; i++) {
+        if (plain[i].base == (uintptr_t)d) {
+            free((void *)plain[i].base);
+            plain[i].base = 0;
+            n_plain--;
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- VMM ---------------------------------------------------------------------------- */
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
+                                       CUmemAllocationGranularity_flags o)
+{
+    (void)p; (void)o;
+    *g = GRAN;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
+                     unsigned long long f)
+{
+    int i, fd;
+
+    (void)p; (void)f;
+    if (env_is("FAKE_CUDA_VMM", "0"))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (!size || size % GRAN)
+        return CUDA_ERROR_INVALID_VALUE;
+    fd = memfd_create("fake-vmm", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size)) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < MAXN && handles[i].refs; i++)
+        ;
+    if (i == MAXN) {
+        pthread_mutex_unlock(&lock);
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    handles[i].fd = fd;
+    handles[i].size = size;
+    handles[i].refs = 1;
+    n_handles++;
+    pthread_mutex_unlock(&lock);
+    *h = (CUmemGenericAllocationHandle)(i + 1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+    int i = (int)h - 1;
+
+    pthread_mutex_lock(&lock);
+    if (i < 0 || i >= MAXN || !handles[i].refs) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (--handles[i].refs == 0) {
+        close(handles[i].fd);
+        n_handles--;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
+                             unsigned long long f)
+{
+    uintptr_t p, a;
+
+    (void)addr; (void)f;
+    if (!align)
+        align = GRAN;
+    p = (uintptr_t)mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+    if ((void *)p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    a = (p + align - 1) & ~(uintptr_t)(align - 1);
+    if (a > p)
+        munmap((void *)p, a - p);
+    if (p + align > a)
+        munmap((void *)(a + size), p + align - a);
+    *ptr = (CUdeviceptr)a;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    return munmap((void *)(uintptr_t)ptr, size) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocationHandle h,
+                  unsigned long long f)
+{
+    int i = (int)h - 1, m;
+
+    (void)f;
+    pthread_mutex_lock(&lock);
+    if (i < 0 || i >= MAXN || !handles[i].refs || off || size != handles[i].size) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (m = 0; m < MAXN && maps[m].va; m++)
+        ;
+    if (m == MAXN || mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_FIXED, handles[i].fd, 0) == MAP_FAILED) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    maps[m].va = (uintptr_t)ptr;
+    maps[m].size = size;
+    maps[m].h = i;
+    handles[i].refs++; /* a mapping holds the allocation, as in the real driver */
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d, size_t n)
+{
+    (void)ptr; (void)size;
+    if (!d || !n || (n > 1 && env_is("FAKE_CUDA_PEER_REFUSE", "1")))
+        return CUDA_ERROR_INVALID_VALUE;
+    n_access = (int)n;
+    return CUDA_SUCCESS;
+}
+
+static int find_map(uintptr_t a)
+{
+    int m;
+
+    for (m = 0; m < MAXN; m++)
+        if (maps[m].va && a >= maps[m].va && a - maps[m].va < maps[m].size)
+            return m;
+    return -1;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    int m, h;
+
+    pthread_mutex_lock(&lock);
+    m = find_map((uintptr_t)ptr);
+    if (m < 0 || maps[m].va != (uintptr_t)ptr || maps[m].size != size) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    h = maps[m].h;
+    maps[m].va = 0;
+    pthread_mutex_unlock(&lock);
+    return cuMemRelease((CUmemGenericAllocationHandle)(h + 1));
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+{
+    int m;
+
+    pthread_mutex_lock(&lock);
+    m = find_map((uintptr_t)addr);
+    if (m >= 0) {
+        handles[maps[m].h].refs++;
+        *h = (CUmemGenericAllocationHandle)(maps[m].h + 1);
+    }
+    pthread_mutex_unlock(&lock);
+    return m >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    int i, m;
+
+    pthread_mutex_lock(&lock);
+    m = find_map((uintptr_t)p);
+    if (m >= 0) {
+        if (base)
+            *base = (CUdeviceptr)maps[m].va;
+        if (size)
+            *size = maps[m].size;
+        pthread_mutex_unlock(&lock);
+        return CUDA_SUCCESS;
+    }
+    for (i = 0; i < MAXN; i++) {
+        if (plain[i].base && (uintptr_t)p >= plain[i].base && p - plain[i].base < plain[i].size) {
+            if (base)
+                *base = (CUdeviceptr)plain[i].base;
+            if (size)
+                *size = plain[i].size;
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+/* ---- cuGetProcAddress: from a table, never through dlsym ----------------------------- */
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *st);
+
+/* The 4-argument ABI of CUDA 11, under its exported name (cuda.h renames the C name). */
+CUresult fake_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
+    __asm__("cuGetProcAddress");
+
+static void *lookup(const char *sym, int ver)
+{
+    static const struct { const char *name; void *fn; } table[] = {
+        { "cuInit", (void *)cuInit }, { "cuDriverGetVersion", (void *)cuDriverGetVersion },
+        { "cuCtxGetDevice", (void *)cuCtxGetDevice },
+        { "cuCtxSynchronize", (void *)cuCtxSynchronize },
+        { "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
+        { "cuMemAllocPitch", (void *)cuMemAllocPitch_v2 },
+        { "cuMemGetAddressRange", (void *)cuMemGetAddressRange_v2 },
+    };
+    size_t i;
+
+    if (strcmp(sym, "cuGetProcAddress") == 0)
+        return ver >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)fake_gpa_v1;
+    for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strcmp(sym, table[i].name) == 0)
+            return table[i].fn;
+    return NULL;
+}
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *st)
+{
+    (void)flags;
+    *pfn = lookup(sym, ver);
+    if (st)
+        *st = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult fake_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(sym, pfn, ver, flags, NULL);
+}
+
+void *fake_gpa_v2(void)
+{
+    return (void *)cuGetProcAddress_v2;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/bridge/test_bridge.sh - the allocation bridge without a GPU: a client (bridge_client.c)
+# against a stand-in libcuda.so.1 (fake_cuda_vmm.c) with libvramio_bridge.so preloaded, in
+# each mode (pool, no VMM, no context) and without the bridge; then vramio-run's command line.
+set -u
+B=${BUILD:-build}
+CC=${CC:-cc}
+CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+dir=$B/tests/bridge
+warn="-Wall -Wextra -Werror"
+bridge=$B/lib/libvramio_bridge.so
+run=$B/bin/vramio-run
+mkdir -p "$dir/fake"
+for f in "$bridge" "$run"; do
+    [ -e "$f" ] || { echo "not ok bridge/built: $f is not built"; exit 1; }
+done
+# -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the
+# preloaded bridge's of the same names (as in the real driver).
+if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
+        -o "$dir/fake/libcuda.so.1" tests/bridge/fake_cuda_vmm.c; then
+    echo "not ok bridge/build_fake_cuda: compiler failed"; exit 1
+fi
+ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
+if ! $CC -O1 -g $warn -Iinclude -Itests/unit -I"$CUDA_INC" -o "$dir/client" \
+        tests/bridge/bridge_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+        -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
+    echo "not ok bridge/build_client: compiler failed"; exit 1
+fi
+
+client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
+    local mode=$1 out rc
+    shift
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$dir/fake" "$@" \
+          timeout 60 "$dir/client" "$mode" 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
+    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+        echo "not ok bridge/$mode/exit: status $rc"
+        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+    fi
+}
+client bridged LD_PRELOAD="$bridge"
+client fallback LD_PRELOAD="$bridge" FAKE_CUDA_VMM=0
+client noctx LD_PRELOAD="$bridge" FAKE_CUDA_NOCTX=1
+client plain
+client peers LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4
+client peers_refused LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
+
+# The log says what was intercepted, and how it ended.
+log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
+      timeout 60 "$dir/client" bridged 2>&1 >/dev/null)
+if printf '%s\n' "$log" | grep -q 'cuGetProcAddress("cuMemAlloc", 13000): the bridge' &&
+   printf '%s\n' "$log" | grep -q 'cuMemAlloc(100) = 0x[0-9a-f]* from the pool' &&
+   printf '%s\n' "$log" | grep -q 'at exit: '; then
+    echo "ok bridge/log_says_what_was_intercepted"
+else
+    echo "not ok bridge/log_says_what_was_intercepted: $(printf '%s' "$log" | head -c 300)"
+fi
+
+# NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
+# own handle of the driver, then asks it for "cuGetProcAddress" and for the allocation
+# functions; each answer must be the bridge's.
+CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+for kind in shared static; do
+    case $kind in
+        shared) lib=$CUDA_LIB/libcudart.so; link=(-L"$CUDA_LIB" -lcudart -Wl,-rpath,"$CUDA_LIB") ;;
+        static) lib=$CUDA_LIB/libcudart_static.a; link=("$lib" -ldl -lpthread -lrt) ;;
+    esac
+    if [ ! -e "$lib" ]; then
+        echo "skip bridge/runtime_${kind}_lookups_caught: no $lib (the CUDA toolkit's runtime)"; continue
+    fi
+    if ! $CC -O1 $warn -I"$CUDA_INC" -o "$dir/runtime_$kind" tests/bridge/runtime_client.c "${link[@]}"; then
+        echo "not ok bridge/runtime_${kind}_lookups_caught: the client does not build"; continue
+    fi
+    log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
+          timeout 60 "$dir/runtime_$kind" 2>&1)
+    miss=
+    for want in 'dlsym("cuGetProcAddress_v2")' 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
+                'cuGetProcAddress("cuMemAlloc", [0-9]*)' 'cuGetProcAddress("cuMemFree", [0-9]*)' \
+                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
+        printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
+    done
+    [ -z "$miss" ] && echo "ok bridge/runtime_${kind}_lookups_caught" ||
+        echo "not ok bridge/runtime_${kind}_lookups_caught: not seen:$miss"
+done
+
+# ---- vramio-run ------------------------------------------------------------------------
+expect() { # name want_rc want_regex cmd...
+    local name=$1 want=$2 re=$3 out rc
+    shift 3
+    out=$(timeout 30 "$@" 2>&1); rc=$?
+    if [ "$rc" -eq "$want" ] && printf '%s\n' "$out" | grep -qE -- "$re"; then
+        echo "ok bridge/run_$name"
+    else
+        echo "not ok bridge/run_$name: exit $rc (want $want): $(printf '%s' "$out" | head -c 200)"
+    fi
+}
+expect help 0 '^usage: vramio-run' "$run" --help
+expect version 0 '^vramio-run \(vramio\) [0-9]' "$run" --version
+expect no_program 2 'no program to run' "$run"
+expect no_program_after_dashes 2 'no program to run' "$run" --log --
+expect bad_option 2 "unknown option '--frobnicate'" "$run" --frobnicate true
+expect missing_program 127 "cannot run 'no-such-program-here'" "$run" no-such-program-here
+expect not_executable 126 "cannot run '/'" "$run" /
+expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
+    env VRAMIO_BRIDGE_LIB=/nonexistent/libx.so "$run" true
+expect exit_status_passed_on 3 '' "$run" sh -c 'exit 3'
+keep=$(cd "$B/lib" && pwd)/libgdrapi.so.2
+expect sets_preload_and_vulkan 0 "^LD_PRELOAD=/.*/libvramio_bridge.so:$keep\$" \
+    env LD_PRELOAD="$keep" "$run" sh -c 'test "$VRAMIO_ENABLE_VULKAN" = 1 && echo LD_PRELOAD=$LD_PRELOAD' 
+expect arguments_passed 0 '^<a b> <c>$' "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a b' c
+# Preloaded without the launcher, the bridge enables the vulkan backend itself (unless set).
+expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \
+    b=\$(VRAMIO_ENABLE_VULKAN=0 LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); echo \$a \$b"
+exit 0

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bridge_gpu.h - what the bridge's GPU programs share (CUDA runtime programs built by nvcc,
+ * run by tests/gpu/run_bridge_on_gpu.sh): result lines, a clock, and pin + map of a device
+ * range through libgdrapi with the CPU address of its first byte.
+ */
+#ifndef VRAMIO_BRIDGE_GPU_H
+#define VRAMIO_BRIDGE_GPU_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include "gdrapi.h"
+#include "vramio.h"
+
+static int bg_failed;
+
+static int bg_check(int cond, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cond) {
+        printf("ok %s\n", name);
+    } else {
+        bg_failed = 1;
+        printf("not ok %s: ", name);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+    }
+    fflush(stdout);
+    return cond;
+}
+
+static double bg_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+struct bg_pin {
+    gdr_mh_t mh;
+    void *map;
+    size_t map_len;
+    char *cpu; /* the CPU address of the pinned device address */
+};
+
+/* Pin and map [d, d + n): 0 or the gdr error, with the reason printed. */
+static int bg_pin(gdr_t g, unsigned long long d, size_t n, struct bg_pin *p)
+{
+    gdr_info_t info;
+    int rc;
+
+    p->mh.h = 0;
+    rc = gdr_pin_buffer(g, d, n, 0, 0, &p->mh);
+    if (!rc)
+        rc = gdr_get_info(g, p->mh, &info);
+    if (!rc) {
+        p->map_len = info.mapped_size;
+        rc = gdr_map(g, p->mh, &p->map, p->map_len);
+        if (rc)
+            gdr_unpin_buffer(g, p->mh);
+    } else if (p->mh.h) {
+        gdr_unpin_buffer(g, p->mh);
+    }
+    if (rc) {
+        printf("# pin 0x%llx + %zu: %s (%s)\n", d, n, vramio_strerror(rc), vramio_last_error());
+        return rc;
+    }
+    p->cpu = (char *)p->map + (d - info.va);
+    return 0;
+}
+
+static void bg_unpin(gdr_t g, struct bg_pin *p)
+{
+    gdr_unmap(g, p->mh, p->map, p->map_len);
+    gdr_unpin_buffer(g, p->mh);
+}
+
+#endif /* VRAMIO_BRIDGE_GPU_H */

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/gpu/run_bridge_on_gpu.sh - the allocation bridge on a GPU machine, from the repository
+# root, in about 6 minutes (every step has a timeout): builds the library, tools and bridge and
+# the programs of tests/gpu/bridge/, then runs the CUDA runtime program with shared and static
+# cudart (and once without the bridge as the control), the stress, the speed figures, PyTorch,
+# CuPy, and gdrcopy_sanity under vramio-run (its cuda kind against the vmm-fd kind).
+# Logs go to $OUT (8 files); result lines and a summary to stdout. BUDGET (seconds, default
+# 350) bounds the whole run: each step's timeout is cut to what is left of it.
+set -u
+start=$(date +%s)
+BUDGET=${BUDGET:-350}
+# tmo N: a timeout of N seconds, or what is left of the budget when that is less (at least 1).
+tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
+OUT=${OUT:-/tmp/vramio-bridge}
+mkdir -p "$OUT"
+[ -f .gpu/env.sh ] && . .gpu/env.sh
+S=$OUT/summary.log
+: > "$S"
+say() { echo "$*" | tee -a "$S"; }
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+RUN=build/bin/vramio-run
+G=build/gpu/bridge
+PY=${PYTHON:-python3}
+export PYTHONPATH=$PWD/python VRAMIO_LIB=$PWD/build/lib/libgdrapi.so.2
+
+if ! timeout $(tmo 200) make -j16 lib tools bridge > "$OUT/build.log" 2>&1; then
+    say "not ok bridge_gpu/build: make failed"; tail -20 "$OUT/build.log"; exit 1
+fi
+mkdir -p "$G"
+nv() { # out src extra...
+    local o=$1 s=$2; shift 2
+    timeout $(tmo 120) "$NVCC" -O2 -Iinclude -Itests/gpu/bridge "$@" -o "$G/$o" "tests/gpu/bridge/$s" \
+        -Lbuild/lib -lgdrapi -Xlinker -rpath -Xlinker "$PWD/build/lib" -lpthread >> "$OUT/build.log" 2>&1 ||
+        say "not ok bridge_gpu/build_$o: nvcc failed (see build.log)"
+}
+nv cudart_shared cudart_bridge.cu -cudart shared &
+nv cudart_static cudart_bridge.cu -cudart static &
+nv stress stress_bridge.cu &
+nv bench bridge_bench.cu &
+wait
+if ! timeout $(tmo 30) nvidia-smi -L >/dev/null 2>&1; then
+    say "skip bridge_gpu/all: no NVIDIA GPU here (the programs were built)"; exit 0
+fi
+
+results() { # log: the result lines into the summary
+    grep -E '^(ok|not ok|skip) |^# ' "$1" | tee -a "$S"
+}
+
+# 1. The CUDA runtime program: shared and static cudart under the bridge, and the control.
+{
+    for k in shared static; do
+        echo "== $k cudart under vramio-run"
+        GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 timeout $(tmo 60) "$RUN" --log "$G/cudart_$k" \
+            > "$OUT/cudart_$k.tmp" 2>&1
+        echo "exit $?"
+        grep -E '^(ok|not ok|#)' "$OUT/cudart_$k.tmp" | sed "s#^ok cudart/#ok cudart_$k/#; s#^not ok cudart/#not ok cudart_$k/#"
+        echo "# $k: $(grep -c 'vulkan: imported' "$OUT/cudart_$k.tmp") imports; $(grep -c 'the bridge' "$OUT/cudart_$k.tmp") bridge hand-outs; $(grep -c 'from the pool' "$OUT/cudart_$k.tmp") pool allocations"
+        grep -m3 'vramio-bridge: cuGetProcAddress' "$OUT/cudart_$k.tmp"
+        rm -f "$OUT/cudart_$k.tmp"
+    done
+    echo "== control: shared cudart without the bridge (pins refused)"
+    VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 60) "$G/cudart_shared" --control 2>&1 | sed 's#cudart/#cudart_control/#'
+} > "$OUT/cudart.log" 2>&1
+results "$OUT/cudart.log"
+
+# 2. The stress (its own limit 90 s).
+timeout $(tmo 130) "$RUN" "$G/stress" 90 > "$OUT/stress.log" 2>&1
+echo "exit $?" >> "$OUT/stress.log"
+results "$OUT/stress.log"
+
+# 3. Speed: pool vs driver without the bridge; pins and copies under it.
+{ timeout $(tmo 90) "$G/bench"; echo "exit $?"; timeout $(tmo 90) "$RUN" "$G/bench" --bridged; echo "exit $?"; } \
+    > "$OUT/bench.log" 2>&1
+results "$OUT/bench.log"
+
+# 4. PyTorch: default allocator under the bridge, the pluggable allocator, the control, and
+# the step time with and without the bridge.
+{
+    timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py default; echo "exit $?"
+    VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py pluggable; echo "exit $?"
+    VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py control; echo "exit $?"
+    a=$(timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
+    b=$(timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
+    echo "# torch step time: plain ${a:-?}, under the bridge ${b:-?}"
+    awk -v a="${a% ms}" -v b="${b% ms}" 'BEGIN { if (a > 0 && b > 0 && b <= a * 1.05) print "ok torch/steptime_within_5pct"; else print "not ok torch/steptime_within_5pct: " a " vs " b " ms" }'
+    VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 60) "$PY" python/tests/run.py
+} > "$OUT/torch.log" 2>&1
+results "$OUT/torch.log"
+
+# 5. CuPy: its default pool under the bridge, and cupy_allocator().
+{
+    timeout $(tmo 60) "$RUN" "$PY" tests/gpu/bridge/cupy_bridge.py default; echo "exit $?"
+    VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 60) "$PY" tests/gpu/bridge/cupy_bridge.py allocator; echo "exit $?"
+} > "$OUT/cupy.log" 2>&1
+results "$OUT/cupy.log"
+
+# 6. gdrcopy_sanity (last: the longest, and the first cut by the budget): every test that
+# passes on the vmm-fd kind passes on the cuda kind.
+timeout $(tmo 120) "$RUN" build/bin/gdrcopy_sanity --kind cuda,vmm-fd --timeout $(tmo 30) \
+    > "$OUT/sanity.log" 2>&1
+echo "exit $?" >> "$OUT/sanity.log"
+miss=$(for t in $(sed -n 's/^ok \(.*\)\.vmm-fd$/\1/p' "$OUT/sanity.log"); do
+           grep -q "^ok $t\.cuda\$" "$OUT/sanity.log" || echo "$t"; done)
+n=$(grep -c '^ok .*\.cuda$' "$OUT/sanity.log")
+[ -z "$miss" ] && [ "$n" -gt 0 ] && say "ok bridge_gpu/sanity_cuda_kind_passes_what_vmm_passes ($n)" ||
+    say "not ok bridge_gpu/sanity_cuda_kind_passes_what_vmm_passes: $n ok; missing: $(echo $miss)"
+
+say "== bridge on GPU: $(grep -c '^ok ' "$S") ok, $(grep -c '^not ok ' "$S") not ok, $(grep -c '^skip ' "$S") skip"
