@@ -16,6 +16,7 @@
 #include "helpers/check.h"
 #include "gdrapi.h"
 #include "handles.h"
+#include "wb/hooks.h"
 
 static char area[4][4096];
 
