@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
-#include "fork.h"
 #include "copy/copy.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
@@ -48,14 +47,9 @@ VR_EXPORT int gdr_close(gdr_t g)
 
     if (rc || !gdr)
         return rc;
-    /* No call on g is in progress and none can start: release what it still holds, inside
-     * the fork gate (the backends call into the drivers). */
-    {
-        VR_FORK_GATE_SCOPE();
-
-        vr_pins_release_owned(gdr->token);
-        vr_instance_free(gdr);
-    }
+    /* No call on g is in progress and none can start: release what it still holds. */
+    vr_pins_release_owned(gdr->token);
+    vr_instance_free(gdr);
     return 0;
 }
 
