@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 # tests/gpu/gpu.mk - the GPU test program and benchmark (need a GPU: not part of 'make check').
 #
-#   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, gpu_bench and fork_test
+#   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, gpu_bench, fork_test and
+#                           multigpu_client (tests/gpu/run_multigpu_on_gpu.sh runs it)
 #   tests/gpu/run_on_gpu.sh build and run both on a GPU machine (as root and as a user)
 #
 # They use the public headers and libgdrapi.so, plus the CUDA driver API to allocate and to
 # check copies: linked against the toolkit's stub libcuda (the real one is found at run time).
 
-GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/gpu_bench $(BUILD)/gpu/fork_test
+GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/gpu_bench $(BUILD)/gpu/fork_test \
+            $(BUILD)/gpu/multigpu_client
 CUDA_STUBS ?= $(CUDA_HOME)/lib64/stubs
 
 GPU_COMMON := tests/gpu/gpu_common.c tests/unit/helpers/check.c
@@ -16,6 +18,13 @@ $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(GPU_COMMON) \
 	    -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib) -L$(CUDA_STUBS) -lcuda \
+	    $(ALL_LDFLAGS)
+
+# The two-GPU program of tests/multigpu, against the real driver ("MODE real").
+$(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c tests/unit/helpers/check.c $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< tests/unit/helpers/check.c \
+	    -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib) -L$(CUDA_STUBS) -lcuda -ldl \
 	    $(ALL_LDFLAGS)
 
 .PHONY: gpu-tests
