@@ -48,6 +48,17 @@ run_modes() { # label libdir [cflags]
 }
 
 run_modes plain "$B/lib"
+
+# The debug log names the Vulkan device that serves each GPU (what shows it on real GPUs).
+log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \
+      VRAMIO_ENABLE_VULKAN=1 GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 \
+      timeout 60 "$dir/client_plain" both 2>&1)
+if printf '%s\n' "$log" | grep -q "CUDA device 0 is Vulkan physical device 1 of 2, 'fake GPU 0'" &&
+   printf '%s\n' "$log" | grep -q "CUDA device 1 is Vulkan physical device 0 of 2, 'fake GPU 1'"; then
+    echo "ok multigpu/log_names_each_gpus_vulkan_device"
+else
+    echo "not ok multigpu/log_names_each_gpus_vulkan_device: $(printf '%s' "$log" | grep 'vulkan: CUDA' | head -c 300)"
+fi
 if [ -e "$B/asan/lib/libgdrapi.so" ]; then
     run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
 fi
