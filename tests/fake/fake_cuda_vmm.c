@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,6 +504,46 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr d, size_t n)
     if (!ctx_current())
         return CUDA_ERROR_INVALID_CONTEXT;
     memcpy(dst, (const void *)(uintptr_t)d, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+/* Pinned host memory (the tools' cuMemcpy reference): plain host memory here. */
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int f)
+{
+    (void)f;
+    *p = n ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095) : NULL;
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemAllocHost_v2(void **p, size_t n) { return cuMemHostAlloc(p, n, 0); }
+CUresult cuMemFreeHost(void *p) { free(p); return CUDA_SUCCESS; }
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int f)
+{
+    (void)f;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+    if (d < 0 || d >= ndev() || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "fake GPU %d", d);
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; *b = 64ull << 30; return CUDA_SUCCESS; }
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
+{
+    if (d < 0 || d >= ndev() || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(id, (size_t)len, "0000:%02x:00.0", 0x10 + d);
     return CUDA_SUCCESS;
 }
 
