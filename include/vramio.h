@@ -57,6 +57,27 @@ const char *vramio_strerror(int err);
 const char *vramio_copy_kernel(void);
 
 /*
+ * Copies that use the GPU's copy engine where it is faster than the CPU through the BAR.
+ * The contract of gdr_copy_to_mapping / gdr_copy_from_mapping: synchronous, the same checks
+ * and the same errors (plus a positive errno when the copy engine fails). From a crossover size
+ * up (per GPU and direction; VRAMIO_DMA_CROSSOVER_READ / _WRITE, in bytes with an optional
+ * K/M/G suffix or "never", else measured once per process by the first such read of at least
+ * 4 KiB or write of at least 64 KiB, in about a millisecond; smaller writes always take the
+ * BAR) the copy runs on a private non-blocking stream of the pin's GPU, so it neither waits
+ * for the program's kernels nor blocks them; pageable host memory goes through pinned bounce
+ * buffers; the thread's current CUDA context is left as it was.
+ * Without CUDA, or for memory of a non-primary CUDA context, they copy through the BAR.
+ */
+int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
+                                size_t size);
+int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
+                                  size_t size);
+
+/* The crossovers of the _auto copies for a mapped pin's GPU, in bytes: 0 while not yet set
+ * or measured, SIZE_MAX when the copy engine is not used (never faster, or no CUDA). */
+int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *write_bytes);
+
+/*
  * Device memory that every backend can pin: size bytes on CUDA device ordinal gpu, returned as
  * an ordinary CUdeviceptr, usable by the caller's kernels. It lies in a CUDA VMM allocation
  * with a POSIX-fd handle type and, where the GPU supports it, GPUDirect RDMA capability.

@@ -45,7 +45,13 @@ struct vr_pin {
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;
     gdr_mapping_type_t map_type;
+    int dma_dev;                           /* copy_dma.c's finding for this pin: VR_DMA_DEV_* */
 };
+
+/* vr_pin.dma_dev: not looked up yet, or the copy engine unusable for this pin (BAR only);
+ * otherwise the CUDA device ordinal whose copy engine serves it. */
+#define VR_DMA_DEV_UNKNOWN (-1)
+#define VR_DMA_DEV_NONE    (-2)
 
 /* The backends in probing order, indexed by vramio_backend_t - 1. */
 extern const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1];
@@ -70,6 +76,26 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
 
 /* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
 int vr_pin_release_locked(struct vr_slot *s);
+
+/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
+int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
+
+/* Where a checked copy range lies in GPU memory (vr_pin_dma_range, for copy_dma.c). */
+struct vr_dma_range {
+    uint64_t dev_addr;                     /* GPU address of the range's first byte */
+    gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
+    int dma_dev;                           /* the pin's vr_pin.dma_dev */
+    size_t avail;                          /* bytes of the mapping from the range's start on */
+};
+
+/* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
+ * gdr_copy_*_mapping do, with the same errors; on success fill r. */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn);
+
+/* Remember copy_dma.c's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
+void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);
 
 /* Record a failure as this thread's last error, log it at level, and return err. */
 __attribute__((format(printf, 3, 4)))

@@ -58,7 +58,16 @@
     X(cuMemRetainAllocationHandle)           \
     X(cuMemExportToShareableHandle)          \
     X(cuMemGetAllocationPropertiesFromHandle)\
-    X(cuMemGetHandleForAddressRange)
+    X(cuMemGetHandleForAddressRange)         \
+    X(cuMemHostGetFlags)                     \
+    X(cuMemcpyHtoDAsync)                     \
+    X(cuMemcpyDtoHAsync)                     \
+    X(cuStreamCreate)                        \
+    X(cuStreamDestroy)                       \
+    X(cuEventCreate)                         \
+    X(cuEventRecord)                         \
+    X(cuEventSynchronize)                    \
+    X(cuEventDestroy)
 
 struct vr_cuda {
 #define VR_CUDA_MEMBER(fn) __typeof__(&fn) fn;

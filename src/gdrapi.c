@@ -112,7 +112,8 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     pin = rc ? NULL : calloc(1, sizeof(*pin));
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size };
+                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size,
+                                .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
     } else if (!rc) {
         rc = ENOMEM;
@@ -375,12 +376,14 @@ static int copy_fail(const char *fn, unsigned long h, const void *p, size_t n, i
     return vr_fail(EINVAL, "%s: %p+%zu is not inside the mapping of handle %#lx", fn, p, n, h);
 }
 
-/* [p, p+n) inside the mapping m (never true while unmapped: len is 0). */
+/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
+ * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
+ * than any len, so two comparisons cover both ends. */
 static inline int in_mapping(const struct vr_mapping *m, const void *p, size_t n)
 {
     uintptr_t off = (uintptr_t)p - m->base;
 
-    return (uintptr_t)p >= m->base && n <= m->len && off <= m->len - n;
+    return off <= m->len && n <= m->len - off;
 }
 
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
@@ -409,6 +412,58 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     if (__builtin_expect(!in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
         return copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
+}
+
+/* Hidden aliases of the two copies, for the _auto copies below their crossover (copy_dma.c):
+ * a direct jump into the same code, not a second trip through the PLT. */
+extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
+    __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
+extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping
+    __attribute__((alias("gdr_copy_from_mapping"), visibility("hidden")));
+
+/*
+ * For the copy engine (copy_dma.c): [p, p+n) checked as gdr_copy_*_mapping checks it, and
+ * where it lies in GPU memory. The mapping starts at the pin's info.va, so map_ptr + off is
+ * va + off on the GPU. Takes the slot lock for a moment: the pin's va is not published to the
+ * lock-free path, and a copy big enough for the copy engine does not notice the lock.
+ */
+int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
+                     struct vr_dma_range *r, const char *fn)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+    struct vr_pin *pin;
+    struct vr_mapping m;
+    int ok;
+
+    if (!s)
+        return copy_fail(fn, handle.h, p, n, 1);
+    pin = s->obj;
+    if (!pin) {                 /* a test-only mapping (vr_handles_test_insert): no GPU behind */
+        vr_slot_unlock(s);
+        return copy_fail(fn, handle.h, p, n, 1);
+    }
+    ok = pin_mapped_here(pin) && host;
+    if (ok) {
+        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
+        ok = in_mapping(&m, p, n);
+    }
+    if (ok)
+        *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
+                                    .type = pin->map_type, .dma_dev = pin->dma_dev,
+                                    .avail = m.len - ((uintptr_t)p - m.base) };
+    vr_slot_unlock(s);
+    return ok ? 0 : copy_fail(fn, handle.h, p, n, 0);
+}
+
+void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+
+    if (s) {
+        if (s->obj)
+            ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
+        vr_slot_unlock(s);
+    }
 }
 
 VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)

@@ -16,6 +16,7 @@
 #include "cuda_loader.h"
 #include "common/gpumem.h"
 #include "common/measure.h"
+#include "common/numa.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -64,7 +65,8 @@ static void usage(void)
            "  -a KIND     GPU memory: %s\n"
            "              (default vramio; upstream's cuMemAlloc and cuMemCreate are accepted)\n"
            "  -M TYPE     mapping type to request: default, wc, cache, device (default: default)\n"
-           "  -C CPU      bind the measuring thread to this CPU\n"
+           "  -C CPU      bind the measuring thread to this CPU (default: the first CPU\n"
+           "              local to the GPU, from sysfs; printed as 'CPU binding')\n"
            "  --json FILE write the results as JSON to FILE ('-' for stdout)\n\n"
            "Each size is also measured with the raw reference (non-temporal stores + sfence,\n"
            "streaming loads, on the same mapping) and with cuMemcpy from pinned host memory;\n"
@@ -219,6 +221,7 @@ static void json_results(struct json *j, const struct bw *r, int n)
 
 int main(int argc, char **argv)
 {
+    char binding[400];
     struct opts o;
     struct ctx c = { 0 };
     struct tool_map m;
@@ -233,8 +236,8 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.co.cpu))
-        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    numa_bind_for_gpu(o.co.gpu, o.co.cpu, binding, sizeof(binding));
+    printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     printf("testing size: %zu\n", o.size);
     tool_alloc(prog, o.co.kind, o.size, &buf, 0);
@@ -261,6 +264,7 @@ int main(int argc, char **argv)
     json_str(&j, "tool", "copybw");
     json_str(&j, "backend", vramio_backend_name(be));
     json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
+    json_str(&j, "cpu_binding", binding);
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "MiB/s");

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "cuda_loader.h"
 #include "common/gpumem.h"
 #include "common/measure.h"
+#include "common/numa.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -30,6 +32,7 @@ struct opts {
     size_t size;
     unsigned long witers, riters;
     int cumemcpy;
+    int with_auto;          /* -A: also vramio_copy_*_mapping_auto */
     struct common_opts co;
     double budget_s;
     const char *json;
@@ -43,6 +46,7 @@ struct ctx {
     size_t n;
     uint64_t dptr;
     const struct vr_cuda *cu;
+    enum raw_write raw_w;   /* the raw write sequence of this size (pick_raw_write) */
 };
 
 /* Reads move by 4 KiB + 64 B per operation, wrapping inside the buffer. */
@@ -66,10 +70,7 @@ static void op_raw_write(void *p, size_t i)
     struct ctx *c = p;
 
     (void)i;
-    if (c->n < 256)
-        raw_store_small(c->dev, c->src, c->n);
-    else
-        raw_write_nt(c->dev, c->src, c->n);
+    raw_write(c->raw_w, c->dev, c->src, c->n);
 }
 
 static void op_lib_read(void *p, size_t i)
@@ -84,6 +85,21 @@ static void op_raw_read(void *p, size_t i)
     struct ctx *c = p;
 
     raw_read_nt(c->dst, c->dev + read_offset(c, i), c->n);
+}
+
+static void op_auto_write(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    (void)i;
+    vramio_copy_to_mapping_auto(c->mh, c->dev, c->src, c->n);
+}
+
+static void op_auto_read(void *p, size_t i)
+{
+    struct ctx *c = p;
+
+    vramio_copy_from_mapping_auto(c->mh, c->dst, c->dev + read_offset(c, i), c->n);
 }
 
 static void op_cu_h2d(void *p, size_t i)
@@ -104,7 +120,7 @@ static void op_cu_d2h(void *p, size_t i)
 
 static void usage(void)
 {
-    printf("Usage: %s [-h] [-s SIZE] [-w ITERS] [-r ITERS] [-c] [-C CPU] [-d GPU] [-a KIND]\n"
+    printf("Usage: %s [-h] [-s SIZE] [-w ITERS] [-r ITERS] [-c] [-A] [-C CPU] [-d GPU] [-a KIND]\n"
            "       [-M TYPE] [--json FILE]\n"
            "Latency of gdr_copy_to_mapping / gdr_copy_from_mapping for sizes 1 B .. SIZE.\n\n"
            "Options:\n"
@@ -113,7 +129,10 @@ static void usage(void)
            "  -w ITERS    write iterations per size (default 10000)\n"
            "  -r ITERS    read iterations per size (default 100)\n"
            "  -c          also measure cuMemcpy (H2D, D2H from pinned memory) and print the ratio\n"
-           "  -C CPU      bind the measuring thread to this CPU\n"
+           "  -A          also measure vramio_copy_*_mapping_auto (the copy engine above its\n"
+           "              crossover, which is printed)\n"
+           "  -C CPU      bind the measuring thread to this CPU (default: the first CPU\n"
+           "              local to the GPU, from sysfs; printed as 'CPU binding')\n"
            "  -d GPU      CUDA device ordinal (default 0)\n"
            "  -a KIND     GPU memory: %s\n"
            "              (default vramio; upstream's cuMemAlloc and cuMemCreate are accepted)\n"
@@ -121,7 +140,9 @@ static void usage(void)
            "  --json FILE write the results as JSON to FILE ('-' for stdout)\n"
            "  --budget S  stop each size after S seconds even if ITERS are not done (default 0.5)\n\n"
            "Each size is also measured with the raw reference: the same copy by a plain loop\n"
-           "(8-byte stores + sfence below 256 B, non-temporal stores above; streaming loads),\n"
+           "(writes up to 4 KiB: the fastest in this run of 8-byte stores + sfence, one\n"
+           "64-byte non-temporal store per line and MOVDIR64B; NT stores above; reads:\n"
+           "streaming loads),\n"
            "called the same way as the library, in batches alternating with the library's.\n",
            prog, gm_kind_help());
 }
@@ -136,7 +157,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
     *o = (struct opts){ .size = 16u << 20, .witers = 10000, .riters = 100,
                         .co = { .cpu = -1, .kind = GM_VRAMIO }, .budget_s = 0.5 };
-    while ((c = getopt_long(argc, argv, "hs:w:r:cC:d:a:M:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hs:w:r:cAC:d:a:M:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(); exit(0);
         case 's':
@@ -146,6 +167,7 @@ static void parse(int argc, char **argv, struct opts *o)
         case 'w': o->witers = count_opt(prog, c, optarg, 1ul << 32); break;
         case 'r': o->riters = count_opt(prog, c, optarg, 1ul << 32); break;
         case 'c': o->cumemcpy = 1; break;
+        case 'A': o->with_auto = 1; break;
         case 'C': case 'd': case 'a': case 'M': common_opt(prog, c, optarg, &o->co); break;
         case 'J': o->json = optarg; break;
         case 'B':
@@ -162,7 +184,8 @@ static void parse(int argc, char **argv, struct opts *o)
 
 struct row {
     size_t size;
-    struct stats lib, raw, cu;
+    enum raw_write raw_w;   /* writes: which raw sequence was the fastest at this size */
+    struct stats lib, raw, cu, au;
     double ratio;   /* median of the per-round ratios lib/raw (measure_latency_pair) */
 };
 
@@ -178,7 +201,8 @@ static void print_row(const char *name, size_t size, const struct stats *st)
            st->p50, st->p99);
 }
 
-static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu)
+static void json_rows(struct json *j, const char *key, const struct row *rows, int n, int with_cu,
+                      int write, int with_auto)
 {
     json_arr(j, key);
     for (int i = 0; i < n; i++) {
@@ -187,11 +211,42 @@ static void json_rows(struct json *j, const char *key, const struct row *rows, i
         json_stats(j, "vramio", &rows[i].lib);
         json_stats(j, "raw", &rows[i].raw);
         json_num(j, "ratio", rows[i].ratio);
+        if (write)
+            json_str(j, "raw_seq", raw_write_name(rows[i].raw_w));
         if (with_cu)
             json_stats(j, "cumemcpy", &rows[i].cu);
+        if (with_auto)
+            json_stats(j, "auto", &rows[i].au);
         json_end(j);
     }
     json_end(j);
+}
+
+/* Up to this size a write's raw reference is the fastest of the raw sequences that apply
+ * (rawcopy.h), timed here in the same run; above it the link is the limit and it is the NT
+ * loop. */
+#define PICK_RAW_MAX 4096
+
+static enum raw_write pick_raw_write(struct ctx *c, const struct opts *o)
+{
+    enum raw_write best = c->n >= 256 ? RAW_W_NT : RAW_W_ST8;
+    double best_t = 0;
+
+    if (c->n > PICK_RAW_MAX)
+        return best;
+    for (int w = 0; w < RAW_W_COUNT; w++) {
+        struct stats st;
+
+        if (!raw_write_usable((enum raw_write)w, c->n))
+            continue;
+        c->raw_w = (enum raw_write)w;
+        measure_latency(op_raw_write, c, o->witers / 4 + 1, o->budget_s / 4, &st);
+        if (best_t == 0 || st.p50 < best_t) {
+            best_t = st.p50;
+            best = (enum raw_write)w;
+        }
+    }
+    return best;
 }
 
 /* One direction: every size, the library and the raw reference side by side (alternating
@@ -206,10 +261,16 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
     for (size_t sz = 1; sz <= o->size; sz <<= 1, n++) {
         c->n = sz;
         rows[n].size = sz;
+        if (write)
+            c->raw_w = pick_raw_write(c, o);
+        rows[n].raw_w = c->raw_w;
         measure_latency_pair(raw, lib, c, iters, o->budget_s, &rows[n].raw, &rows[n].lib,
                              &rows[n].ratio);
         if (o->cumemcpy && c->cu)
             measure_latency(cu, c, iters, o->budget_s, &rows[n].cu);
+        if (o->with_auto)
+            measure_latency(write ? op_auto_write : op_auto_read, c, iters, o->budget_s,
+                            &rows[n].au);
     }
     print_header(write ? "gdr_copy_to_mapping" : "gdr_copy_from_mapping", iters);
     if (write)
@@ -225,15 +286,25 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
         for (int i = 0; i < n; i++)
             print_row(write ? "cuMemcpy_H2D" : "cuMemcpy_D2H", rows[i].size, &rows[i].cu);
     }
+    if (o->with_auto) {
+        const char *name = write ? "vramio_copy_to_mapping_auto" : "vramio_copy_from_mapping_auto";
+
+        print_header(name, iters);
+        for (int i = 0; i < n; i++)
+            print_row(name, rows[i].size, &rows[i].au);
+    }
     printf("\n%s summary (p50; vramio/raw is the median of the ratios of alternating batches):\n"
-           "  Size(B)   vramio(us)   raw(us)   vramio/raw%s\n",
-           write ? "write" : "read", o->cumemcpy && c->cu ? "   cuMemcpy(us)   cuMemcpy/vramio" : "");
+           "  Size(B)   vramio(us)   raw(us)   vramio/raw%s%s\n",
+           write ? "write" : "read", o->cumemcpy && c->cu ? "   cuMemcpy(us)   cuMemcpy/vramio" : "",
+           write ? "   raw seq" : "");
     for (int i = 0; i < n; i++) {
         printf("  %7zu   %10.4f   %7.4f   %10.3f", rows[i].size, rows[i].lib.p50, rows[i].raw.p50,
                rows[i].ratio);
         if (o->cumemcpy && c->cu)
             printf("   %12.4f   %14.1fx", rows[i].cu.p50,
                    rows[i].lib.p50 > 0 ? rows[i].cu.p50 / rows[i].lib.p50 : 0);
+        if (write)
+            printf("   %s", raw_write_name(rows[i].raw_w));
         printf("\n");
     }
     return n;
@@ -241,6 +312,7 @@ static int sweep(struct ctx *c, const struct opts *o, int write, struct row *row
 
 int main(int argc, char **argv)
 {
+    char binding[400];
     struct opts o;
     struct ctx c = { 0 };
     struct tool_map m;
@@ -249,14 +321,15 @@ int main(int argc, char **argv)
     struct row wrows[64], rrows[64];
     int nw, nr;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
+    size_t xr = 0, xw = 0;
 
     tool_enable_backends();
 
     parse(argc, argv, &o);
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.co.cpu))
-        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    numa_bind_for_gpu(o.co.gpu, o.co.cpu, binding, sizeof(binding));
+    printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     tool_alloc(prog, o.co.kind, o.size, &buf, 0);
     if (o.cumemcpy && !gm_kind_is_cuda((enum gm_kind)o.co.kind))
@@ -274,17 +347,35 @@ int main(int argc, char **argv)
     c.span = o.size;
     printf("copy kernel: %s, raw reference: %s\n", vramio_copy_kernel(), raw_kernel_name());
 
+    if (o.with_auto) {
+        /* The first large _auto copy of each direction measures the crossover: not inside the
+         * timed loops. */
+        size_t n = o.size < (1u << 20) ? o.size : 1u << 20;
+
+        vramio_copy_to_mapping_auto(c.mh, c.dev, c.src, n);
+        vramio_copy_from_mapping_auto(c.mh, c.dst, c.dev, n);
+        vramio_copy_auto_crossover(c.mh, &xr, &xw);
+        printf("vramio_copy_*_mapping_auto: the copy engine from %zu B (reads), %zu B (writes)%s\n",
+               xr, xw, xr == SIZE_MAX || xw == SIZE_MAX ? " (SIZE_MAX: never)" : "");
+    }
     nw = sweep(&c, &o, 1, wrows);
     nr = sweep(&c, &o, 0, rrows);
 
     json_str(&j, "tool", "copylat");
     json_str(&j, "backend", vramio_backend_name(be));
     json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
+    json_str(&j, "cpu_binding", binding);
     json_str(&j, "copy_kernel", vramio_copy_kernel());
     json_str(&j, "raw_kernel", raw_kernel_name());
     json_str(&j, "unit", "us");
-    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu);
-    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu);
+    json_rows(&j, "write", wrows, nw, o.cumemcpy && c.cu, 1, o.with_auto);
+    json_rows(&j, "read", rrows, nr, o.cumemcpy && c.cu, 0, o.with_auto);
+    if (o.with_auto) {
+        json_obj(&j, "dma_crossover");
+        json_num(&j, "read", xr == SIZE_MAX ? -1 : (double)xr);
+        json_num(&j, "write", xw == SIZE_MAX ? -1 : (double)xw);
+        json_end(&j);
+    }
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
 

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "gdrapi.h"
 #include "vramio.h"
 #include "cuda_loader.h"
+#include "common/numa.h"
 #include "common/stats.h"
 #include "common/util.h"
 
@@ -171,7 +173,73 @@ static unsigned long long bar1_size(const char *busid)
     return end ? end - start + 1 : bar1_from_nvml(busid);
 }
 
-static int gpus_section(struct json *j)
+static void print_bytes(const char *what, size_t x, const char *env)
+{
+    if (x == SIZE_MAX)
+        printf("%s never", what);
+    else if (x >= (1u << 20) && x % (1u << 20) == 0)
+        printf("%s %zu MiB", what, x >> 20);
+    else if (x >= 1024 && x % 1024 == 0)
+        printf("%s %zu KiB", what, x >> 10);
+    else
+        printf("%s %zu B", what, x);
+    if (getenv(env))
+        printf(" (%s)", env);
+}
+
+/* The crossover of vramio_copy_*_mapping_auto on GPU gpu: measured by their first large copies
+ * (on a buffer of our own), or set from the environment. */
+static void crossover_line(int gpu, struct json *j)
+{
+    const size_t n = 1u << 20, alloc = 2u << 20;
+    unsigned long long d = 0;
+    size_t r = 0, w = 0;
+    gdr_t g = NULL;
+    gdr_mh_t mh = { 0 };
+    void *m = NULL;
+    char *h = calloc(1, n);
+    int rc = h ? vramio_alloc(gpu, alloc, &d) : ENOMEM, pinned = 0, mapped = 0, set_env;
+
+    /* Our buffer is vramio_alloc memory, which the vulkan backend serves: opt in for it. */
+    set_env = !getenv("VRAMIO_ENABLE_VULKAN") && !setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
+
+    if (!rc)
+        rc = (g = gdr_open()) ? 0 : ENODEV;
+    if (set_env)
+        unsetenv("VRAMIO_ENABLE_VULKAN");
+    if (!rc)
+        pinned = !(rc = gdr_pin_buffer_v2(g, (unsigned long)d, alloc, 0, &mh));
+    if (!rc)
+        mapped = !(rc = gdr_map(g, mh, &m, alloc));
+    if (!rc)
+        rc = vramio_copy_to_mapping_auto(mh, m, h, n);
+    if (!rc)
+        rc = vramio_copy_from_mapping_auto(mh, h, m, n);
+    if (!rc)
+        rc = vramio_copy_auto_crossover(mh, &r, &w);
+    if (rc) {
+        printf("    copy engine (vramio_copy_*_auto): not measured: %s\n",
+               vramio_last_error()[0] ? vramio_last_error() : vramio_strerror(rc));
+    } else {
+        print_bytes("    copy engine (vramio_copy_*_auto) from: reads", r,
+                    "VRAMIO_DMA_CROSSOVER_READ");
+        print_bytes(", writes", w, "VRAMIO_DMA_CROSSOVER_WRITE");
+        printf("\n");
+        json_num(j, "dma_crossover_read", r == SIZE_MAX ? -1 : (double)r);
+        json_num(j, "dma_crossover_write", w == SIZE_MAX ? -1 : (double)w);
+    }
+    if (mapped)
+        gdr_unmap(g, mh, m, alloc);
+    if (pinned)
+        gdr_unpin_buffer(g, mh);
+    if (g)
+        gdr_close(g);
+    if (d)
+        vramio_free(d);
+    free(h);
+}
+
+static int gpus_section(struct json *j, int usable)
 {
     char why[512] = "";
     const struct vr_cuda *cu = NULL;
@@ -196,6 +264,8 @@ static int gpus_section(struct json *j)
         size_t mem = 0;
         int drv = 0;
         unsigned long long bar1;
+        char bdf[64];
+        struct gpu_numa nu;
 
         cu->cuDeviceGet(&dev, i);
         cu->cuDeviceGetName(name, sizeof(name), dev);
@@ -209,7 +279,18 @@ static int gpus_section(struct json *j)
             printf("%.0f MiB%s", (double)bar1 / (1 << 20),
                    bar1 < mem ? " (smaller than the GPU memory: only part of it can be mapped at once)" : "");
         printf(", CUDA driver %d.%d\n", drv / 1000, drv % 1000 / 10);
+        numa_bdf_from_busid(bus, bdf, sizeof(bdf));
+        numa_of_bdf(bdf, &nu);
+        if (nu.node >= 0)
+            printf("    NUMA node %d", nu.node);
+        else
+            printf("    no NUMA node reported");
+        printf(", local CPUs %s\n", nu.cpus[0] ? nu.cpus : "unknown");
         json_obj(j, NULL);
+        json_int(j, "numa_node", nu.node);
+        json_str(j, "local_cpus", nu.cpus);
+        if (usable)
+            crossover_line(i, j);
         json_str(j, "name", name);
         json_str(j, "pci", bus);
         json_num(j, "memory_bytes", (double)mem);
@@ -276,7 +357,7 @@ int main(int argc, char **argv)
     json_str(&j, "version", VRAMIO_VERSION_STRING);
     cpu_section(&j);
     usable = backends_section(&j, &held_back);
-    gpus = gpus_section(&j);
+    gpus = gpus_section(&j, usable + held_back);
     next_steps(gpus, usable, held_back);
     json_int(&j, "usable_backends", usable);
     json_int(&j, "gpu_count", gpus);

@@ -22,6 +22,7 @@
 #include "common/gpumem.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
+#include "common/numa.h"
 #include "common/util.h"
 
 extern const char pplat_kernel_missing[];
@@ -54,7 +55,8 @@ static void usage(void)
            "  -m MODE     gdr, rawmap, host or all (default all)\n"
            "  -G KIND     GPU memory for the flag: %s\n"
            "              (default vramio)\n"
-           "  -C CPU      bind the CPU thread to this CPU\n"
+           "  -C CPU      bind the CPU thread to this CPU (default: the first CPU\n"
+           "              local to the GPU, from sysfs; printed as 'CPU binding')\n"
            "  -D NS       pause NS nanoseconds between round trips (default 0)\n"
            "  -d GPU      CUDA device ordinal (default 0)\n"
            "  --json FILE write the results as JSON to FILE ('-' for stdout)\n"
@@ -198,6 +200,7 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
 
 int main(int argc, char **argv)
 {
+    char binding[400];
     static const char *const names[] = { "gdr", "rawmap", "host" };
     struct opts o;
     struct pp pp = { .o = &o };
@@ -221,8 +224,8 @@ int main(int argc, char **argv)
     }
     if (json_open(&j, o.json))
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
-    if (bind_cpu(o.co.cpu))
-        die(prog, "cannot bind to CPU %d", o.co.cpu);
+    numa_bind_for_gpu(o.co.gpu, o.co.cpu, binding, sizeof(binding));
+    printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     pp.cu = gm_cuda();
     pp.cx = cudax_load(why, sizeof(why));
@@ -257,6 +260,7 @@ int main(int argc, char **argv)
     json_str(&j, "tool", "pplat");
     json_str(&j, "backend", vramio_backend_name(be));
     json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
+    json_str(&j, "cpu_binding", binding);
     json_str(&j, "unit", "us");
     json_int(&j, "size", (long long)o.size);
     /* The flag is the last 4 bytes of the message: the kernel polls there. */

@@ -63,14 +63,45 @@ CUresult cuGetErrorString(CUresult r, const char **s)
     return CUDA_SUCCESS;
 }
 
+/* The current context: always the dummy, unless FAKE_CUDA_NO_CTX=1 (see the end of the file),
+ * when a thread has one only between a push and its pop. */
+static __thread int ctx_depth;
+
+static int no_ctx_mode(void)
+{
+    const char *e = getenv("FAKE_CUDA_NO_CTX");
+
+    return e && *e == '1';
+}
+
+static int ctx_current(void)
+{
+    return !no_ctx_mode() || ctx_depth > 0;
+}
+
 CUresult cuCtxGetCurrent(CUcontext *c)
 {
-    *c = (CUcontext)&ctx_dummy;
+    *c = ctx_current() ? (CUcontext)&ctx_dummy : NULL;
     return CUDA_SUCCESS;
 }
 
-CUresult cuCtxPushCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
-CUresult cuCtxPopCurrent(CUcontext *c) { *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent(CUcontext c)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ctx_depth++;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext *c)
+{
+    if (no_ctx_mode() && ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth > 0)
+        ctx_depth--;
+    *c = (CUcontext)&ctx_dummy;
+    return CUDA_SUCCESS;
+}
 CUresult cuDeviceGet(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
@@ -211,4 +242,195 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
 {
     (void)u; (void)d;
     return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/*
+ * ---- what the copy engine of the _auto copies needs (src/copy_dma.c) ----
+ * Contexts: FAKE_CUDA_NO_CTX=1 starts every thread with no current context; push and pop keep
+ * a per-thread stack, and the stream and copy calls fail with CUDA_ERROR_INVALID_CONTEXT when
+ * nothing is current. Host memory from cuMemAllocHost / cuMemHostAlloc is "pinned"
+ * (CU_POINTER_ATTRIBUTE_MEMORY_TYPE says HOST); any other host address is pageable (the
+ * attribute call fails, as the real driver's does). The async copies run at once with memcpy
+ * and count what they saw; FAKE_CUDA_FAIL_DMA=<CUresult> makes them fail with that code.
+ * FAKE_CUDA_OTHER_CTX=1 makes device memory belong to a context other than the primary one.
+ */
+#define MAX_HOST 64
+#define MAX_STREAMS 16
+
+static struct { void *p; size_t size; } hosts[MAX_HOST];
+static struct { unsigned flags; int live; } streams[MAX_STREAMS];
+static int event_dummy;
+static int dma_calls, dma_legacy, dma_pageable, dma_blocking;
+static size_t dma_bytes;
+
+int fake_cuda_dma_calls(void) { return dma_calls; }
+size_t fake_cuda_dma_bytes(void) { return dma_bytes; }
+int fake_cuda_dma_legacy_stream(void) { return dma_legacy; }
+int fake_cuda_dma_pageable(void) { return dma_pageable; }
+int fake_cuda_dma_blocking_stream(void) { return dma_blocking; }
+
+static int find_host(const void *p)
+{
+    int i;
+
+    for (i = 0; i < MAX_HOST; i++)
+        if (hosts[i].p && (const char *)p >= (const char *)hosts[i].p &&
+            (size_t)((const char *)p - (const char *)hosts[i].p) < hosts[i].size)
+            return i;
+    return -1;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+    int i;
+
+    (void)flags;
+    for (i = 0; i < MAX_HOST && hosts[i].p; i++)
+        ;
+    if (i == MAX_HOST || size == 0 || posix_memalign(&hosts[i].p, 4096, size))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    hosts[i].size = size;
+    *pp = hosts[i].p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost(void **pp, size_t size)
+{
+    return cuMemHostAlloc(pp, size, 0);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    int i = find_host(p);
+
+    if (i < 0 || hosts[i].p != p)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(p);
+    memset(&hosts[i], 0, sizeof(hosts[i]));
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+    if (find_host(p) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    int dev = find(p) >= 0, host = find_host((const void *)(uintptr_t)p) >= 0;
+
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        if (!dev)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        if (!dev && !host)
+            return CUDA_ERROR_INVALID_VALUE;
+        /* FAKE_CUDA_OTHER_CTX=1: device memory of a context that is not the primary one */
+        *(CUcontext *)data = dev && getenv("FAKE_CUDA_OTHER_CTX") ? (CUcontext)&event_dummy
+                                                                   : (CUcontext)&ctx_dummy;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        if (!dev && !host)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(unsigned *)data = dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+    int i;
+
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    for (i = 0; i < MAX_STREAMS && streams[i].live; i++)
+        ;
+    if (i == MAX_STREAMS)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    streams[i].live = 1;
+    streams[i].flags = flags;
+    *s = (CUstream)&streams[i];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream s)
+{
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    memset(s, 0, sizeof(streams[0]));
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream s)
+{
+    (void)s;
+    return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult fake_async(void *dst, const void *src, size_t n, const void *host, CUstream s)
+{
+    const char *fail = getenv("FAKE_CUDA_FAIL_DMA");
+    int h = find_host(host);
+
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (fail && *fail)
+        return (CUresult)atoi(fail);
+    if (!s)
+        dma_legacy++;
+    else if (!(((unsigned *)s)[0] & CU_STREAM_NON_BLOCKING))
+        dma_blocking++;
+    if (h < 0 || n > hosts[h].size - (size_t)((const char *)host - (const char *)hosts[h].p))
+        dma_pageable++;
+    memcpy(dst, src, n);
+    dma_calls++;
+    dma_bytes += n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fake_async((void *)(uintptr_t)d, h, n, h, s);
+}
+
+CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fake_async(h, (const void *)(uintptr_t)d, n, h, s);
+}
+
+CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    (void)flags;
+    *e = (CUevent)&event_dummy;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    (void)e; (void)s;
+    return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuEventSynchronize(CUevent e)
+{
+    (void)e;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent e)
+{
+    (void)e;
+    return CUDA_SUCCESS;
 }

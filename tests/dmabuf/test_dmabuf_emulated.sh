@@ -17,31 +17,48 @@ if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
     echo "not ok dmabuf_emu/build_fake_cuda: compiler failed"; exit 1
 fi
 
+build_client() { # prog source libdir cflags...: 0 when built
+    local prog=$1 src=$2 lib=$3
+    shift 3
+    $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" "$src" \
+        tests/unit/helpers/check.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
+}
+
+run_client() { # name prog mode env...: run with the stand-in, one result line per case
+    local name=$1 prog=$2 mode=$3 out rc
+    shift 3
+    out=$(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING \
+          -u VRAMIO_DMA_CROSSOVER_READ -u VRAMIO_DMA_CROSSOVER_WRITE \
+          LD_LIBRARY_PATH="$dir/fake" "$@" "$prog" "$mode" 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$name/#p"
+    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+        echo "not ok dmabuf_emu/$name/exit: status $rc"
+        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+    fi
+}
+
 run_modes() { # label libdir [cflags]
-    local label=$1 lib=$2 prog=$dir/client_$1 mode
+    local label=$1 lib=$2 prog=$dir/client_$1 auto=$dir/auto_$1 mode
     shift 2
-    if ! $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
-            tests/dmabuf/dmabuf_client.c tests/unit/helpers/check.c \
-            -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
+    if ! build_client "$prog" tests/dmabuf/dmabuf_client.c "$lib" "$@"; then
         echo "not ok dmabuf_emu/$label/build_client: compiler failed"; return
     fi
-    for mode in main old refuse forced_refuse forced_ok; do
-        case $mode in
-            main)          set -- FAKE_CUDA_VERSION=13030 ;;
-            old)           set -- FAKE_CUDA_VERSION=13000 ;;
-            refuse)        set -- FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse ;;
-            forced_refuse) set -- FAKE_CUDA_VERSION=13000 FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1 ;;
-            forced_ok)     set -- FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1 ;;
-        esac
-        out=$(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING \
-              LD_LIBRARY_PATH="$dir/fake" "$@" "$prog" $mode 2>&1)
-        rc=$?
-        printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$label/$mode/#p"
-        if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-            echo "not ok dmabuf_emu/$label/$mode/exit: status $rc"
-            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-        fi
-    done
+    run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
+    run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
+    run_client "$label/refuse" "$prog" refuse FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse
+    run_client "$label/forced_refuse" "$prog" forced_refuse FAKE_CUDA_VERSION=13000 \
+        FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1
+    run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
+    # The _auto copies (src/copy_dma.c) against the same stand-in.
+    if ! build_client "$auto" tests/dmabuf/dma_auto_client.c "$lib" "$@"; then
+        echo "not ok dmabuf_emu/$label/build_auto_client: compiler failed"; return
+    fi
+    set -- FAKE_CUDA_VERSION=13030 VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192
+    run_client "$label/auto_set" "$auto" set "$@"
+    run_client "$label/auto_noctx" "$auto" noctx "$@" FAKE_CUDA_NO_CTX=1
+    run_client "$label/auto_measured" "$auto" measured FAKE_CUDA_VERSION=13030
+    run_client "$label/auto_otherctx" "$auto" otherctx "$@" FAKE_CUDA_OTHER_CTX=1
 }
 
 run_modes plain "$B/lib"

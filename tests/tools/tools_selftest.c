@@ -4,12 +4,15 @@
  * writer, the raw reference loops (every size and misalignment against memcpy, on host
  * memory) and the paired latency measurement. Prints one ok / not ok line per check.
  */
+#include <sched.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/measure.h"
+#include "common/numa.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -107,6 +110,28 @@ static void test_raw(void)
         }
     }
     check(!bad, "rawcopy/every-size-and-offset", raw_kernel_name());
+
+    /* The write sequences copylat picks from, at a 64-byte aligned place, every size each
+     * applies to (whole lines for MOVDIR64B, where this CPU has it). */
+    static unsigned char line_dst[8192 + 64] __attribute__((aligned(64)));
+    char tried[64] = "";
+
+    for (int w = 0; w < RAW_W_COUNT; w++) {
+        int used = 0;
+
+        for (size_t n = 1; n <= 4096 && !bad; n += n < 140 ? 1 : 61) {
+            if (!raw_write_usable((enum raw_write)w, n))
+                continue;
+            used = 1;
+            memset(line_dst, 0, sizeof(line_dst));
+            raw_write((enum raw_write)w, line_dst, src, n);
+            bad |= memcmp(line_dst, src, n) != 0 || line_dst[n] != 0;
+        }
+        if (used)
+            snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), " %s",
+                     raw_write_name((enum raw_write)w));
+    }
+    check(!bad && strstr(tried, "st8") && strstr(tried, "nt"), "rawcopy/write-sequences", tried);
 }
 
 /* measure_latency_pair: two busy-waits, the second twice as long, give a ratio near 2, both
@@ -187,8 +212,78 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
     check(c.max_index[1] < c.min_index[2], what, why);
 }
 
+/* A file under the fake sysfs root, its directories made first. */
+static void put(const char *root, const char *rel, const char *text)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The GPU's NUMA node and local CPUs from a fake sysfs tree (VRAMIO_SYSFS_ROOT). */
+static void test_numa(void)
+{
+    char root[] = "/tmp/vramio-sysfs-XXXXXXXX", list[64], bdf[32], cmd[600];
+    struct gpu_numa nu;
+    cpu_set_t set;
+    int me = -1;
+
+    if (!mkdtemp(root) || sched_getaffinity(0, sizeof(set), &set)) {
+        check(0, "numa/setup", "no temporary directory or affinity mask");
+        return;
+    }
+    for (int c = 0; c < CPU_SETSIZE && me < 0; c++)
+        if (CPU_ISSET(c, &set))
+            me = c;
+    setenv("VRAMIO_SYSFS_ROOT", root, 1);
+    numa_of_bdf("0000:00:01.0", &nu);
+    check(nu.node == -1 && !nu.cpus[0] && nu.first_cpu == -1, "numa/no_files", "found something");
+    put(root, "bus/pci/devices/0000:00:02.0/numa_node", "0\n");
+    snprintf(list, sizeof(list), "%d\n", me);
+    put(root, "bus/pci/devices/0000:00:02.0/local_cpulist", list);
+    numa_of_bdf("0000:00:02.0", &nu);
+    check(nu.node == 0 && nu.first_cpu == me, "numa/one_node", "wrong node or CPU");
+    put(root, "bus/pci/devices/0000:00:03.0/numa_node", "-1\n");
+    put(root, "bus/pci/devices/0000:00:03.0/local_cpulist", list);
+    numa_of_bdf("0000:00:03.0", &nu);
+    check(nu.node == -1 && nu.first_cpu == me, "numa/minus_one", "wrong node or CPU");
+    /* Several nodes: the GPU on node 1, whose CPUs come from the node's own list (no
+     * local_cpulist), ranges and CPUs this process may not use skipped. */
+    put(root, "bus/pci/devices/0000:00:04.0/numa_node", "1\n");
+    put(root, "devices/system/node/node0/cpulist", "4000-4001\n");
+    snprintf(list, sizeof(list), "4090-4093,%d-%d\n", me, me + 1);
+    put(root, "devices/system/node/node1/cpulist", list);
+    numa_of_bdf("0000:00:04.0", &nu);
+    check(nu.node == 1 && nu.first_cpu == me && strncmp(nu.cpus, "4090-4093,", 10) == 0,
+          "numa/several_nodes", "wrong node, list or CPU");
+    put(root, "bus/pci/devices/0000:00:05.0/numa_node", "zero\n");
+    put(root, "bus/pci/devices/0000:00:05.0/local_cpulist", "0-x\n");
+    numa_of_bdf("0000:00:05.0", &nu);
+    check(nu.node == -1 && nu.first_cpu == -1, "numa/garbage", "parsed");
+    check(numa_first_allowed("") == -1 && numa_first_allowed("3-1") == -1,
+          "numa/bad_lists", "accepted");
+    numa_bdf_from_busid("00000000:AB:06.0", bdf, sizeof(bdf));
+    check(strcmp(bdf, "0000:ab:06.0") == 0, "numa/bdf_from_cuda_busid", bdf);
+    unsetenv("VRAMIO_SYSFS_ROOT");
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    if (system(cmd))
+        check(0, "numa/cleanup", root);
+}
+
 int main(void)
 {
+    test_numa();
     test_parse();
     test_stats();
     test_json();

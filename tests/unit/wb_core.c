@@ -267,6 +267,11 @@ static void test_map_rules_and_close(void)
           memcmp((char *)ptr + 4 * PAGE - 64, buf, 64) == 0, "copy_last_bytes", "%s", vramio_last_error());
     check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 63, buf, 64) == EINVAL,
           "copy_past_end_einval", "%s", vramio_last_error());
+    check(gdr_copy_to_mapping(mh[0], (char *)ptr - 1, buf, 8) == EINVAL &&
+              gdr_copy_from_mapping(mh[0], buf, (char *)ptr - 64, 64) == EINVAL &&
+              gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 8, SIZE_MAX) == EINVAL &&
+              gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 4 * PAGE, 64) == EINVAL,
+          "copy_outside_either_end_einval", "%s", vramio_last_error());
     for (i = 1; i < 6; i++) {
         ok &= gdr_pin_buffer_v2(g, A_BASE + (uint64_t)i * 4 * PAGE, PAGE, 0, &mh[i]) == 0;
         if (i % 2)

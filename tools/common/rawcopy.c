@@ -237,6 +237,60 @@ void raw_sfence(void)
     sfence();
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* MOVDIR64B: one 64-byte direct store per aligned line, as a single write transaction. */
+__attribute__((target("movdir64b")))
+static void write_movdir64b(char *d, const char *s, size_t n)
+{
+    for (; n >= 64; n -= 64, d += 64, s += 64)
+        _movdir64b(d, s);
+}
+
+static int have_movdir64b(void)
+{
+    unsigned a, b, c, e;
+
+    return __get_cpuid_count(7, 0, &a, &b, &c, &e) && (c & (1u << 28));
+}
+#endif
+
+static const char *const write_names[RAW_W_COUNT] = {
+    [RAW_W_ST8] = "st8", [RAW_W_NT] = "nt", [RAW_W_MOVDIR64B] = "movdir64b",
+};
+
+const char *raw_write_name(enum raw_write w)
+{
+    return (unsigned)w < RAW_W_COUNT ? write_names[w] : "?";
+}
+
+int raw_write_usable(enum raw_write w, size_t n)
+{
+    switch (w) {
+    case RAW_W_ST8: return 1;
+    case RAW_W_NT: return n >= 64;
+#if defined(__x86_64__)
+    case RAW_W_MOVDIR64B: return n >= 64 && n % 64 == 0 && have_movdir64b();
+#endif
+    default: return 0;
+    }
+}
+
+void raw_write(enum raw_write w, void *dst, const void *src, size_t n)
+{
+    switch (w) {
+#if defined(__x86_64__)
+    case RAW_W_MOVDIR64B:
+        write_movdir64b(dst, src, n);
+        sfence();
+        break;
+#endif
+    case RAW_W_NT: raw_write_nt(dst, src, n); break;
+    default: raw_store_small(dst, src, n); break;
+    }
+}
+
 /* An 8-byte store at any address: one instruction on x86 and Arm, without undefined behaviour. */
 typedef uint64_t __attribute__((aligned(1), may_alias)) u64_any;
 

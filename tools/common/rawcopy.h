@@ -17,6 +17,20 @@ void raw_write_nt(void *dst, const void *src, size_t n);
 void raw_read_nt(void *dst, const void *src, size_t n);
 /* Store fence: orders write-combined stores before what follows. */
 void raw_sfence(void);
+/*
+ * The raw write sequences a small copy is compared with; the benchmarks time each one that
+ * applies to a size and take the fastest as the reference (the best raw sequence differs by
+ * size: 8-byte stores below a line, one full-line store per 64-byte line above):
+ *   RAW_W_ST8        8-byte stores + sfence (raw_store_small)
+ *   RAW_W_NT         non-temporal stores of the widest vector, one 64-byte store per line with
+ *                    AVX-512, two 32-byte ones with AVX2 (raw_write_nt); from 64 B
+ *   RAW_W_MOVDIR64B  one MOVDIR64B per 64-byte line + sfence; whole lines, where the CPU has it
+ */
+enum raw_write { RAW_W_ST8, RAW_W_NT, RAW_W_MOVDIR64B, RAW_W_COUNT };
+const char *raw_write_name(enum raw_write w);
+/* Whether w applies to an n-byte copy to a 64-byte aligned place on this CPU. */
+int raw_write_usable(enum raw_write w, size_t n);
+void raw_write(enum raw_write w, void *dst, const void *src, size_t n);
 /* Which vector width the raw loops use ("avx512", "avx2", "sse", "c"). */
 const char *raw_kernel_name(void);
 

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu_auto_test.c - vramio_copy_{to,from}_mapping_auto on a real GPU, every copy checked
+ * against cuMemcpy: the crossover measured by the first large copy of each direction (and how
+ * long that took), correct bytes for sizes around both crossovers and far from them, from and
+ * to pageable and pinned host memory at two offsets; a thread with no CUDA context (left
+ * without one); a copy while the legacy default stream is held up by a wait on a flag (as a
+ * kernel spinning on a flag holds it), which must finish anyway; errors as gdr_copy's.
+ * Every wait is bounded. Prints one line per case; exits 1 when any case failed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpu_common.h"
+#include "helpers/check.h"
+
+#define AREA (32u << 20)
+
+static gdr_mh_t mh;
+static unsigned char *map;
+static CUdeviceptr dev;
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* One size both ways at offset off, through host buffer h: 0 when the bytes are right. */
+static int both_ways(unsigned char *h, unsigned char *check_buf, size_t n, size_t off,
+                     uint64_t seed)
+{
+    int rc;
+
+    gpu_fill(h, n, seed);
+    rc = vramio_copy_to_mapping_auto(mh, map + off, h, n);
+    if (rc || cuMemcpyDtoH(check_buf, dev + off, n) || memcmp(h, check_buf, n))
+        return 1;
+    gpu_fill(check_buf, n, seed + 1);
+    if (cuMemcpyHtoD(dev + off, check_buf, n) || cuCtxSynchronize())
+        return 1;
+    memset(h, 0, n);
+    rc = vramio_copy_from_mapping_auto(mh, h, map + off, n);
+    return rc || memcmp(h, check_buf, n) != 0;
+}
+
+static void test_crossover_and_data(void)
+{
+    size_t xr = 0, xw = 0, big = (8u << 20) + 5, sizes[40], ns = 0;
+    unsigned char *pageable = malloc(big + 8), *pinned = NULL, *chk = malloc(big + 8);
+    struct timespec t0;
+    double first_ms;
+    int bad = 0;
+    char why[512] = "";
+
+    if (!check(pageable && chk && cuMemAllocHost((void **)&pinned, big + 8) == CUDA_SUCCESS,
+               "auto/alloc", "out of memory"))
+        return;
+    gpu_fill(pageable, 1u << 20, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    vramio_copy_to_mapping_auto(mh, map, pageable, 1u << 20);
+    vramio_copy_from_mapping_auto(mh, pageable, map, 1u << 20);
+    first_ms = ms_since(&t0);
+    vramio_copy_auto_crossover(mh, &xr, &xw);
+    printf("# crossover: reads %zu B, writes %zu B (SIZE_MAX = never); first two 1 MiB copies "
+           "with the measurement %.2f ms\n", xr, xw, first_ms);
+    check(xr >= 4096 && xw >= 4096, "auto/crossover_measured", "read %zu write %zu", xr, xw);
+    check(first_ms < 50, "auto/measurement_within_a_few_ms", "%.2f ms", first_ms);
+    {
+        static const size_t far[] = { 1, 8, 4095, 4096, 65536 + 3, 1u << 20 };
+
+        for (size_t k = 0; k < sizeof(far) / sizeof(far[0]); k++)
+            sizes[ns++] = far[k];
+        sizes[ns++] = big;
+        for (int d = 0; d < 2; d++) {
+            size_t x = d ? xw : xr;
+
+            if (x < big)
+                for (size_t n = x - 2; n <= x + 2; n++)
+                    sizes[ns++] = n;
+        }
+    }
+    for (int p = 0; p < 2; p++)
+        for (size_t k = 0; k < ns; k++)
+            for (size_t off = 0; off <= 3; off += 3)
+                if (both_ways(p ? pinned : pageable, chk, sizes[k], off, sizes[k] * 7 + off)) {
+                    bad++;
+                    snprintf(why + strlen(why), sizeof(why) - strlen(why), " %s %zu+%zu",
+                             p ? "pinned" : "pageable", sizes[k], off);
+                }
+    check(bad == 0, "auto/data_around_crossover_pageable_and_pinned", "%d wrong:%s", bad, why);
+    check(vramio_copy_to_mapping_auto(mh, map + AREA - 10, pinned, 4096 * 4) == EINVAL &&
+              vramio_copy_from_mapping_auto(mh, NULL, map, 1u << 20) == EINVAL,
+          "auto/errors_as_gdr_copy", "accepted");
+    cuMemFreeHost(pinned);
+    free(pageable);
+    free(chk);
+}
+
+struct job {
+    size_t n;
+    int rc, done, ctx_after_null;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned char *buf;
+};
+
+static void *copy_thread(void *arg)
+{
+    struct job *j = arg;
+    CUcontext c = NULL;
+    int rc;
+
+    gpu_fill(j->buf, j->n, 42);
+    rc = vramio_copy_to_mapping_auto(mh, map, j->buf, j->n);
+    if (!rc)
+        rc = vramio_copy_from_mapping_auto(mh, j->buf, map, j->n);
+    cuCtxGetCurrent(&c);
+    pthread_mutex_lock(&j->lock);
+    j->rc = rc;
+    j->ctx_after_null = c == NULL;
+    j->done = 1;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+/* Run the copy job in a thread with no context; wait for it at most 5 s. 1 when it finished. */
+static int run_bounded(struct job *j)
+{
+    struct timespec dl;
+    pthread_t t;
+    int done;
+
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->cond, NULL);
+    if (pthread_create(&t, NULL, copy_thread, j))
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&j->lock);
+    while (!j->done && pthread_cond_timedwait(&j->cond, &j->lock, &dl) == 0)
+        ;
+    done = j->done;
+    pthread_mutex_unlock(&j->lock);
+    if (done)
+        pthread_join(t, NULL);
+    else
+        pthread_detach(t);
+    return done;
+}
+
+static void test_no_context_thread(void)
+{
+    struct job j = { .n = 4u << 20 };
+
+    j.buf = malloc(j.n);
+    if (!check(j.buf != NULL, "auto/no_context_alloc", "out of memory"))
+        return;
+    check(run_bounded(&j) && j.rc == 0, "auto/thread_without_context", "rc %d, done %d", j.rc,
+          j.done);
+    check(j.ctx_after_null, "auto/thread_context_left_as_it_was", "a context is current after");
+    free(j.buf);
+}
+
+/* The legacy stream held by a wait on a host flag (what a kernel spinning on a flag does to
+ * it): the _auto copy must not queue behind it. */
+static void test_legacy_stream_held(void)
+{
+    volatile unsigned *flag = NULL;
+    CUdeviceptr dflag = 0;
+    struct job j = { .n = 4u << 20 };
+    int ok;
+
+    if (cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS ||
+        cuMemHostGetDevicePointer(&dflag, (void *)flag, 0) != CUDA_SUCCESS) {
+        check_skip("auto/legacy_stream_held", "no mapped host memory");
+        return;
+    }
+    *flag = 0;
+    if (cuStreamWaitValue32(NULL, dflag, 1, CU_STREAM_WAIT_VALUE_EQ) != CUDA_SUCCESS) {
+        check_skip("auto/legacy_stream_held", "cuStreamWaitValue32 is not supported here");
+        cuMemFreeHost((void *)flag);
+        return;
+    }
+    j.buf = malloc(j.n);
+    ok = j.buf && run_bounded(&j) && j.rc == 0;
+    *flag = 1;             /* release the legacy stream whatever happened */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    check(ok, "auto/does_not_wait_for_the_legacy_stream", "rc %d, done %d (5 s bound)", j.rc,
+          j.done);
+    check(cuCtxSynchronize() == CUDA_SUCCESS, "auto/legacy_stream_released", "sync failed");
+    if (j.done)
+        free(j.buf);
+    cuMemFreeHost((void *)flag);
+}
+
+int main(void)
+{
+    struct gpu_vmm v;
+    gdr_t g;
+    void *m = NULL, *at = NULL;
+    size_t mlen = 0;
+
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);     /* our memory is VMM with a POSIX-fd handle */
+    gpu_cuda_setup();
+    g = gdr_open();
+    if (!g || gpu_vmm_alloc(AREA, &v)) {
+        check_skip("auto", "no usable backend or no VMM memory: %s", vramio_last_error());
+        return 0;
+    }
+    if (!check(gpu_pin_map(g, v.ptr, AREA, &mh, &m, &mlen, &at) == 0, "auto/pin_map", "%s",
+               vramio_last_error()))
+        return check_status();
+    map = at;
+    dev = v.ptr;
+    test_crossover_and_data();
+    test_no_context_thread();
+    test_legacy_stream_held();
+    gdr_unpin_buffer(g, mh);
+    gdr_close(g);
+    gpu_vmm_free(&v);
+    return check_status();
+}

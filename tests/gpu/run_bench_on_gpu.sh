@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/gpu/run_bench_on_gpu.sh - on a GPU machine, from the repository root: build, run the
+# _auto copies' GPU test (tests/gpu/gpu_auto_test.c), then 'make bench' with its report
+# written to $OUT instead of docs/, and print the report's target lines (met / missed) and
+# tables. Every step is bounded by timeout; a hang is a failure. At most 8 files land in $OUT
+# (default /tmp/vramio-bench): auto.log, bench.log, benchmarks.md, copylat.json, copylat.log,
+# copybw.log, info.log and, with GPU_BENCH=1 (2-3 more minutes), gpu_bench.log; the rest of
+# the run stays in /tmp/vramio-bench-work.
+set -u
+OUT=${OUT:-/tmp/vramio-bench}
+mkdir -p "$OUT"
+[ -f .gpu/env.sh ] && . .gpu/env.sh
+W=/tmp/vramio-bench-work
+mkdir -p "$W"
+if ! make -j16 lib tools gpu-tests > "$W/build.log" 2>&1; then
+    echo "not ok build"; tail -30 "$W/build.log"; exit 1
+fi
+timeout 120 build/gpu/gpu_auto_test > "$OUT/auto.log" 2>&1
+echo "exit $?" >> "$OUT/auto.log"
+grep -E '^(#|not ok|skip)' "$OUT/auto.log"
+echo "== gpu_auto_test: $(grep -c '^ok ' "$OUT/auto.log") ok, $(grep -c '^not ok ' "$OUT/auto.log") not ok; $(tail -n1 "$OUT/auto.log")"
+
+timeout 400 make bench BENCH_OUT="$W/raw" BENCH_DOCS="$W" > "$OUT/bench.log" 2>&1
+rc=$?
+echo "== make bench: exit $rc"
+[ $rc -eq 0 ] || tail -20 "$OUT/bench.log"
+cp "$W/benchmarks.md" "$OUT/" 2>/dev/null
+for f in copylat.json copylat.log copybw.log info.log; do cp "$W/raw/$f" "$OUT/" 2>/dev/null; done
+grep -E '^- (met|\*\*missed)' "$OUT/benchmarks.md" 2>/dev/null
+grep -E 'CPU binding|copy engine from|Crossover' "$OUT/benchmarks.md" 2>/dev/null
+
+# The same targets seen by the paired small-copy benchmark (optional: 2-3 minutes more).
+if [ "${GPU_BENCH:-0}" = 1 ]; then
+    timeout 200 build/gpu/gpu_bench > "$OUT/gpu_bench.log" 2>&1
+    echo "exit $?" >> "$OUT/gpu_bench.log"
+    grep '^TARGET' "$OUT/gpu_bench.log"
+fi
