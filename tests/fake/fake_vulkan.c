@@ -124,7 +124,8 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties(VkPhysicalDevice pd,
     p->apiVersion = VK_API_VERSION_1_1;
     p->vendorID = 0x10de;
     p->deviceType = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-    snprintf(p->deviceName, sizeof(p->deviceName), "fake GPU %d", phys[phys_index(pd)].gpu);
+    if (phys_index(pd) >= 0)
+        snprintf(p->deviceName, sizeof(p->deviceName), "fake GPU %d", phys[phys_index(pd)].gpu);
 }
 
 static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
@@ -133,7 +134,7 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
     VkBaseOutStructure *s;
 
     fake_GetPhysicalDeviceProperties(pd, &p2->properties);
-    for (s = p2->pNext; s; s = s->pNext) {
+    for (s = p2->pNext; s && phys_index(pd) >= 0; s = s->pNext) {
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES) {
             VkPhysicalDeviceIDProperties *id = (VkPhysicalDeviceIDProperties *)s;
 
