@@ -6,19 +6,21 @@
  *
  * Object lifetimes:
  *  - struct gdrdrv_file lives from open() to release(). A mapping holds a reference on the
- *    struct file, so no pin mapping outlives its gdrdrv_file.
- *  - struct gdrdrv_pin is reference counted: the handle table holds one reference until
- *    UNPIN (or release of the file), every VMA holds one. The GPU pages are released when
- *    the last reference goes, so a PTE installed by a racing mmap() can never point at pages
- *    that were already handed back.
+ *    struct file, so no pin mapping outlives its gdrdrv_file. Each file has its own
+ *    address_space (its VMAs, zapped by offset) and its own handle table.
+ *  - struct gdrdrv_pin is reference counted: the file's handle table holds one reference until
+ *    UNPIN (or release of the file), every VMA holds one. The GPU pages are given back when
+ *    the pin leaves the table, after its mappings are zapped: the fault handler, the only
+ *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
- * Locking order: gdrdrv_alloc_lock -> xa_lock(handles); pin->lock -> i_mmap_rwsem (zap).
- * Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a running
- * free callback, and the callback takes pin->lock.
+ * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
+ * (zap). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
+ * running free callback, and the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
 #define GDRDRV_INTERNAL_H
 
+#include <linux/completion.h>
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -26,6 +28,7 @@
 #include <linux/mutex.h>
 #include <linux/printk.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 
 #include "gdrdrv_conftest.h"
 #include "uapi/gdrdrv.h"
@@ -59,6 +62,7 @@ extern int gdrdrv_dbg_enabled;
 extern int gdrdrv_info_enabled;
 extern int gdrdrv_use_persistent_mapping;
 extern unsigned int gdrdrv_offset_space_log2;
+extern unsigned int gdrdrv_max_pins_per_file;
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
 #define gdr_err(fmt, ...)  pr_err_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__)
@@ -71,9 +75,13 @@ extern unsigned int gdrdrv_offset_space_log2;
 struct gdrdrv_file {
 	struct mm_struct *mm;            /* the opener's address space (identity only) */
 	pid_t tgid;                      /* the opener's process */
-	struct address_space *mapping;   /* where this file's VMAs are linked (for zapping) */
-	struct mutex lock;               /* protects pins */
+	u64 start_time;                  /* its thread group's start (task_struct start_time) */
+	struct address_space mapping;    /* this file's own (f_mapping): its VMAs, zapped by offset */
+	struct mutex lock;               /* protects the four below */
 	struct list_head pins;           /* pins still in the handle table */
+	struct xarray handles;           /* handle -> pin, stored at the range's start */
+	u64 cursor;                      /* where the next handle search starts */
+	unsigned int npins;              /* pins in the table, at most max_pins_per_file */
 };
 
 struct gdrdrv_pin {
@@ -98,12 +106,14 @@ struct gdrdrv_pin {
 	/* Under lock. */
 	struct mutex lock;
 	bool cb_fired;                   /* the free callback ran: pages are gone */
+	bool orphan;                     /* put_pages failed before the callback: kept for it */
+	struct completion cb_done;       /* the free callback's last touch of the pin */
 	bool unpinned;                   /* removed from the handle table */
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
-	bool wc_reserved;                /* x86: WC memory type reserved for the BAR pages
-					  * while the pin has mappings */
+	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
+					  * reserved while the pin has mappings; NULL: none */
 };
 
 /* gdrdrv_main.c */

@@ -27,6 +27,7 @@ int gdrdrv_dbg_enabled;
 int gdrdrv_info_enabled;
 int gdrdrv_use_persistent_mapping = 1;
 unsigned int gdrdrv_offset_space_log2 = 32;
+unsigned int gdrdrv_max_pins_per_file = 65536;
 static unsigned int gdrdrv_dev_mode = 0666;
 static unsigned int gdrdrv_dev_gid;
 
@@ -43,7 +44,10 @@ module_param_named(dev_gid, gdrdrv_dev_gid, uint, 0444);
 MODULE_PARM_DESC(dev_gid, "group of /dev/gdrdrv (default 0; open flavour only)");
 module_param_named(offset_space_log2, gdrdrv_offset_space_log2, uint, 0444);
 MODULE_PARM_DESC(offset_space_log2,
-		 "size of the handle/mmap offset space in pages, log2, 16..32 (default 32; smaller only to test its wrap)");
+		 "size of the handle/mmap offset space of an open file in pages, log2, 16..32 (default 32; smaller only to test its wrap)");
+module_param_named(max_pins_per_file, gdrdrv_max_pins_per_file, uint, 0644);
+MODULE_PARM_DESC(max_pins_per_file,
+		 "pins an open file may hold; more fail with EDQUOT (default 65536, 0: no limit)");
 
 #ifdef GDRDRV_FLAVOUR_PROPRIETARY
 #define GDRDRV_FLAVOUR_NAME "proprietary"
@@ -56,9 +60,17 @@ MODULE_PARM_DESC(offset_space_log2,
 #define GDRDRV_P2P_SOURCE "NVIDIA nv-p2p.h"
 #endif
 
+/*
+ * The opener is known by its mm pointer, tgid and the start time of its thread group, held
+ * without references (mmdrop and put_pid are GPL-only exports). The start time is what makes
+ * it an identity: after the opener exits, a process that holds its file could fork until a
+ * child gets both its recycled pid and (slab reuse) its mm_struct's address, but that child
+ * starts later.
+ */
 bool gdrdrv_same_process(const struct gdrdrv_file *gf)
 {
-	return current->mm == gf->mm && current->tgid == gf->tgid;
+	return current->mm == gf->mm && current->tgid == gf->tgid &&
+	       current->group_leader->start_time == gf->start_time;
 }
 
 static int gdrdrv_open(struct inode *inode, struct file *filp)
@@ -67,16 +79,25 @@ static int gdrdrv_open(struct inode *inode, struct file *filp)
 
 	if (!current->mm)
 		return -EACCES;         /* kernel threads have nothing to map */
-	gf = kzalloc(sizeof(*gf), GFP_KERNEL);
+	gf = kzalloc(sizeof(*gf), GFP_KERNEL_ACCOUNT);
 	if (!gf)
 		return -ENOMEM;
-	/* The mm pointer is kept for identity only (no reference: mmdrop is GPL-only); the
-	 * tgid check keeps a recycled mm_struct from passing for the opener. */
-	gf->mm = current->mm;
+	gf->mm = current->mm;           /* identity only: see gdrdrv_same_process */
 	gf->tgid = current->tgid;
-	gf->mapping = filp->f_mapping;
+	gf->start_time = current->group_leader->start_time;
+	/*
+	 * A private address_space: offsets (handles) are per file, and so are the zaps by offset
+	 * range of UNPIN and the free callback. With the inode's shared one, a pin of one file
+	 * would zap another file's mappings of the same offsets.
+	 */
+	address_space_init_once(&gf->mapping);
+	gf->mapping.host = inode;
+	gf->mapping.a_ops = inode->i_mapping->a_ops;
+	filp->f_mapping = &gf->mapping;
 	mutex_init(&gf->lock);
 	INIT_LIST_HEAD(&gf->pins);
+	xa_init(&gf->handles);
+	gf->cursor = 1;
 	filp->private_data = gf;
 	return 0;
 }
@@ -86,6 +107,7 @@ static int gdrdrv_release(struct inode *inode, struct file *filp)
 	struct gdrdrv_file *gf = filp->private_data;
 
 	gdrdrv_pin_release_all(gf);
+	xa_destroy(&gf->handles);
 	mutex_destroy(&gf->lock);
 	kfree(gf);
 	return 0;
@@ -212,6 +234,7 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "dev_mode: 0%o\n", gdrdrv_dev_mode & 0777);
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
 	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
+	seq_printf(m, "max_pins_per_file: %u\n", READ_ONCE(gdrdrv_max_pins_per_file));
 	seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;
 }

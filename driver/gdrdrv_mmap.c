@@ -3,22 +3,25 @@
  * gdrdrv_mmap.c - CPU mappings of pinned GPU memory.
  *
  * mmap(fd, offset = handle << PAGE_SHIFT, len <= pinned pages) maps the pin from its start.
- * The PTEs are installed at mmap time. The VMAs have no fault handler: once a pin is
- * unpinned or its memory freed, its PTEs are zapped and any later access raises SIGBUS.
+ * ->mmap installs nothing: the PTEs are made by the fault handler, under pin->lock, which
+ * answers SIGBUS once the pin is unpinned or its memory freed. The kernel links a new VMA into
+ * the file's address_space only after ->mmap returns, so PTEs made in ->mmap could escape a
+ * free callback's zap that ran in between and outlive the memory (tests/kernel mmap_race_test);
+ * a fault can only come once the VMA is linked, so the zap of a callback that ran before it
+ * sees the VMA, and a fault after the callback sees cb_fired.
  *
- * No single remap call ever covers the whole VMA. On x86 such a call makes PAT track the
- * VMA (VM_PAT), and then munmap and the free callback's zap (unmap_mapping_range, which runs
- * without the mmap lock) both "untrack" it: when they race, munmap finds the PTEs already
- * gone and untrack_pfn() WARNs (seen on Debian 6.1 and 6.12; tests/kernel zap_test --race).
- * So the first host page goes in with vmf_insert_pfn_prot() and the rest with
- * io_remap_pfn_range() over contiguous runs; both then take the cache mode from the memory
- * type recorded for the pages, which is why BAR (non-RAM) pages mapped WC get a WC
- * reservation of their own (gdrdrv_wc_reserve), held while the pin has mappings.
+ * The PTEs go in one host page at a time (vmf_insert_pfn_prot, a window around the faulting
+ * address per fault), never with a remap over the whole VMA: on x86 such a remap makes PAT
+ * track the VMA (VM_PAT), and munmap racing the callback's zap then WARNs in untrack_pfn()
+ * (seen on Debian 6.1 and 6.12; tests/kernel zap_test --race). Each insert takes the cache mode
+ * recorded for the page, which is why BAR (non-RAM) pages mapped WC get a WC reservation of
+ * their own (gdrdrv_wc_reserve), held while the pin has mappings.
  *
  * Memory types: WC is write-combined (non-coherent, the BAR's natural type); CACHING is
  * allowed only when the page table says the pages are CPU_CACHEABLE (coherent platforms);
  * DEVICE is the strongly ordered device type (arm64 pgprot_device, uncached elsewhere).
  */
+#include <linux/bitmap.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 
@@ -131,77 +134,101 @@ static u64 gdrdrv_run_at(const struct gdrdrv_pin *pin, u64 off, u64 len, u64 *ph
 }
 
 /*
- * x86 PAT: partial remaps take the cache mode recorded for the pages, and BAR pages that
- * nobody reserved read as UC-, which would make a "WC" mapping uncached. Reserve WC for every
- * run of the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps
- * its own type). A conflicting reservation made by someone else wins, as PAT decides. Other
- * architectures have no memory-type tracking: there linux/io.h makes these calls no-ops.
+ * x86 PAT: each PTE takes the cache mode recorded for its page, and BAR pages that nobody
+ * reserved read as UC-, which would make a "WC" mapping uncached. Reserve WC for every run of
+ * the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps its
+ * own type). A run that PAT refuses (another owner holds conflicting types on it) keeps what
+ * they hold, and is not released later either: PAT finds entries by range, so releasing a run
+ * we never reserved would erase or cut another owner's entry. wc_runs records which runs were
+ * reserved (run i is the i-th that gdrdrv_run_at gives; at most one per page-table entry).
+ * Other architectures have no memory-type tracking: there linux/io.h makes these no-ops.
  */
 static void gdrdrv_wc_walk(struct gdrdrv_pin *pin, bool reserve)
 {
 	u64 len = pin->mapped_size, off = 0, phys, run;
+	unsigned long i;
 
-	while (off < len) {
+	for (i = 0; off < len; i++, off += run) {
 		run = gdrdrv_run_at(pin, off, len, &phys);
-		if (!pfn_valid(phys >> PAGE_SHIFT)) {
-			if (!reserve)
+		if (!reserve) {
+			if (test_bit(i, pin->wc_runs))
 				arch_io_free_memtype_wc(phys, run);
-			else if (arch_io_reserve_memtype_wc(phys, run))
+		} else if (!pfn_valid(phys >> PAGE_SHIFT)) {
+			if (!arch_io_reserve_memtype_wc(phys, run))
+				__set_bit(i, pin->wc_runs);
+			else
 				gdr_info("no WC memory type for [0x%llx, +0x%llx): PAT keeps the existing one\n",
-				 phys, run);
+					 phys, run);
 		}
-		off += run;
 	}
 }
 
-static void gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
+/* Under pin->lock, while the page table is valid. 0, or -ENOMEM with nothing reserved. */
+static int gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
 {
-	if (pin->wc_reserved)
-		return;
+	u64 psize = pin->gpu_page_size;
+
+	if (pin->wc_runs)
+		return 0;               /* reserved for an earlier mapping that is still there */
+	pin->wc_runs = bitmap_zalloc(DIV_ROUND_UP_ULL((pin->va & (psize - 1)) + pin->mapped_size,
+						      psize), GFP_KERNEL_ACCOUNT);
+	if (!pin->wc_runs)
+		return -ENOMEM;
 	gdrdrv_wc_walk(pin, true);
-	pin->wc_reserved = true;
+	return 0;
 }
 
-/* Under pin->lock, while the page table is still valid. */
+/* Under pin->lock, while the page table is still valid: exactly what was reserved goes. */
 void gdrdrv_wc_release(struct gdrdrv_pin *pin)
 {
-	if (!pin->wc_reserved)
+	if (!pin->wc_runs)
 		return;
 	gdrdrv_wc_walk(pin, false);
-	pin->wc_reserved = false;
+	bitmap_free(pin->wc_runs);
+	pin->wc_runs = NULL;
 }
 
-/* Install the PTEs for the first len bytes: the first host page alone, then the rest in
- * contiguous runs, so that no call covers the whole VMA (see the top of this file). */
-static int gdrdrv_remap(struct gdrdrv_pin *pin, struct vm_area_struct *vma, u64 len)
-{
-	pgprot_t prot = gdrdrv_io_prot(vma->vm_page_prot);
-	u64 off = 0, phys, run;
-	vm_fault_t vf;
-	int ret;
+/* Bytes of PTEs one fault fills around the faulting address (aligned, inside the VMA). */
+#define GDRDRV_FAULT_WINDOW (2UL << 20)
 
-	while (off < len) {
-		run = gdrdrv_run_at(pin, off, len, &phys);
-		if (!PAGE_ALIGNED(phys) || !PAGE_ALIGNED(run)) {
-			gdr_err("GPU pages at 0x%llx are not host-page aligned\n", phys);
-			return -EINVAL;
-		}
-		if (off == 0) {
-			vf = vmf_insert_pfn_prot(vma, vma->vm_start, phys >> PAGE_SHIFT, prot);
-			if (vf != VM_FAULT_NOPAGE)
-				return vf == VM_FAULT_OOM ? -ENOMEM : -EINVAL;
-			phys += PAGE_SIZE;
-			run -= PAGE_SIZE;
-			off = PAGE_SIZE;
-			if (!run)
-				continue;
-		}
-		ret = remap_pfn_range(vma, vma->vm_start + off, phys >> PAGE_SHIFT, run, prot);
-		if (ret)
-			return ret;
-		off += run;
+/* The PTE of user address `addr` of the pin's VMA. Under pin->lock, pages still valid. */
+static vm_fault_t gdrdrv_insert(struct gdrdrv_pin *pin, struct vm_area_struct *vma,
+				unsigned long addr)
+{
+	u64 idx = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT) - pin->handle;
+	u64 phys;
+
+	if (idx >= pin->npages)
+		return VM_FAULT_SIGBUS;
+	phys = gdrdrv_phys_at(pin, idx << PAGE_SHIFT);
+	if (!PAGE_ALIGNED(phys)) {
+		gdr_err("GPU page at 0x%llx is not host-page aligned\n", phys);
+		return VM_FAULT_SIGBUS;
 	}
-	return 0;
+	return vmf_insert_pfn_prot(vma, addr, phys >> PAGE_SHIFT, vma->vm_page_prot);
+}
+
+static vm_fault_t gdrdrv_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct gdrdrv_pin *pin = vma->vm_private_data;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long base = ALIGN_DOWN(addr, GDRDRV_FAULT_WINDOW);
+	unsigned long a, start = max(vma->vm_start, base);
+	unsigned long end = min(vma->vm_end, base + GDRDRV_FAULT_WINDOW);
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	mutex_lock(&pin->lock);
+	if (pin->cb_fired || pin->unpinned)
+		goto out;               /* the pages are gone or going */
+	ret = gdrdrv_insert(pin, vma, addr);
+	/* The rest of the window is a courtesy: stop at the first page that does not go in. */
+	for (a = start; ret == VM_FAULT_NOPAGE && a < end; a += PAGE_SIZE)
+		if (a != addr && gdrdrv_insert(pin, vma, a) != VM_FAULT_NOPAGE)
+			break;
+out:
+	mutex_unlock(&pin->lock);
+	return ret;
 }
 
 static void gdrdrv_vma_open(struct vm_area_struct *vma)
@@ -237,6 +264,7 @@ static void gdrdrv_vma_close(struct vm_area_struct *vma)
 static const struct vm_operations_struct gdrdrv_vm_ops = {
 	.open = gdrdrv_vma_open,
 	.close = gdrdrv_vma_close,
+	.fault = gdrdrv_vm_fault,
 };
 
 static void gdrdrv_set_vma_flags(struct vm_area_struct *vma)
@@ -244,10 +272,11 @@ static void gdrdrv_set_vma_flags(struct vm_area_struct *vma)
 	/* Not inherited by fork, never grown by mremap, not in core dumps, raw PFNs. */
 	const vm_flags_t flags = VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO | VM_PFNMAP;
 
+	/* ...and never executable, not even later by mprotect (which then fails EACCES). */
 #ifdef GDRDRV_HAVE_VM_FLAGS_SET
-	vm_flags_set(vma, flags);
+	vm_flags_mod(vma, flags, VM_MAYEXEC);
 #else
-	vma->vm_flags |= flags;
+	vma->vm_flags = (vma->vm_flags | flags) & ~VM_MAYEXEC;
 #endif
 }
 
@@ -263,6 +292,8 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EACCES;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;         /* a private copy-on-write view of a BAR makes no sense */
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;          /* GPU memory is data: no instruction fetch from a BAR */
 	pin = gdrdrv_pin_get(gf, vma->vm_pgoff);
 	if (!pin)
 		return -EINVAL;
@@ -287,14 +318,12 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		ret = -EINVAL;
 		goto out;
 	}
-	gdrdrv_set_vma_flags(vma);
-	vma->vm_page_prot = gdrdrv_prot(vma->vm_page_prot, type);
-	if (type == GDRDRV_MAPPING_TYPE_WC)
-		gdrdrv_wc_reserve(pin);
-	ret = gdrdrv_remap(pin, vma, len);
+	/* The last step that can fail, and it fails having reserved nothing: no undo needed. */
+	ret = type == GDRDRV_MAPPING_TYPE_WC ? gdrdrv_wc_reserve(pin) : 0;
 	if (ret)
-		goto out;               /* the core unmaps what was installed */
-
+		goto out;
+	gdrdrv_set_vma_flags(vma);
+	vma->vm_page_prot = gdrdrv_io_prot(gdrdrv_prot(vma->vm_page_prot, type));
 	vma->vm_ops = &gdrdrv_vm_ops;
 	vma->vm_private_data = pin;     /* takes over our reference */
 	pin->map_count++;

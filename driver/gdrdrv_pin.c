@@ -4,16 +4,23 @@
  * non-persistent pins, and the handle table.
  *
  * A handle is the mmap page offset of its pin, so the handle table is also an offset
- * allocator: each pin reserves [handle, handle + npages) and no two live pins overlap. The
- * table is global rather than per file because every file opened through the same device
- * node shares one address_space, and the free callback zaps mappings by offset range in it
- * (unmap_mapping_range): per-file offsets would let one process's callback zap another's
- * mapping. Handles stay below 2^32 because upstream's library keeps them in 32 bits.
- * Allocation moves a cursor forward and wraps to the start when the space runs out,
- * skipping live pins; it fails (ENOSPC) only when no gap is large enough.
+ * allocator: each pin reserves [handle, handle + npages) and no two live pins of a file
+ * overlap. Tables are per open file, as the address_space in which the file's mappings are
+ * linked and zapped by offset range (gdrdrv_main.c): one file's pins can neither take another
+ * file's offsets nor zap its mappings, and one file fragmenting its space blocks nobody else.
+ * Handles stay below 2^32 because upstream's library keeps them in 32 bits. Allocation moves
+ * a cursor forward and wraps to the start when the space runs out, skipping live pins; it
+ * fails (ENOSPC) only when no gap is large enough.
+ *
+ * A pin's GPU pages are given back when it leaves the table (UNPIN, release of the file),
+ * after its mappings are zapped: the fault handler answers SIGBUS from then on, so no PTE can
+ * come back, and nvidia_p2p_put_pages* never runs from munmap (under mmap_lock). The struct
+ * lives on while VMAs point at it.
  */
+#include <linux/completion.h>
 #include <linux/errno.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/timex.h>
@@ -24,9 +31,7 @@
 /* End of the handle space: 2^32 unless offset_space_log2 shrinks it (tests of the wrap). */
 #define GDRDRV_HANDLE_LIMIT (1ULL << gdrdrv_offset_space_log2)
 
-static DEFINE_XARRAY(gdrdrv_handles);     /* handle -> pin, stored at the range's start */
-static DEFINE_MUTEX(gdrdrv_alloc_lock);   /* serialises insertion and removal */
-static u64 gdrdrv_cursor = 1;             /* no live range straddles it */
+static atomic_long_t gdrdrv_npins;        /* pin structs alive, for the params file */
 
 bool gdrdrv_persistent_supported(void)
 {
@@ -40,20 +45,13 @@ bool gdrdrv_force_pcie_supported(void)
 
 unsigned long gdrdrv_pin_count(void)
 {
-	unsigned long idx, n = 0;
-	struct gdrdrv_pin *pin;
-
-	mutex_lock(&gdrdrv_alloc_lock);
-	xa_for_each(&gdrdrv_handles, idx, pin)
-		n++;
-	mutex_unlock(&gdrdrv_alloc_lock);
-	return n;
+	return atomic_long_read(&gdrdrv_npins);
 }
 
-/* Find room for pin->npages and insert the pin there. Under gdrdrv_alloc_lock. */
-static int gdrdrv_handle_insert(struct gdrdrv_pin *pin)
+/* Find room for pin->npages in the file's table and insert the pin there. Under gf->lock. */
+static int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
 {
-	u64 start = gdrdrv_cursor, first = gdrdrv_cursor;
+	u64 start = gf->cursor, first = gf->cursor;
 	bool wrapped = false;
 	int ret;
 
@@ -70,85 +68,121 @@ static int gdrdrv_handle_insert(struct gdrdrv_pin *pin)
 		}
 		if (wrapped && start >= first)
 			return -ENOSPC;         /* every start was tried */
-		other = xa_find(&gdrdrv_handles, &idx, start + pin->npages - 1, XA_PRESENT);
+		other = xa_find(&gf->handles, &idx, start + pin->npages - 1, XA_PRESENT);
 		if (!other)
 			break;
 		start = idx + other->npages;    /* skip past the live range */
 	}
 	pin->handle = start;
-	ret = xa_insert(&gdrdrv_handles, start, pin, GFP_KERNEL);
+	ret = xa_insert(&gf->handles, start, pin, GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		pin->handle = 0;
 		return ret;
 	}
-	gdrdrv_cursor = start + pin->npages;
+	gf->cursor = start + pin->npages;
 	return 0;
 }
 
-static void gdrdrv_handle_remove(struct gdrdrv_pin *pin)
-{
-	mutex_lock(&gdrdrv_alloc_lock);
-	xa_erase(&gdrdrv_handles, pin->handle);
-	mutex_unlock(&gdrdrv_alloc_lock);
-}
-
-/* Zap every CPU mapping of the pin: later accesses fault, and with no fault handler
- * for these VMAs they raise SIGBUS. */
+/* Zap every CPU mapping of the pin; the next access faults, and the fault handler decides. */
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin)
 {
 	if (!pin->handle)
 		return;
-	unmap_mapping_range(pin->owner->mapping, (loff_t)pin->handle << PAGE_SHIFT,
+	unmap_mapping_range(&pin->owner->mapping, (loff_t)pin->handle << PAGE_SHIFT,
 			    (loff_t)pin->npages << PAGE_SHIFT, 1);
 }
 
 /*
- * Called by the NVIDIA driver when the memory under a non-persistent pin goes away. Runs
- * entirely under pin->lock so that the release path, which takes that lock to read
- * cb_fired, never frees the pin while the callback still uses it.
+ * Called by the NVIDIA driver when the memory under a non-persistent pin goes away. Does its
+ * work under pin->lock, and its last access to the pin is complete_all(&cb_done): whoever
+ * frees the pin after a callback waits for that. Waiting for pin->lock would not do:
+ * mutex_unlock may still touch the mutex after a waiter has taken it, and that waiter could
+ * free the pin meanwhile; a completion is made to be freed once waited for.
+ *
+ * An orphan (put_pages failed before this callback ran, see gdrdrv_put_pages) has nobody
+ * waiting for it: the callback drops the reference the table had, and the module reference
+ * the orphan held, itself.
  */
 static void gdrdrv_free_callback(void *data)
 {
 	struct gdrdrv_pin *pin = data;
+	bool orphan;
 
 	mutex_lock(&pin->lock);
 	pin->cb_fired = true;
 	gdr_info("free callback for va 0x%llx handle 0x%llx\n", pin->va, pin->handle);
-	gdrdrv_pin_zap(pin);
+	if (!pin->unpinned)
+		gdrdrv_pin_zap(pin);    /* a detached pin was zapped and its offsets may be reused */
 	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
+	orphan = pin->orphan;
 	mutex_unlock(&pin->lock);
+	if (orphan) {
+		gdrdrv_pin_put(pin);
+		module_put(THIS_MODULE);
+		return;
+	}
+	complete_all(&pin->cb_done);
 }
 
-static void gdrdrv_pin_free(struct kref *ref)
+/*
+ * Give the GPU pages back: once, when the pin leaves the table or is never entered. Returns
+ * false when the pin must be kept: put_pages failed and the free callback has not run, so
+ * the NVIDIA driver may still call it (the pin is then an orphan). Otherwise the
+ * callback will not run again, and has finished if it ran.
+ */
+static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 {
-	struct gdrdrv_pin *pin = container_of(ref, struct gdrdrv_pin, ref);
 	bool fired;
-	int ret;
+	int ret = 0;
 
 	mutex_lock(&pin->lock);
 	fired = pin->cb_fired;
 	if (!fired)
-		gdrdrv_wc_release(pin); /* no VMA is left: they hold references */
+		gdrdrv_wc_release(pin); /* needs the page table: before it goes */
 	mutex_unlock(&pin->lock);
 
 	if (pin->persistent) {
 #if GDRDRV_HAVE_PERSISTENT
 		ret = nvidia_p2p_put_pages_persistent(pin->va, pin->table, 0);
-#else
-		ret = -EINVAL;
 #endif
-	} else if (!fired) {
-		/* If the callback starts now, put_pages waits for it and then fails: the
-		 * callback has freed the table, which is fine. */
-		ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va, pin->table);
-	} else {
-		ret = 0;
+		if (ret)
+			gdr_err("put_pages_persistent va 0x%llx: %d\n", pin->va, ret);
+		return true;            /* no callback exists for it */
 	}
-	if (ret)
-		gdr_dbg("put_pages va 0x%llx: %d\n", pin->va, ret);
+	/* If the callback starts now, put_pages waits for it and then fails. */
+	if (!fired && !(ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va,
+						  pin->table)))
+		return true;
+	/*
+	 * Failed: if the callback has not run, the NVIDIA driver may still call it, so the pin
+	 * stays, and the module with it: freeing either would leave the driver a callback into
+	 * freed memory or code. Such an orphan goes when its callback comes.
+	 */
+	mutex_lock(&pin->lock);
+	fired = pin->cb_fired;
+	if (!fired) {
+		pin->orphan = true;
+		pin->unpinned = true;   /* its file may go first: the callback must not zap */
+		__module_get(THIS_MODULE);
+	}
+	mutex_unlock(&pin->lock);
+	if (!fired) {
+		gdr_err("put_pages va 0x%llx: %d before its free callback ran; keeping the pin (and the module) for the callback\n",
+			pin->va, ret);
+		return false;
+	}
+	wait_for_completion(&pin->cb_done);
+	return true;
+}
+
+static void gdrdrv_pin_free(struct kref *ref)
+{
+	struct gdrdrv_pin *pin = container_of(ref, struct gdrdrv_pin, ref);
+
 	mutex_destroy(&pin->lock);
 	kfree(pin);
+	atomic_long_dec(&gdrdrv_npins);
 }
 
 void gdrdrv_pin_put(struct gdrdrv_pin *pin)
@@ -163,13 +197,11 @@ struct gdrdrv_pin *gdrdrv_pin_get(struct gdrdrv_file *gf, u64 handle)
 
 	if (!handle || handle >= GDRDRV_HANDLE_LIMIT)
 		return NULL;
-	xa_lock(&gdrdrv_handles);
-	pin = xa_load(&gdrdrv_handles, handle);
-	if (pin && pin->owner == gf)
+	xa_lock(&gf->handles);
+	pin = xa_load(&gf->handles, handle);
+	if (pin)
 		kref_get(&pin->ref);
-	else
-		pin = NULL;
-	xa_unlock(&gdrdrv_handles);
+	xa_unlock(&gf->handles);
 	return pin;
 }
 
@@ -249,6 +281,7 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 		      u32 va_space, u32 flags, u64 *handle)
 {
 	struct gdrdrv_pin *pin;
+	unsigned int cap;
 	u64 end;
 	int ret;
 
@@ -260,11 +293,13 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	if (((end - (addr & GDRDRV_GPU_PAGE_MASK)) >> PAGE_SHIFT) >= GDRDRV_HANDLE_LIMIT)
 		return -EINVAL;                 /* larger than any offset range we can give */
 
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
 	if (!pin)
 		return -ENOMEM;
+	atomic_long_inc(&gdrdrv_npins);
 	kref_init(&pin->ref);
 	mutex_init(&pin->lock);
+	init_completion(&pin->cb_done);
 	INIT_LIST_HEAD(&pin->node);
 	pin->owner = gf;
 	pin->addr = addr;
@@ -294,39 +329,57 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	if (ret)
 		goto out_put;
 
-	mutex_lock(&gdrdrv_alloc_lock);
-	ret = gdrdrv_handle_insert(pin);
-	mutex_unlock(&gdrdrv_alloc_lock);
-	if (ret)
-		goto out_put;
-
+	/*
+	 * Once listed the pin is the caller's to UNPIN (from another thread too: handles are
+	 * predictable), so what we return is read before gf->lock lets anyone reach it.
+	 */
 	mutex_lock(&gf->lock);
-	list_add_tail(&pin->node, &gf->pins);
-	mutex_unlock(&gf->lock);
+	cap = READ_ONCE(gdrdrv_max_pins_per_file);
+	if (cap && gf->npins >= cap) {
+		gdr_err("an open file holds max_pins_per_file=%u pins: EDQUOT\n", cap);
+		ret = -EDQUOT;
+	} else {
+		ret = gdrdrv_handle_insert(gf, pin);
+	}
+	if (ret) {
+		mutex_unlock(&gf->lock);
+		goto out_put;
+	}
+	gf->npins++;
 	*handle = pin->handle;
 	gdr_dbg("pinned va 0x%llx size 0x%llx handle 0x%llx%s\n", pin->va, pin->mapped_size,
 		pin->handle, pin->persistent ? " (persistent)" : "");
+	list_add_tail(&pin->node, &gf->pins);
+	mutex_unlock(&gf->lock);
 	return 0;
 
 out_put:
-	gdrdrv_pin_put(pin);            /* releases the pages */
-	return ret;
+	if (!gdrdrv_put_pages(pin))
+		return ret;             /* an orphan now: its callback frees it */
 out_free:
-	mutex_destroy(&pin->lock);
-	kfree(pin);
+	gdrdrv_pin_put(pin);
 	return ret;
 }
 
-/* Take the pin out of the table and zap its mappings; pages go with the last reference. */
+/*
+ * Take the pin out of its file: mark it, zap its mappings while it still owns its offsets
+ * (after the erase another pin of the file may get them, and a zap then would hit its
+ * mappings), give the pages back; the struct goes with the last reference.
+ */
 static void gdrdrv_pin_detach(struct gdrdrv_pin *pin)
 {
-	gdrdrv_handle_remove(pin);
+	struct gdrdrv_file *gf = pin->owner;
+
 	mutex_lock(&pin->lock);
-	pin->unpinned = true;
-	if (pin->map_count)
-		gdrdrv_pin_zap(pin);
+	pin->unpinned = true;           /* from now on a fault answers SIGBUS */
+	gdrdrv_pin_zap(pin);
 	mutex_unlock(&pin->lock);
-	gdrdrv_pin_put(pin);            /* the table's reference */
+	mutex_lock(&gf->lock);
+	xa_erase(&gf->handles, pin->handle);
+	gf->npins--;
+	mutex_unlock(&gf->lock);
+	if (gdrdrv_put_pages(pin))
+		gdrdrv_pin_put(pin);    /* the table's reference; an orphan keeps it */
 }
 
 int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle)
@@ -363,12 +416,11 @@ void gdrdrv_pin_release_all(struct gdrdrv_file *gf)
 	}
 }
 
-/* Module exit: open files hold the module, so the table is empty; say so if it is not. */
+/* Module exit: open files hold the module, so no pin is left; say so if one is. */
 void gdrdrv_pin_module_exit(void)
 {
 	unsigned long n = gdrdrv_pin_count();
 
 	if (n)
-		gdr_err("%lu pins still in the table at exit; leaving them\n", n);
-	xa_destroy(&gdrdrv_handles);
+		gdr_err("%lu pins still alive at exit; leaving them\n", n);
 }

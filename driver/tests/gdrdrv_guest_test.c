@@ -4,7 +4,7 @@
  * that the shared kernel tests do not cover: the device node's mode and group parameters,
  * /proc/driver/gdrdrv/params, non-overlapping handle ranges and the wrap of the handle
  * space, memory types per page-table flag, several mappings of one pin, unpin under a live
- * mapping (SIGBUS, pages kept until munmap), mmap refusals. Run inside the QEMU guest by
+ * mapping (SIGBUS, pages given back at once), mmap refusals (PROT_EXEC too). Run inside the QEMU guest by
  * tests/kernel/run-qemu.sh (listed in driver/tests/guest-extra.list) with gdrdrv loaded with
  * default parameters; it reloads the module with other parameters and restores it.
  */
@@ -252,7 +252,7 @@ static void on_sigbus(int sig)
     siglongjmp(jb, 1);
 }
 
-/* UNPIN under a live mapping: the mapping faults at once, the pages go at munmap. */
+/* UNPIN under a live mapping: the mapping faults (SIGBUS) and the pages go at once. */
 static void test_unpin_while_mapped(uint64_t va)
 {
     uint64_t h, base = live_pins();
@@ -269,7 +269,8 @@ static void test_unpin_while_mapped(uint64_t va)
         return;
     }
     m[0] = 1;
-    t_check(unpin(h) == 0 && live_pins() == base + 1, "unpin_keeps_pages_while_mapped",
+    /* The mapping is zapped and can only fault (SIGBUS) from now: the pages go at once. */
+    t_check(unpin(h) == 0 && live_pins() == base, "unpin_releases_pages_while_mapped",
             "live pins %llu (base %llu)", (unsigned long long)live_pins(), (unsigned long long)base);
     signal(SIGBUS, on_sigbus);
     if (sigsetjmp(jb, 1) == 0)
@@ -279,7 +280,7 @@ static void test_unpin_while_mapped(uint64_t va)
     signal(SIGBUS, SIG_DFL);
     t_check(faulted, "unpin_zaps_mapping", "access after UNPIN did not fault");
     munmap((void *)m, GPU_PAGE);
-    t_check(live_pins() == base, "munmap_releases_pages", "live pins %llu (base %llu)",
+    t_check(live_pins() == base, "munmap_after_unpin_clean", "live pins %llu (base %llu)",
             (unsigned long long)live_pins(), (unsigned long long)base);
 }
 
@@ -300,6 +301,17 @@ static void test_mmap_refusals(uint64_t va)
         t_check(m == MAP_FAILED && errno == EINVAL, "mmap_private_refused", "mapped");
         m = map(h + 1, page, MAP_SHARED);
         t_check(m == MAP_FAILED && errno == EINVAL, "mmap_inside_range_refused", "mapped");
+        /* BAR memory is never code: no PROT_EXEC, now or later by mprotect. */
+        m = mmap(NULL, GPU_PAGE, PROT_READ | PROT_EXEC, MAP_SHARED, fd, (off_t)(h * (uint64_t)page));
+        t_check(m == MAP_FAILED && errno == EPERM, "mmap_exec_refused", "%s",
+                m == MAP_FAILED ? strerror(errno) : "mapped");
+        if (m != MAP_FAILED)
+            munmap(m, GPU_PAGE);
+        m = map(h, GPU_PAGE, MAP_SHARED);
+        t_check(m != MAP_FAILED && mprotect(m, GPU_PAGE, PROT_READ | PROT_EXEC) && errno == EACCES,
+                "mprotect_exec_refused", "%s", m == MAP_FAILED ? "mmap failed" : "allowed or not EACCES");
+        if (m != MAP_FAILED)
+            munmap(m, GPU_PAGE);
         unpin(h);
     }
 }

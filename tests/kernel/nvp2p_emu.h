@@ -56,6 +56,9 @@ struct nvp2p_emu_inject {
 #define NVP2P_EMU_FAIL_GET_PAGES            1
 #define NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT 2
 #define NVP2P_EMU_FAIL_ALLOC                3
+/* Added for the lifetime tests: nvidia_p2p_put_pages fails and keeps the table and its free
+ * callback registered, as a driver that still holds the callback would. */
+#define NVP2P_EMU_FAIL_PUT_PAGES            4
 
 struct nvp2p_emu_stats {
     __u64 live_allocs;     /* allocations not yet freed */
@@ -109,5 +112,22 @@ struct nvp2p_emu_pte {
 #define NVP2P_EMU_CACHE_WP       5
 #define NVP2P_EMU_CACHE_UNKNOWN  0xffffffffU
 #define NVP2P_EMU_IOC_PTE _IOWR(NVP2P_EMU_MAGIC, 9, struct nvp2p_emu_pte)
+
+/*
+ * Added for the PAT tests (x86 guests): another owner's memory-type reservation on BAR pages.
+ * HOLD maps [va, va + len) of a live BAR allocation with the cache mode `mode` (WC: ioremap_wc,
+ * UC_MINUS: ioremap, WB: ioremap_cache, which the MTRRs of a PCI hole make UC- too), which
+ * reserves that type in PAT until RELEASE of the same va; len a multiple of 4 KiB inside one
+ * GPU page. At most 4 holds (EBUSY beyond). The allocation may not be read, written or freed
+ * while it is held (its own WC accesses could conflict).
+ */
+struct nvp2p_emu_hold {
+    __u64 va;          /* in */
+    __u64 len;         /* in: HOLD only */
+    __u32 mode;        /* in: HOLD only, NVP2P_EMU_CACHE_WC, _UC_MINUS or _WB */
+    __u32 pad;
+};
+#define NVP2P_EMU_IOC_HOLD    _IOW(NVP2P_EMU_MAGIC, 10, struct nvp2p_emu_hold)
+#define NVP2P_EMU_IOC_RELEASE _IOW(NVP2P_EMU_MAGIC, 11, struct nvp2p_emu_hold)
 
 #endif /* NVP2P_EMU_H */

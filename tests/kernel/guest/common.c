@@ -2,6 +2,8 @@
 /* common.c - result lines and provider control wrappers for the QEMU guest tests. */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -154,6 +156,42 @@ int emu_pte(const void *addr, uint64_t *pfn, uint32_t *cache_mode)
         *cache_mode = q.cache_mode;
     }
     return ret;
+}
+
+int emu_hold(uint64_t va, uint64_t len, unsigned mode)
+{
+    struct nvp2p_emu_hold h = { .va = va, .len = len, .mode = mode };
+
+    return emu_ioctl(NVP2P_EMU_IOC_HOLD, &h);
+}
+
+int emu_release(uint64_t va)
+{
+    struct nvp2p_emu_hold h = { .va = va };
+
+    return emu_ioctl(NVP2P_EMU_IOC_RELEASE, &h);
+}
+
+static sigjmp_buf read_jmp;
+
+static void read_on_bus(int sig)
+{
+    (void)sig;
+    siglongjmp(read_jmp, 1);
+}
+
+int read_faults(const volatile void *p)
+{
+    struct sigaction sa = { .sa_handler = read_on_bus }, old;
+    volatile int faulted = 0;
+
+    sigaction(SIGBUS, &sa, &old);
+    if (sigsetjmp(read_jmp, 1))
+        faulted = 1;
+    else
+        (void)*(const volatile unsigned char *)p;
+    sigaction(SIGBUS, &old, NULL);
+    return faulted;
 }
 
 void fill_pattern(void *buf, size_t len, uint32_t seed)

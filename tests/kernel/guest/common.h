@@ -35,6 +35,8 @@ int emu_inject(unsigned int what, unsigned int count, int errno_value);
 int emu_cb_delay(unsigned int ms);
 int emu_phys(uint64_t va, uint64_t *phys);    /* physical address behind va */
 int emu_pte(const void *addr, uint64_t *pfn, uint32_t *cache_mode); /* our PTE of addr */
+int emu_hold(uint64_t va, uint64_t len, unsigned mode); /* another owner's PAT entry */
+int emu_release(uint64_t va);
 
 /* The leak counter and the number of free callbacks fired so far (0 if unreadable). */
 uint64_t emu_live_pins(void);
@@ -42,6 +44,9 @@ uint64_t emu_callbacks_fired(void);
 
 /* Wait for a child; returns its exit status, or 128 + signal number. */
 int wait_child(pid_t pid);
+
+/* 1 when reading the byte at p raises SIGBUS, 0 when it reads. */
+int read_faults(const volatile void *p);
 
 /* Deterministic fill pattern: byte i of a buffer tagged `seed`. */
 void fill_pattern(void *buf, size_t len, uint32_t seed);

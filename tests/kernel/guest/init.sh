@@ -13,6 +13,19 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp && mount -t tmpfs tmp /tmp
 FAILED=0
+# /only (run-qemu.sh VRAMIO_GUEST_ONLY): shell patterns of the groups to run; none: all.
+ONLY=$(cat /only 2>/dev/null)
+
+selected() {   # selected GROUP: true when GROUP is to run
+    local p
+    [ -z "$ONLY" ] && return 0
+    set -f
+    for p in $ONLY; do
+        case "$1" in $p) set +f; return 0 ;; esac
+    done
+    set +f
+    return 1
+}
 
 res() {        # res ok|not ok|skip NAME [why]
     case "$1" in not*) FAILED=1 ;; esac
@@ -24,6 +37,7 @@ res() {        # res ok|not ok|skip NAME [why]
 run_test() {
     local group=$1 rc n
     shift
+    selected "$group" || return 0
     echo "@@ RUNNING $group at $(cut -d' ' -f1 /proc/uptime) s"
     "$@" >/tmp/out 2>&1 </dev/null
     rc=$?
@@ -97,7 +111,7 @@ fi
 run_test provider /tests/provider_test
 
 # The provider's exports called directly by a test consumer module (results in the log).
-if [ -f /modules/nvp2p_probe.ko ]; then
+if [ -f /modules/nvp2p_probe.ko ] && selected probe; then
     echo "@@ RUNNING probe at $(cut -d' ' -f1 /proc/uptime) s"
     pv=$(/tests/emuctl alloc 262144 1 0)
     pc=$(/tests/emuctl alloc 524288 2 1)
@@ -121,7 +135,7 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety callback bar bar_life; do
+        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         if [ -f /extra.list ]; then
@@ -139,12 +153,22 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-callback /tests/callback_test --nonpersistent
             run_test np-bar /tests/bar_test
             run_test np-bar-life /tests/bar_life_test --nonpersistent
+            run_test np-mmap-race /tests/mmap_race_test
+            run_test np-pin-race /tests/pin_race_test --nonpersistent
+            run_test np-put-fail /tests/put_fail_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
 
+        # Phase 2b: per-file offset spaces and pin cap, with a small space so the wrap is quick.
+        if selected offsets && load_gdrdrv load/gdrdrv-offsets use_persistent_mapping=0 \
+            offset_space_log2=16 max_pins_per_file=64; then
+            run_test offsets /tests/offsets_test 64
+            unload_gdrdrv unload/after-offsets && check_leaks leak/after-offsets "$BASE"
+        fi
+
         # Phase 3: unload attempts while another process holds pins and mappings.
-        if load_gdrdrv load/gdrdrv-hold; then
+        if selected hold && load_gdrdrv load/gdrdrv-hold; then
             /tests/safety_test --hold >/tmp/hold.out 2>&1 &
             holder=$!
             n=0
@@ -172,6 +196,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         # Phase 4: repeated load/use/unload.
         # Round 3 also turns on the module's debug and info logging paths.
         for round in 1 2 3 4 5; do
+            selected "reload/$round" || continue
             params=
             [ "$round" = 3 ] && params="dbg_enabled=1 info_enabled=1"
             load_gdrdrv "reload/$round/load" $params || break

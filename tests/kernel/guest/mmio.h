@@ -34,6 +34,8 @@ int mmio_begin(struct nvp2p_emu_stats *st0);
 /* End: the provider's counters are back to st0, no PAT entry is left in the BAR, and the
  * kernel log written since mmio_begin holds no WARNING/BUG/PAT/memtype complaint. */
 void mmio_end(const struct nvp2p_emu_stats *st0);
+/* A kernel-log record containing `what` is what the test provoked, not a complaint. */
+void kmsg_expect(const char *what);
 
 /* Physical address of each host page of [va, va + len), all inside the BAR; NULL if not. */
 uint64_t *bar_capture(uint64_t va, uint64_t len, size_t *n);
@@ -44,7 +46,8 @@ void check_released(const char *name, const uint64_t *p, size_t n);
 int memtype_cover(const uint64_t *p, size_t n, size_t *wc, size_t *any);
 /*
  * The PTEs of n host pages mapped at map: page i must map p[i] with a cache mode in
- * `modes` (a mask of 1 << NVP2P_EMU_CACHE_*), or, with modes 0, be absent (zapped).
+ * `modes` (a mask of 1 << NVP2P_EMU_CACHE_*), after one read of the page (PTEs may be made at
+ * the first access), or, with modes 0 and without any access, be absent (zapped).
  */
 void check_ptes(const char *name, const void *map, const uint64_t *p, size_t n, unsigned modes);
 #define MODE(m) (1u << NVP2P_EMU_CACHE_##m)

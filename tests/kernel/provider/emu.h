@@ -64,7 +64,7 @@ extern wait_queue_head_t emu_cb_wq;
 extern u64 emu_live_allocs, emu_live_pins, emu_callbacks_fired, emu_total_pins;
 
 /* Injected failures, indexed by NVP2P_EMU_FAIL_* (under emu_lock). */
-#define EMU_FAIL_KINDS 4
+#define EMU_FAIL_KINDS 5
 extern u32 emu_fail_count[EMU_FAIL_KINDS];
 extern int emu_fail_errno[EMU_FAIL_KINDS];
 int emu_take_injected(unsigned int what);      /* 0 or the -errno to fail with */
@@ -86,6 +86,9 @@ int emu_bar_alloc(u64 size, u64 align, u64 *off);  /* -ENODEV without a BAR */
 void emu_bar_free(u64 off, u64 size);
 phys_addr_t emu_bar_phys(u64 off);
 int emu_bar_copy(phys_addr_t phys, void __user *u, u64 len, bool to_user);
+int emu_bar_hold(phys_addr_t phys, u64 len, u32 mode, u64 va); /* a PAT entry, keyed by va */
+int emu_bar_release(u64 va);
+void emu_bar_release_all_holds(void);
 
 /* emu_pte.c: the PTE ioctl (x86; EOPNOTSUPP elsewhere). */
 long emu_ioc_pte(void __user *uarg);

@@ -21,6 +21,7 @@
 #include <linux/uaccess.h>
 
 #include "emu.h"
+#include "nvp2p_emu.h"
 
 #define EMU_BAR_VENDOR 0x1af4   /* Red Hat / QEMU */
 #define EMU_BAR_DEVICE 0x1110   /* ivshmem (inter-VM shared memory) */
@@ -111,6 +112,63 @@ out:
 	if (io)
 		iounmap(io);
 	return ret;
+}
+
+/* NVP2P_EMU_IOC_HOLD: mappings kept only for the memory-type reservation they hold. */
+#define EMU_BAR_HOLDS 4
+static struct { u64 va; void __iomem *io; } emu_bar_holds[EMU_BAR_HOLDS];
+
+int emu_bar_hold(phys_addr_t phys, u64 len, u32 mode, u64 va)
+{
+	int i, ret = -EBUSY;
+
+	if (mode != NVP2P_EMU_CACHE_WC && mode != NVP2P_EMU_CACHE_UC_MINUS && mode != NVP2P_EMU_CACHE_WB)
+		return -EINVAL;
+
+	mutex_lock(&emu_bar_lock);
+	for (i = 0; i < EMU_BAR_HOLDS; i++)
+		if (emu_bar_holds[i].io && emu_bar_holds[i].va == va)
+			goto out;
+	for (i = 0; i < EMU_BAR_HOLDS && emu_bar_holds[i].io; i++)
+		;
+	if (i < EMU_BAR_HOLDS) {
+		emu_bar_holds[i].io = mode == NVP2P_EMU_CACHE_WC ? ioremap_wc(phys, len) :
+				      mode == NVP2P_EMU_CACHE_WB ? ioremap_cache(phys, len) :
+				      ioremap(phys, len);
+		emu_bar_holds[i].va = va;
+		ret = emu_bar_holds[i].io ? 0 : -ENOMEM;
+	}
+out:
+	mutex_unlock(&emu_bar_lock);
+	return ret;
+}
+
+int emu_bar_release(u64 va)
+{
+	int i, ret = -EINVAL;
+
+	mutex_lock(&emu_bar_lock);
+	for (i = 0; i < EMU_BAR_HOLDS; i++)
+		if (emu_bar_holds[i].io && emu_bar_holds[i].va == va) {
+			iounmap(emu_bar_holds[i].io);
+			emu_bar_holds[i].io = NULL;
+			ret = 0;
+		}
+	mutex_unlock(&emu_bar_lock);
+	return ret;
+}
+
+void emu_bar_release_all_holds(void)
+{
+	int i;
+
+	mutex_lock(&emu_bar_lock);
+	for (i = 0; i < EMU_BAR_HOLDS; i++)
+		if (emu_bar_holds[i].io) {
+			iounmap(emu_bar_holds[i].io);
+			emu_bar_holds[i].io = NULL;
+		}
+	mutex_unlock(&emu_bar_lock);
 }
 
 static int emu_bar_probe(struct pci_dev *pdev, const struct pci_device_id *id)

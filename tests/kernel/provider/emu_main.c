@@ -303,6 +303,29 @@ static long emu_ioc_phys(void __user *uarg)
 	return copy_to_user(uarg, &req, sizeof(req)) ? -EFAULT : 0;
 }
 
+static long emu_ioc_hold(void __user *uarg, bool hold)
+{
+	struct nvp2p_emu_hold req;
+	struct emu_alloc *a;
+	u64 off;
+	long ret = -EINVAL;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (!hold)
+		return emu_bar_release(req.va);
+	if (!req.len || !PAGE_ALIGNED(req.va) || !PAGE_ALIGNED(req.len) || req.pad)
+		return -EINVAL;
+	mutex_lock(&emu_lock);
+	a = emu_find_alloc(req.va, req.len);
+	off = a ? req.va - a->va : 0;
+	if (a && a->bar && off / a->chunk == (off + req.len - 1) / a->chunk)
+		ret = emu_bar_hold(emu_chunk_phys(a, off / a->chunk) + off % a->chunk, req.len,
+				   req.mode, req.va);
+	mutex_unlock(&emu_lock);
+	return ret;
+}
+
 static long emu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -326,6 +349,10 @@ static long emu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return emu_ioc_phys(uarg);
 	case NVP2P_EMU_IOC_PTE:
 		return emu_ioc_pte(uarg);
+	case NVP2P_EMU_IOC_HOLD:
+		return emu_ioc_hold(uarg, true);
+	case NVP2P_EMU_IOC_RELEASE:
+		return emu_ioc_hold(uarg, false);
 	}
 	return -ENOTTY;
 }
@@ -364,6 +391,7 @@ static void __exit emu_exit(void)
 	struct emu_alloc *a, *tmp;
 
 	misc_deregister(&emu_misc);
+	emu_bar_release_all_holds();
 	emu_drop_all_pins();
 	mutex_lock(&emu_lock);
 	list_for_each_entry_safe(a, tmp, &emu_allocs, node) {

@@ -148,6 +148,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 {
 	struct emu_pin *p;
 	unsigned long seq;
+	int ret;
 
 	if (!page_table)
 		return -EINVAL;
@@ -177,6 +178,12 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 		mutex_unlock(&emu_lock);
 		pr_err("nvp2p_emu: put_pages on a table whose free callback already ran\n");
 		return -EINVAL;
+	}
+	ret = emu_take_injected(NVP2P_EMU_FAIL_PUT_PAGES);
+	if (ret) {
+		/* Injected: the table and its callback stay registered. */
+		mutex_unlock(&emu_lock);
+		return ret;
 	}
 	emu_unlist_pin(p);
 	mutex_unlock(&emu_lock);
