@@ -85,10 +85,20 @@ pid_t vr_self_pid(void);
 /* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
 
-/* Test-only: register a mapping of ordinary memory as a pin, for the dispatch benchmark and the
- * white-box tests (no backend involved). */
-int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token);
-int vr_handles_test_remove(unsigned long token);
+/*
+ * Whether mappings of more than one type (WC, CACHING, DEVICE) are live in this process,
+ * counted over every pin (handles.c keeps the census as mappings are published and cleared).
+ * The copy path then ends each copy with a full fence, as upstream GDRCopy does: the same GPU
+ * buffer may be reached through two of them in turn, and neither type's own ordering covers
+ * the other's accesses.
+ */
+#define VR_MAPS_MIXED (1ULL << 63)
+extern _Atomic uint64_t vr_map_census __attribute__((visibility("hidden")));
+
+static inline int vr_mappings_mixed(void)
+{
+    return (atomic_load_explicit(&vr_map_census, memory_order_relaxed) & VR_MAPS_MIXED) != 0;
+}
 
 struct vr_mapping {
     uintptr_t base;
@@ -129,6 +139,16 @@ static inline int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
         if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v)
             return 0;
     }
+}
+
+/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
+ * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
+ * than any len, so two comparisons cover both ends. */
+static inline int vr_in_mapping(const struct vr_mapping *m, const void *p, size_t n)
+{
+    uintptr_t off = (uintptr_t)p - m->base;
+
+    return off <= m->len && n <= m->len - off;
 }
 
 #endif /* VRAMIO_HANDLES_H */

@@ -18,10 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
+#include "arch/fence.h"
 #include "copy_kernels.h"
 #include "log.h"
 
@@ -29,17 +26,15 @@
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
  * the choice depends only on the CPU's features (deterministic).
  *
- * Order, from the WC BAR figures measured on the GPU machine (shared/spec/gpu-machine.md;
- * H200 on PCIe Gen5, Xeon with AVX-512 and MOVDIR64B):
- *  avx512    writes 19.5 GB/s, the same as avx2 (the link is the limit there), and reads
- *            0.91 GB/s with 64-byte streaming loads against 0.76 for avx2: first, for reads.
- *  avx2      writes 19.5 GB/s, reads 0.76 GB/s.
- *  sse41     reads 0.69 GB/s; no write figure, but a 16-byte store fills a quarter of a
- *            WC line where the wider kernels fill a half or all of it.
- *  c         8-byte volatile accesses (8-byte reads: 0.008 GB/s). Always usable, so no entry
- *            after it is ever chosen automatically.
- *  movdir64b after c, so by name only: its 64-byte direct stores reach 11-12 GB/s there,
- *            well below the NT stores; its reads are sse41's streaming loads.
+ * Order, from WC BAR figures of raw loops (docs/copy-kernels.md has them):
+ *  avx512    writes as fast as avx2 (the link is the limit), reads faster with 64-byte
+ *            streaming loads: first, for reads.
+ *  avx2      then sse41: a 16-byte store fills a quarter of a WC line where the wider
+ *            kernels fill a half or all of it.
+ *  c         8-byte volatile accesses. Always usable, so no entry after it is ever chosen
+ *            automatically.
+ *  movdir64b after c, so by name only: its 64-byte direct stores are well below the NT
+ *            stores; its reads are sse41's streaming loads.
  * A 16-byte step (sse41) leads the wider kernels to their alignment; every AVX2 or AVX-512
  * CPU has SSE4.1, and each kernel's 'needs' says so all the same.
  */
@@ -79,6 +74,13 @@ const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
     return kernels;
 }
 
+/* The table stays here, where the copy paths see the portable kernel's fields as constants;
+ * the policy that chooses from it is copy_select.c's, which is handed the table. */
+const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
+{
+    return vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]), features, forced);
+}
+
 /* The portable kernel until the constructor below has run: correct on every CPU, so a copy
  * made by another library's constructor before ours is still right, only slower. */
 static const struct vr_copy_kernel *active = KERNEL_C;
@@ -95,14 +97,15 @@ const char *vr_copy_kernel_name(void)
     return active->name;
 }
 
-/* Stores to a WC (or device) mapping are weakly ordered against later stores (a flag the GPU
- * polls, a doorbell): one fence at the end of the whole copy makes them all visible first. */
-static inline void store_fence(void)
+/* The full fence of the mixed-mappings rule (copy.h). */
+void vr_copy_full_fence(void)
 {
 #if defined(__x86_64__)
-    _mm_sfence();
+    _mm_mfence();
 #elif defined(__aarch64__)
-    __asm__ volatile("dmb oshst" ::: "memory");
+    __asm__ volatile("dmb sy" ::: "memory");
+#elif defined(__powerpc64__)
+    __asm__ volatile("sync" ::: "memory");
 #else
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
@@ -225,7 +228,7 @@ copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, cons
         return;
     }
     copy_shaped(1, &k->to_map, dst, src, n);
-    store_fence();
+    vr_store_fence();
 }
 
 /* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
@@ -289,13 +292,13 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
 
         for (i = 0; i < n; i += 8)
             scalar_store((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
-        store_fence();
+        vr_store_fence();
         return 0;
     }
     d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map : &active->to_map;
     if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
         d->bulk(dst, src, n);
-        store_fence();
+        vr_store_fence();
         return 0;
     }
     return copy_to_any(type, dst, src, n);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* dmabuf_policy.c - GPU-free decisions of the dma-buf backend (see dmabuf_policy.h). */
+#include "dmabuf_policy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_types.h"
+#include "gdrapi.h"
+
+int vr_dmabuf_driver_check(int v, char *why, size_t len)
+{
+    if (v >= VR_DMABUF_MIN_DRIVER)
+        return 0;
+    snprintf(why, len, "the CUDA driver is %d.%d; mmap of dma-buf exports of discrete-GPU "
+             "memory needs driver %d.%d (the 610 series) or newer "
+             "(GDRCOPY_USE_DMABUF_MMAP=1 tries it anyway)", v / 1000, (v % 1000) / 10,
+             VR_DMABUF_MIN_DRIVER / 1000, (VR_DMABUF_MIN_DRIVER % 1000) / 10);
+    return ENOTSUP;
+}
+
+int vr_dmabuf_mmap_error(int err, int v, char *why, size_t len)
+{
+    if (err == VR_KERNEL_ENOTSUPP) {
+        snprintf(why, len, "the driver exports dma-buf fds but refuses to mmap them "
+                 "(errno 524, ENOTSUPP): CUDA driver %d.%d allows CPU mappings of exports on "
+                 "integrated GPUs only; discrete GPUs need driver %d.%d (610 series)",
+                 v / 1000, (v % 1000) / 10, VR_DMABUF_MIN_DRIVER / 1000,
+                 (VR_DMABUF_MIN_DRIVER % 1000) / 10);
+        return ENOTSUP;
+    }
+    snprintf(why, len, "mmap of a dma-buf export failed: %s (errno %d)", strerror(err), err);
+    return err > 0 ? err : EIO;
+}
+
+unsigned long long vr_dmabuf_export_flags(uint32_t pin_flags)
+{
+    return (pin_flags & GDR_PIN_FLAG_FORCE_PCIE) ? CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE : 0;
+}
+
+int vr_dmabuf_retry_without_pcie(unsigned long long export_flags)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return (export_flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) != 0;
+#else
+    (void)export_flags;
+    return 0; /* on coherent Arm platforms the flag changes the path: its refusal is final */
+#endif
+}
+
+int vr_dmabuf_forced(void)
+{
+    const char *v = getenv("GDRCOPY_USE_DMABUF_MMAP");
+
+    return v && strcmp(v, "1") == 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dmabuf_policy.h - the decisions of the dma-buf backend that need no GPU: which CUDA driver
+ * can mmap dma-buf exports, what an mmap errno means, which export flags a pin asks for.
+ * Kept apart from dmabuf.c so that they are unit-tested everywhere.
+ */
+#ifndef VRAMIO_DMABUF_POLICY_H
+#define VRAMIO_DMABUF_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* cuDriverGetVersion of the first driver that maps dma-buf exports of discrete GPUs for the
+ * CPU (13.3, the 610 series); older ones allow it on integrated GPUs only. */
+#define VR_DMABUF_MIN_DRIVER 13030
+
+/* The kernel's ENOTSUPP (not a user-space errno): what mmap of an export returns where the
+ * driver does not allow CPU mappings. */
+#define VR_KERNEL_ENOTSUPP 524
+
+/* 0 when driver_version (cuDriverGetVersion's value) can mmap exports; else ENOTSUP and why. */
+int vr_dmabuf_driver_check(int driver_version, char *why, size_t len);
+
+/* The errno a failed mmap of an export is reported as, with why. 524 becomes ENOTSUP. */
+int vr_dmabuf_mmap_error(int err, int driver_version, char *why, size_t len);
+
+/* The cuMemGetHandleForAddressRange flags for gdr_pin_flags_t pin_flags. */
+unsigned long long vr_dmabuf_export_flags(uint32_t pin_flags);
+
+/* Whether an export refused with CUDA_ERROR_NOT_SUPPORTED under export_flags should be
+ * retried without them: on x86 every BAR mapping goes through PCIe, so FORCE_PCIE is already
+ * what the plain export gives (the driver accepts the PCIE flag only on coherent platforms). */
+int vr_dmabuf_retry_without_pcie(unsigned long long export_flags);
+
+/* 1 when the environment forces this backend (GDRCOPY_USE_DMABUF_MMAP=1, upstream's switch). */
+int vr_dmabuf_forced(void);
+
+#endif /* VRAMIO_DMABUF_POLICY_H */

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
+ * ioctl ABI (driver/uapi/gdrdrv.h), with gdrdrv 2.0 .. 2.6 modules, ours or upstream's.
+ *
+ * Version gates (docs/gdrdrv-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
+ * REQ_MAPPING_TYPE from 2.5. Against an older module pins go through PIN_BUFFER (v1), info
+ * through GET_INFO, and the attributes are answered as such a module behaves (no
+ * persistent pins, no FORCE_PCIE).
+ *
+ * Which pin errors are final: the module answers EINVAL when the address is not GPU memory
+ * it can pin (the NVIDIA driver rejects it); that becomes ENOTSUP so the core offers the
+ * range to the next backend. Every other error (ENOMEM, EACCES, ENOSPC, EFAULT, ...) comes
+ * from memory the module does serve, or from the module itself, and is final.
+ *
+ * Fork: the module refuses ioctls and mmap from any process but the opener (EACCES), and
+ * mappings are not inherited. A child using its parent's gdr_t gets EACCES with a reason;
+ * it never munmaps addresses that belong to the parent's mappings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "arch/cycles.h"
+#include "backend.h"
+#include "uapi/gdrdrv.h"
+#include "log.h"
+
+#define GD_DEVICE "/dev/gdrdrv"
+#define GD_VERSION(major, minor) (((uint32_t)(major) << 16) | (minor))
+
+struct gd_ctx {
+    int fd;
+    uint32_t version;        /* the module's, major << 16 | minor */
+    pid_t owner;             /* the process that opened fd */
+};
+
+struct gd_pin {
+    uint64_t handle;         /* the module's 64-bit handle, kept whole */
+    uint64_t va, mapped_size;
+    void *map_ptr;           /* NULL when not mapped */
+    size_t map_len;          /* what was mmapped: the pinned pages */
+    gdr_mapping_type_t req;  /* last REQ_MAPPING_TYPE sent: the module keeps it */
+};
+
+/* Why /dev/gdrdrv cannot be opened, in words a user can act on. */
+static void gd_explain_open_error(int err, char *why, size_t len)
+{
+    struct stat st;
+    char gname[64] = "";
+
+    if (err == ENOENT) {
+        if (access("/sys/module/gdrdrv", F_OK) == 0)
+            snprintf(why, len, "the gdrdrv module is loaded but " GD_DEVICE " does not exist "
+                     "(no devtmpfs or udev?)");
+        else
+            snprintf(why, len, "the gdrdrv kernel module is not loaded (no " GD_DEVICE ")");
+    } else if (err == ENXIO || err == ENODEV) {
+        snprintf(why, len, GD_DEVICE " exists but no driver answers it (module not loaded)");
+    } else if ((err == EACCES || err == EPERM) && stat(GD_DEVICE, &st) == 0) {
+        struct group gr, *res = NULL;
+        char buf[1024];
+
+        if (getgrgid_r(st.st_gid, &gr, buf, sizeof(buf), &res) == 0 && res)
+            snprintf(gname, sizeof(gname), "%s", res->gr_name);
+        else
+            snprintf(gname, sizeof(gname), "%u", (unsigned)st.st_gid);
+        snprintf(why, len, "permission denied on " GD_DEVICE " (mode %04o, group %s): join "
+                 "that group or load gdrdrv with dev_mode/dev_gid", (unsigned)(st.st_mode & 07777),
+                 gname);
+    } else {
+        snprintf(why, len, "cannot open " GD_DEVICE ": %s", strerror(err));
+    }
+}
+
+/* Open the device and check its version; 0 with *fd and *version, or an errno and why. */
+static int gd_open_device(int *fd, uint32_t *version, char *why, size_t len)
+{
+    struct gdrdrv_get_version v = { 0, 0 };
+    int rc;
+
+    *fd = open(GD_DEVICE, O_RDWR | O_CLOEXEC);
+    if (*fd < 0) {
+        rc = errno;
+        gd_explain_open_error(rc, why, len);
+        return rc == ENOENT || rc == ENXIO ? ENODEV : rc;
+    }
+    if (ioctl(*fd, GDRDRV_IOC_GET_VERSION, &v) != 0) {
+        rc = errno;
+        snprintf(why, len, GD_DEVICE " does not answer GET_VERSION (%s): not a gdrdrv module?",
+                 strerror(rc));
+        goto fail;
+    }
+    if (v.gdrdrv_version < GD_VERSION(2, 0)) {
+        rc = ENOTSUP;
+        snprintf(why, len, "gdrdrv module version %u.%u is too old (2.0 or newer needed)",
+                 v.gdrdrv_version >> 16, v.gdrdrv_version & 0xffff);
+        goto fail;
+    }
+    if (v.minimum_gdr_api_version > (uint32_t)GDR_API_VERSION) {
+        rc = ENOTSUP;
+        snprintf(why, len, "gdrdrv module %u.%u needs a gdrapi library %u.%u or newer",
+                 v.gdrdrv_version >> 16, v.gdrdrv_version & 0xffff,
+                 v.minimum_gdr_api_version >> 16, v.minimum_gdr_api_version & 0xffff);
+        goto fail;
+    }
+    *version = v.gdrdrv_version;
+    return 0;
+fail:
+    close(*fd);
+    *fd = -1;
+    return rc;
+}
+
+static int gdrdrv_probe(char *why, size_t len)
+{
+    uint32_t version;
+    int fd, rc = gd_open_device(&fd, &version, why, len);
+
+    if (rc == 0)
+        close(fd);
+    return rc;
+}
+
+static int gdrdrv_open(void **ctx, char *why, size_t len)
+{
+    struct gd_ctx *c = calloc(1, sizeof(*c));
+    int rc;
+
+    *ctx = NULL;
+    if (!c)
+        return ENOMEM;
+    rc = gd_open_device(&c->fd, &c->version, why, len);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->owner = getpid();
+    vr_dbg("gdrdrv: module version %u.%u on fd %d", c->version >> 16, c->version & 0xffff, c->fd);
+    *ctx = c;
+    return 0;
+}
+
+static void gdrdrv_close(void *ctx)
+{
+    struct gd_ctx *c = ctx;
+
+    if (!c)
+        return;
+    close(c->fd);   /* the module drops whatever this fd still holds */
+    free(c);
+}
+
+/* An ioctl, 0 or errno. */
+static int gd_ioctl(const struct gd_ctx *c, unsigned long cmd, void *arg)
+{
+    return ioctl(c->fd, cmd, arg) == 0 ? 0 : errno;
+}
+
+static void gd_explain_eacces(const struct gd_ctx *c, char *why, size_t len)
+{
+    if (getpid() != c->owner)
+        snprintf(why, len, "this gdr_t's " GD_DEVICE " belongs to process %d; a forked child "
+                 "must call gdr_open itself", (int)c->owner);
+    else
+        snprintf(why, len, "the gdrdrv module refused access (EACCES)");
+}
+
+static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char *why, size_t len)
+{
+    struct gd_ctx *c = ctx;
+    struct gd_pin *p;
+    uint64_t handle;
+    int rc;
+
+    if (req->flags & GDR_PIN_FLAG_FORCE_PCIE) {
+        struct gdrdrv_get_attr a = { GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, 0 };
+
+        if (c->version < GD_VERSION(2, 5) || gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a) || !a.val) {
+            snprintf(why, len, "the gdrdrv module does not support GDR_PIN_FLAG_FORCE_PCIE");
+            return EINVAL;
+        }
+    }
+    /* Legacy calls carry tokens, which only PIN_BUFFER (v1) passes on. */
+    if (req->legacy || c->version < GD_VERSION(2, 5)) {
+        struct gdrdrv_pin_buffer b = { .addr = req->addr, .size = req->size,
+                                       .p2p_token = req->p2p_token, .va_space = req->va_space };
+
+        rc = gd_ioctl(c, GDRDRV_IOC_PIN_BUFFER, &b);
+        handle = b.handle;
+    } else {
+        struct gdrdrv_pin_buffer_v2 b = { .addr = req->addr, .size = req->size,
+                                          .flags = req->flags };
+
+        rc = gd_ioctl(c, GDRDRV_IOC_PIN_BUFFER_V2, &b);
+        handle = b.handle;
+    }
+    switch (rc) {
+    case 0:
+        break;
+    case EINVAL:
+        snprintf(why, len, "not GPU memory the gdrdrv module can pin");
+        return ENOTSUP;
+    case EACCES:
+        gd_explain_eacces(c, why, len);
+        return EACCES;
+    case EOPNOTSUPP:    /* FORCE_PCIE refused after all: an error of this memory, final */
+        snprintf(why, len, "the gdrdrv module refused the pin flags");
+        return EINVAL;
+    default:
+        snprintf(why, len, "gdrdrv PIN_BUFFER: %s", strerror(rc));
+        return rc;
+    }
+
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        struct gdrdrv_unpin_buffer u = { handle };
+
+        gd_ioctl(c, GDRDRV_IOC_UNPIN_BUFFER, &u);
+        return ENOMEM;
+    }
+    p->handle = handle;
+    p->va = req->va;
+    p->mapped_size = req->len;
+    *pinp = p;
+    return 0;
+}
+
+/* munmap only in the opener: in a fork child the address belongs to nothing of ours. */
+static void gd_drop_mapping(const struct gd_ctx *c, struct gd_pin *p)
+{
+    if (p->map_ptr && getpid() == c->owner)
+        munmap(p->map_ptr, p->map_len);
+    p->map_ptr = NULL;
+    p->map_len = 0;
+}
+
+static int gdrdrv_unpin(void *ctx, void *pin)
+{
+    struct gd_ctx *c = ctx;
+    struct gd_pin *p = pin;
+    struct gdrdrv_unpin_buffer u = { p->handle };
+    int rc;
+
+    gd_drop_mapping(c, p);
+    rc = gd_ioctl(c, GDRDRV_IOC_UNPIN_BUFFER, &u);
+    if (rc)
+        vr_dbg("gdrdrv: UNPIN_BUFFER %#llx: %s", (unsigned long long)p->handle, strerror(rc));
+    free(p);
+    return rc;
+}
+
+/* The module's view of a pin, through the newest GET_INFO it has. */
+static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pin_info *info)
+{
+    int rc;
+
+    memset(info, 0, sizeof(*info));
+    if (c->version >= GD_VERSION(2, 4)) {
+        struct gdrdrv_get_info_v2 i = { .handle = p->handle };
+
+        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO_V2, &i)))
+            return rc;
+        info->va = i.va;
+        info->mapped_size = i.mapped_size;
+        info->page_size = i.page_size;
+        info->tm_cycles = i.tm_cycles;
+        info->cycles_per_ms = i.tsc_khz;
+        info->mapping_type = i.mapping_type <= GDRDRV_MAPPING_TYPE_DEVICE ?
+                             (gdr_mapping_type_t)i.mapping_type : GDR_MAPPING_TYPE_NONE;
+    } else {
+        struct gdrdrv_get_info i = { .handle = p->handle };
+
+        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO, &i)))
+            return rc;
+        info->va = i.va;
+        info->mapped_size = i.mapped_size;
+        info->page_size = i.page_size;
+        info->tm_cycles = i.tm_cycles;
+        info->cycles_per_ms = i.tsc_khz;
+        /* Modules before 2.4 map write-combined or, failing that, cached. */
+        info->mapping_type = !i.mapped ? GDR_MAPPING_TYPE_NONE :
+                             i.wc_mapping ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_CACHING;
+    }
+    if (!info->cycles_per_ms)           /* the module did not say: its get_cycles() rate */
+        info->cycles_per_ms = vr_kernel_cycles_per_ms();
+    return 0;
+}
+
+static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
+                      gdr_mapping_type_t *granted, char *why, size_t why_len)
+{
+    struct gd_ctx *c = ctx;
+    struct gd_pin *p = pin;
+    struct vr_pin_info info;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len;
+    void *va;
+    int rc;
+
+    if (p->map_ptr)
+        return EAGAIN;
+    if (size > p->mapped_size || page <= 0)
+        return EINVAL;
+    if (p->handle > (uint64_t)INT64_MAX / (uint64_t)page)
+        return EINVAL;                   /* no file offset can express it */
+    if (c->version >= GD_VERSION(2, 5) && (want != GDR_MAPPING_TYPE_NONE || p->req != want)) {
+        /* Also sent to go back to the module's choice after an earlier typed request. */
+        struct gdrdrv_req_mapping_type r = { .handle = p->handle, .mapping_type = want };
+
+        rc = gd_ioctl(c, GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
+        if (rc)
+            return rc == EBUSY ? EAGAIN : rc;
+        p->req = want;
+    } else if (c->version < GD_VERSION(2, 5) && want != GDR_MAPPING_TYPE_NONE &&
+               want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, why_len, "gdrdrv %d.%d maps write-combined only (typed mappings need 2.5)",
+                 c->version >> 16, c->version & 0xffff);
+        return EINVAL;
+    }
+    /* The caller's size may be smaller: map every pinned page, so that ptr + (addr - va)
+     * stays valid over the whole pinned range. */
+    len = (size_t)p->mapped_size;
+    va = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd,
+              (off_t)(p->handle * (uint64_t)page));
+    if (va == MAP_FAILED) {
+        rc = errno;
+        snprintf(why, why_len, "mmap of /dev/gdrdrv at the pin's offset failed: %s", strerror(rc));
+        return rc;
+    }
+    p->map_ptr = va;
+    p->map_len = len;
+    rc = gd_query(c, p, &info);
+    if (rc == 0 && info.mapping_type == GDR_MAPPING_TYPE_NONE)
+        rc = EIO;
+    if (rc == 0 && want != GDR_MAPPING_TYPE_NONE && info.mapping_type != want)
+        rc = EINVAL;                     /* the module gave another type than asked */
+    if (rc) {
+        gd_drop_mapping(c, p);
+        return rc;
+    }
+    *ptr = va;
+    *granted = info.mapping_type;
+    return 0;
+}
+
+static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
+{
+    struct gd_pin *p = pin;
+
+    (void)size;                          /* we mapped the whole pin, so that is what goes */
+    if (!p->map_ptr || ptr != p->map_ptr)
+        return EINVAL;
+    gd_drop_mapping(ctx, p);
+    return 0;
+}
+
+static int gdrdrv_info(void *ctx, void *pin, struct vr_pin_info *info)
+{
+    struct gd_pin *p = pin;
+    int rc = gd_query(ctx, p, info);
+
+    if (rc == EACCES) {
+        /* A fork child cannot ask the module; what we know locally is still true. */
+        memset(info, 0, sizeof(*info));
+        info->va = p->va;
+        info->mapped_size = p->mapped_size;
+        info->page_size = GPU_PAGE_SIZE;
+    }
+    return rc;
+}
+
+static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
+{
+    struct gd_pin *p = pin;
+    struct gdrdrv_get_cb_flag f = { .handle = p->handle };
+    int rc = gd_ioctl(ctx, GDRDRV_IOC_GET_CB_FLAG, &f);
+
+    *flag = rc ? 0 : (f.flag != 0);
+    return rc;
+}
+
+static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
+{
+    struct gd_ctx *c = ctx;
+    struct gdrdrv_get_attr a = { 0, 0 };
+    int rc;
+
+    *value = 0;
+    if (attr == GDR_ATTR_USING_DMA_BUF_MMAP)
+        return 0;
+    if (c->version < GD_VERSION(2, 5))
+        return 0;   /* older modules: callback pins only, no FORCE_PCIE */
+    a.attr = attr == GDR_ATTR_USE_PERSISTENT_MAPPING ? GDRDRV_ATTR_USE_PERSISTENT_MAPPING :
+             GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE;
+    rc = gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a);
+    if (rc == 0)
+        *value = (int)a.val;
+    return rc;
+}
+
+static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
+{
+    const struct gd_ctx *c = ctx;
+
+    *major = (int)(c->version >> 16);
+    *minor = (int)(c->version & 0xffff);
+    return 0;
+}
+
+const struct vr_backend_ops vr_backend_gdrdrv = {
+    .id = VRAMIO_BACKEND_GDRDRV,
+    .name = "gdrdrv",
+    .probe = gdrdrv_probe,
+    .open = gdrdrv_open,
+    .close = gdrdrv_close,
+    .pin = gdrdrv_pin,
+    .unpin = gdrdrv_unpin,
+    .map = gdrdrv_map,
+    .unmap = gdrdrv_unmap,
+    .info = gdrdrv_info,
+    .callback_flag = gdrdrv_cb_flag,
+    .get_attr = gdrdrv_get_attr,
+    .driver_version = gdrdrv_driver_version,
+};

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vulkan.c - GPU memory mapped for the CPU without a kernel module, through
+ * Vulkan/CUDA interop.
+ *
+ * A pin finds the CUDA VMM allocation that holds its address (cuMemRetainAllocationHandle,
+ * cuMemGetAddressRange), exports it as a POSIX fd, imports the fd into a device-local
+ * host-visible memory type of the Vulkan device whose UUID is the CUDA device's, and maps it
+ * with vkMapMemory. The mapping is BAR1, write-combined. One import per allocation, shared by
+ * every pin inside it (vulkan_import_cache.c) and released with the last; the import keeps the
+ * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
+ * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
+ *
+ * Plain cudaMalloc memory has no exportable handle (and the NVIDIA driver has no
+ * VK_EXT_external_memory_dma_buf): such pins are refused with a reason that names the
+ * alternatives. CUDA and Vulkan start at the first pin, never in gdr_open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "backend.h"
+#include "cuda_ctx.h"
+#include "cuda_loader.h"
+#include "fork.h"
+#include "log.h"
+#include "vulkan_device.h"
+#include "vulkan_import_cache.h"
+#include "vulkan_loader.h"
+
+struct vk_ctx {
+    pid_t pid;                  /* a forked child must not use its parent's driver objects */
+    struct vr_icache cache;
+};
+
+struct vk_pin {
+    struct vr_import *imp;
+    uint64_t va, len;           /* the pinned range, in GPU pages */
+    int mapped;
+};
+
+static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len);
+
+static int vulkan_probe(char *why, size_t len)
+{
+    const struct vr_cuda *cu;
+
+    /* Only that both libraries load: creating an instance or calling cuInit would cost
+     * hundreds of milliseconds in every gdr_open; they happen at the first pin. */
+    if (!vr_vk_load(why, len))
+        return ENODEV;
+    cu = vr_cuda_load(why, len);
+    if (!cu)
+        return ENODEV;
+    return cuda_has_vmm(cu, why, len);
+}
+
+static int vulkan_open(void **ctx, char *why, size_t len)
+{
+    struct vk_ctx *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        snprintf(why, len, "out of memory");
+        return ENOMEM;
+    }
+    c->pid = getpid();
+    vr_icache_init(&c->cache);
+    *ctx = c;
+    return 0;
+}
+
+static int forked(const struct vk_ctx *c)
+{
+    return c->pid != getpid();
+}
+
+/* Free an import's Vulkan memory and our reference on the CUDA allocation. */
+static void import_release(struct vr_import *e, int in_owner_process)
+{
+    const struct vr_vk_gpu *gpu = e->owner;
+    const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
+
+    /* In a forked child the driver objects belong to the parent: touch nothing. */
+    if (in_owner_process && gpu) {
+        VkDeviceMemory mem = (VkDeviceMemory)(uintptr_t)e->mem;
+
+        gpu->fn.vkUnmapMemory(gpu->dev, mem);
+        gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
+    }
+    if (in_owner_process && cu)
+        cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
+    vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
+           (unsigned long long)e->key.size);
+    free(e);
+}
+
+static void vulkan_close(void *ctx)
+{
+    struct vk_ctx *c = ctx;
+    struct vr_import *e, *next;
+
+    /* The core unpinned everything first; whatever is left would be a leak, so free it. */
+    for (e = vr_icache_take_all(&c->cache); e; e = next) {
+        next = e->next;
+        import_release(e, !forked(c));
+    }
+    vr_icache_destroy(&c->cache);
+    free(c);
+}
+
+/* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
+static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
+{
+    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)e->key.handle;
+    CUmemAllocationProp prop;
+    const struct vr_vk_gpu *gpu;
+    VkDeviceMemory mem;
+    size_t gran = 0;
+    void *cpu = NULL;
+    CUresult cr;
+    VkResult vr;
+    int fd = -1, rc;
+
+    memset(&prop, 0, sizeof(prop));
+    cr = cu->cuMemGetAllocationPropertiesFromHandle(&prop, h);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "cannot read the properties of the CUDA allocation at 0x%llx: %s",
+                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
+        return vr_cuda_errno(cr);
+    }
+    if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        snprintf(why, len, "the CUDA VMM allocation at 0x%llx was created without "
+                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, so it cannot be exported to Vulkan: "
+                 "add that handle type to cuMemCreate, or allocate with vramio_alloc()",
+                 (unsigned long long)e->key.base);
+        return ENOTSUP;
+    }
+    if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        snprintf(why, len, "the CUDA VMM allocation at 0x%llx is not device memory",
+                 (unsigned long long)e->key.base);
+        return ENOTSUP;
+    }
+    e->device = prop.location.id;
+    if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+            CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
+        gran = GPU_PAGE_SIZE;
+    rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
+    if (rc)
+        return rc;
+    cr = cu->cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
+                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
+        return vr_cuda_errno(cr);
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC); /* an exec in another thread must not inherit it */
+    {
+        VkImportMemoryFdInfoKHR imp = {
+            .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+            .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+            .fd = fd,
+        };
+        VkMemoryAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+            .pNext = &imp,
+            .allocationSize = e->key.size,
+            .memoryTypeIndex = gpu->memtype,
+        };
+        vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, &mem);
+    }
+    if (vr != VK_SUCCESS) {
+        close(fd); /* a successful import owns the fd; a failed one leaves it to us */
+        snprintf(why, len, "Vulkan import of the %llu-byte CUDA allocation at 0x%llx failed: %s%s",
+                 (unsigned long long)e->key.size, (unsigned long long)e->key.base,
+                 vr_vk_result_name(vr),
+                 e->key.size > gpu->heap_size ? " (larger than the host-visible heap: BAR1)" : "");
+        return vr_vk_errno(vr);
+    }
+    vr = gpu->fn.vkMapMemory(gpu->dev, mem, 0, VK_WHOLE_SIZE, 0, &cpu);
+    if (vr != VK_SUCCESS || !cpu) {
+        gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
+        snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
+                 (unsigned long long)e->key.base, vr_vk_result_name(vr));
+        return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
+    }
+    /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
+     * so that a forked child faults on it instead of reaching the parent's memory. */
+    vr_fork_dontfork(cpu, (size_t)e->key.size);
+    vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d, memory type %u)",
+           (unsigned long long)e->key.base, (unsigned long long)e->key.size, e->device,
+           gpu->memtype);
+    e->mem = (uint64_t)(uintptr_t)mem;
+    e->cpu = cpu;
+    e->page_size = (uint32_t)gran;
+    e->owner = gpu;
+    return 0;
+}
+
+/* The driver entry points a pin needs beyond cuInit (a driver older than VMM lacks some). */
+static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len)
+{
+    int rc = 0;
+
+#define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, why, len);
+    VR_NEED(cuMemGetAddressRange) VR_NEED(cuMemRetainAllocationHandle) VR_NEED(cuMemRelease)
+    VR_NEED(cuMemGetAllocationPropertiesFromHandle) VR_NEED(cuMemGetAllocationGranularity)
+    VR_NEED(cuMemExportToShareableHandle) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxPushCurrent)
+    VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet) VR_NEED(cuDeviceGetUuid)
+    VR_NEED(cuDevicePrimaryCtxRetain)
+#undef VR_NEED
+    return rc;
+}
+
+/* Find the allocation holding addr: its retained handle (a reference we own) and range. */
+static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_import_key *key,
+                           char *why, size_t len)
+{
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUresult cr;
+
+    cr = cu->cuMemGetAddressRange(&base, &size, (CUdeviceptr)addr);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "0x%llx is not CUDA device memory (%s)", (unsigned long long)addr,
+                 vr_cuda_errstr(cr));
+        return ENOTSUP;
+    }
+    cr = cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "0x%llx is plain cudaMalloc memory (no exportable handle): "
+                 "allocate with vramio_alloc() or cuMemCreate with a POSIX-fd handle type, "
+                 "or load the gdrdrv module", (unsigned long long)addr);
+        return ENOTSUP;
+    }
+    key->handle = (uint64_t)h;
+    key->base = (uint64_t)base;
+    key->size = (uint64_t)size;
+    return 0;
+}
+
+static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+{
+    struct vk_ctx *c = ctx;
+    const struct vr_cuda *cu;
+    struct vr_cuda_ctx_guard guard;
+    struct vr_import_key key;
+    struct vr_import *e;
+    struct vk_pin *p;
+    uint64_t va = req->va, plen = req->len;
+    int rc, created;
+
+    /* FORCE_PCIE needs nothing: this mapping is always through the PCIe BAR1. The legacy
+     * p2p tokens only matter to the kernel module's non-persistent mode. */
+    rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = cuda_has_vmm(cu, why, len);
+    if (rc)
+        return rc;
+    rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);
+    if (rc)
+        return rc;
+    rc = find_allocation(cu, req->addr, &key, why, len);
+    vr_cuda_ctx_leave(cu, &guard);
+    if (rc)
+        return rc;
+    if (!vr_range_inside(va, plen, key.base, key.size)) {
+        snprintf(why, len, "the range 0x%llx + %llu (GPU pages 0x%llx + %llu) does not lie "
+                 "inside its CUDA allocation 0x%llx + %llu", (unsigned long long)req->addr,
+                 (unsigned long long)req->size, (unsigned long long)va,
+                 (unsigned long long)plen, (unsigned long long)key.base,
+                 (unsigned long long)key.size);
+        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+        return EINVAL;
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+        snprintf(why, len, "out of memory");
+        return ENOMEM;
+    }
+    rc = vr_icache_acquire(&c->cache, &key, &e, &created);
+    if (rc == 0 && created) {
+        /* Our reference on the handle moves to the entry, for as long as it lives. */
+        rc = import_allocation(cu, e, why, len);
+        vr_icache_publish(&c->cache, e, rc);
+        if (rc)
+            cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+    } else {
+        /* The entry holds a reference already, or the import failed in another thread. */
+        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+        if (rc)
+            snprintf(why, len, "the import of the CUDA allocation at 0x%llx failed in another "
+                     "thread (%s)", (unsigned long long)key.base, strerror(rc));
+    }
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    p->imp = e;
+    p->va = va;
+    p->len = plen;
+    *pin = p;
+    return 0;
+}
+
+static int vulkan_unpin(void *ctx, void *pin)
+{
+    struct vk_ctx *c = ctx;
+    struct vk_pin *p = pin;
+
+    if (vr_icache_release(&c->cache, p->imp))
+        import_release(p->imp, !forked(c));
+    free(p);
+    return 0;
+}
+
+static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
+                      void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
+{
+    struct vk_pin *p = pin;
+
+    (void)ctx; (void)size; /* the core checked size against mapped_size */
+    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, len, "the vulkan backend maps write-combined only (a BAR1 window)");
+        return EINVAL;
+    }
+    /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
+    *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
+    *granted = GDR_MAPPING_TYPE_WC;
+    p->mapped = 1;
+    return 0;
+}
+
+static int vulkan_unmap(void *ctx, void *pin, void *ptr, size_t size)
+{
+    struct vk_pin *p = pin;
+
+    (void)ctx; (void)ptr; (void)size;
+    /* The window stays valid until the last pin of the allocation goes: nothing to undo. */
+    p->mapped = 0;
+    return 0;
+}
+
+static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
+{
+    struct vk_pin *p = pin;
+
+    (void)ctx;
+    info->va = p->va;
+    info->mapped_size = p->len;
+    info->page_size = p->imp->page_size;
+    info->tm_cycles = 0;                 /* the core times the pin */
+    info->cycles_per_ms = 0;
+    info->mapping_type = p->mapped ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
+    return 0;
+}
+
+/* 1 once the pinned address no longer belongs to the allocation we imported (CUDA unmapped
+ * or freed it). The pages stay valid for us either way; this only tells the caller. Our
+ * reference keeps the handle value from being reused, so comparing it is sound. */
+static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
+{
+    struct vk_ctx *c = ctx;
+    struct vk_pin *p = pin;
+    const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
+    CUmemGenericAllocationHandle h;
+
+    *flag = 0;
+    if (forked(c) || !cu)
+        return 0;
+    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
+        *flag = 1;
+        return 0;
+    }
+    *flag = (uint64_t)h != p->imp->key.handle;
+    cu->cuMemRelease(h);
+    return 0;
+}
+
+static int vulkan_get_attr(void *ctx, gdr_attr_t attr, int *value)
+{
+    (void)ctx;
+    switch (attr) {
+    case GDR_ATTR_USE_PERSISTENT_MAPPING:
+        *value = 1; /* the import keeps the pages until unpin */
+        return 0;
+    case GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE:
+        *value = 1; /* always BAR1 over PCIe: the flag is satisfied by construction */
+        return 0;
+    case GDR_ATTR_USING_DMA_BUF_MMAP:
+        *value = 0;
+        return 0;
+    default:
+        *value = 0;
+        return EINVAL;
+    }
+}
+
+const struct vr_backend_ops vr_backend_vulkan = {
+    .id = VRAMIO_BACKEND_VULKAN,
+    .name = "vulkan",
+    .opt_in_env = "VRAMIO_ENABLE_VULKAN",
+    .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
+    .probe = vulkan_probe,
+    .open = vulkan_open,
+    .close = vulkan_close,
+    .pin = vulkan_pin,
+    .unpin = vulkan_unpin,
+    .map = vulkan_map,
+    .unmap = vulkan_unmap,
+    .info = vulkan_info,
+    .callback_flag = vulkan_cb_flag,
+    .get_attr = vulkan_get_attr,
+    .driver_version = vr_backend_compat_version,
+};

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* vulkan_device.c - lazy, process-wide Vulkan instance and per-CUDA-device VkDevice. */
+#include "vulkan_device.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fork.h"
+#include "log.h"
+
+#define VR_VK_MAX_GPUS 64
+
+/* One slot per CUDA device ordinal: made once, then read without a lock. */
+struct gpu_slot {
+    _Atomic int state;      /* 0 not tried, 1 ready, -1 failed */
+    int err;
+    char why[256];
+    struct vr_vk_gpu gpu;
+};
+
+static pthread_mutex_t vk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vr_vk vk;               /* global + instance functions, under vk_lock until ready */
+static VkInstance vk_instance;
+static int vk_instance_err = -1;      /* -1: not tried yet */
+static char vk_instance_why[256];
+static struct gpu_slot slots[VR_VK_MAX_GPUS];
+static pthread_once_t vk_fork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread makes a device must not leave vk_lock locked for ever in the
+ * child (vr_fork_protect_mutex); and the child must never use its parent's VkDevice (the
+ * driver's objects are the parent's): every device the child inherited reads as failed. */
+static void vk_fork_child(void)
+{
+    int i;
+
+    if (vk_instance_err < 0)
+        return;
+    vk_instance_err = EACCES;
+    snprintf(vk_instance_why, sizeof(vk_instance_why), "Vulkan was started by the parent of "
+             "this forked process, and cannot be used in the child");
+    for (i = 0; i < VR_VK_MAX_GPUS; i++) {
+        slots[i].err = EACCES;
+        snprintf(slots[i].why, sizeof(slots[i].why), "%s", vk_instance_why);
+        atomic_store_explicit(&slots[i].state, -1, memory_order_relaxed);
+    }
+}
+
+static void vk_fork_register(void)
+{
+    vr_fork_protect_mutex(&vk_lock);
+    pthread_atfork(NULL, NULL, vk_fork_child);
+}
+
+static int instance_start(void)
+{
+    const struct vr_vk *loaded = vr_vk_load(vk_instance_why, sizeof(vk_instance_why));
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vramio",
+        .pEngineName = "vramio",
+        .apiVersion = VK_API_VERSION_1_1,
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+    };
+    uint32_t ver = VK_API_VERSION_1_0;
+    VkResult r;
+
+    if (!loaded)
+        return ENODEV;
+    vk = *loaded;
+    if (vk.vkEnumerateInstanceVersion)
+        vk.vkEnumerateInstanceVersion(&ver);
+    if (ver < VK_API_VERSION_1_1) {
+        snprintf(vk_instance_why, sizeof(vk_instance_why),
+                 "the Vulkan loader offers version %u.%u; 1.1 is needed for external memory",
+                 VK_API_VERSION_MAJOR(ver), VK_API_VERSION_MINOR(ver));
+        return ENOTSUP;
+    }
+    r = vk.vkCreateInstance(&ci, NULL, &vk_instance);
+    if (r == VK_SUCCESS)
+        vr_fork_guard_teardown("a Vulkan instance");
+    if (r != VK_SUCCESS) {
+        snprintf(vk_instance_why, sizeof(vk_instance_why),
+                 "vkCreateInstance failed: %s (is a Vulkan driver installed? VK_DRIVER_FILES "
+                 "can point at NVIDIA's nvidia_icd.json)", vr_vk_result_name(r));
+        return vr_vk_errno(r);
+    }
+    if (vr_vk_load_instance(&vk, vk_instance, vk_instance_why, sizeof(vk_instance_why))) {
+        if (vk.vkDestroyInstance)
+            vk.vkDestroyInstance(vk_instance, NULL);
+        vk_instance = VK_NULL_HANDLE;
+        return ENOSYS;
+    }
+    return 0;
+}
+
+int vr_vk_pick_memtype(const VkPhysicalDeviceMemoryProperties *mp)
+{
+    const VkMemoryPropertyFlags need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int best = -1, best_cached = 1;
+    VkDeviceSize best_heap = 0;
+    uint32_t i;
+
+    for (i = 0; i < mp->memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        uint32_t h = mp->memoryTypes[i].heapIndex;
+        VkDeviceSize heap = h < mp->memoryHeapCount ? mp->memoryHeaps[h].size : 0;
+        int cached = !!(f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+
+        if ((f & need) != need || (f & VK_MEMORY_PROPERTY_PROTECTED_BIT))
+            continue;
+        if (best < 0 || (best_cached && !cached) ||
+            (cached == best_cached && heap > best_heap)) {
+            best = (int)i;
+            best_cached = cached;
+            best_heap = heap;
+        }
+    }
+    return best;
+}
+
+static int has_device_ext(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0, i;
+    VkExtensionProperties *ext;
+    int found = 0;
+
+    if (vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n)
+        return 0;
+    ext = calloc(n, sizeof(*ext));
+    if (!ext)
+        return 0;
+    if (vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, ext) == VK_SUCCESS)
+        for (i = 0; i < n && !found; i++)
+            found = strcmp(ext[i].extensionName, name) == 0;
+    free(ext);
+    return found;
+}
+
+/* The physical device with this UUID, or VK_NULL_HANDLE; *index and *count say which of how
+ * many (for the log: on a host with several GPUs, which one serves which CUDA device). */
+static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16], uint32_t *index, uint32_t *count)
+{
+    VkPhysicalDevice *pds, found = VK_NULL_HANDLE;
+    uint32_t n = 0, i;
+
+    if (vk.vkEnumeratePhysicalDevices(vk_instance, &n, NULL) != VK_SUCCESS || !n)
+        return VK_NULL_HANDLE;
+    pds = calloc(n, sizeof(*pds));
+    if (!pds)
+        return VK_NULL_HANDLE;
+    if (vk.vkEnumeratePhysicalDevices(vk_instance, &n, pds) == VK_SUCCESS) {
+        for (i = 0; i < n && !found; i++) {
+            VkPhysicalDeviceIDProperties id = {
+                .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES };
+            VkPhysicalDeviceProperties2 p2 = {
+                .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &id };
+            VkPhysicalDeviceProperties p;
+
+            vk.vkGetPhysicalDeviceProperties(pds[i], &p);
+            if (p.apiVersion < VK_API_VERSION_1_1)
+                continue;
+            vk.vkGetPhysicalDeviceProperties2(pds[i], &p2);
+            if (memcmp(id.deviceUUID, uuid, 16) == 0) {
+                found = pds[i];
+                *index = i;
+            }
+        }
+    }
+    *count = n;
+    free(pds);
+    return found;
+}
+
+static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g,
+                     char *why, size_t len)
+{
+    const char *ext_name = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+    const float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = 0, .queueCount = 1, .pQueuePriorities = &prio,
+    };
+    VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
+        .enabledExtensionCount = 1, .ppEnabledExtensionNames = &ext_name,
+    };
+    VkPhysicalDeviceMemoryProperties mp;
+    VkPhysicalDevice pd;
+    uint32_t pd_index = 0, pd_count = 0;
+    CUdevice d;
+    CUuuid uuid;
+    CUresult cr;
+    VkResult r;
+    int t;
+
+    cr = cu->cuDeviceGet(&d, cuda_dev);
+    if (cr == CUDA_SUCCESS)
+        cr = cu->cuDeviceGetUuid(&uuid, d);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "cannot read the UUID of CUDA device %d: %s", cuda_dev,
+                 vr_cuda_errstr(cr));
+        return vr_cuda_errno(cr);
+    }
+    pd = find_by_uuid((const uint8_t *)uuid.bytes, &pd_index, &pd_count);
+    if (!pd) {
+        snprintf(why, len, "no Vulkan 1.1 device has the UUID of CUDA device %d (%u Vulkan "
+                 "device%s found): NVIDIA's Vulkan driver is not installed or not found "
+                 "(VK_DRIVER_FILES)", cuda_dev, pd_count, pd_count == 1 ? "" : "s");
+        return ENODEV;
+    }
+    {
+        const unsigned char *u = (const unsigned char *)uuid.bytes;
+        VkPhysicalDeviceProperties p;
+
+        vk.vkGetPhysicalDeviceProperties(pd, &p);
+        vr_dbg("vulkan: CUDA device %d is Vulkan physical device %u of %u, '%s', UUID "
+               "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", cuda_dev,
+               pd_index, pd_count, p.deviceName, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+               u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    }
+    if (!has_device_ext(pd, ext_name)) {
+        snprintf(why, len, "the Vulkan device of CUDA device %d lacks %s", cuda_dev, ext_name);
+        return ENOTSUP;
+    }
+    vk.vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    t = vr_vk_pick_memtype(&mp);
+    if (t < 0) {
+        snprintf(why, len, "the Vulkan device of CUDA device %d has no device-local "
+                 "host-visible memory type (BAR1 too small for it?)", cuda_dev);
+        return ENOTSUP;
+    }
+    r = vk.vkCreateDevice(pd, &dci, NULL, &g->dev);
+    if (r != VK_SUCCESS) {
+        snprintf(why, len, "vkCreateDevice for CUDA device %d failed: %s", cuda_dev,
+                 vr_vk_result_name(r));
+        return vr_vk_errno(r);
+    }
+    if (vr_vk_load_device(&vk, g->dev, &g->fn, why, len)) {
+        if (g->fn.vkDestroyDevice)
+            g->fn.vkDestroyDevice(g->dev, NULL);
+        return ENOSYS;
+    }
+    g->cuda_dev = cuda_dev;
+    g->memtype = (uint32_t)t;
+    g->heap_size = mp.memoryHeaps[mp.memoryTypes[t].heapIndex].size;
+    return 0;
+}
+
+int vr_vk_gpu_get(const struct vr_cuda *cu, int cuda_dev, const struct vr_vk_gpu **gpu,
+                  char *why, size_t len)
+{
+    struct gpu_slot *s;
+    int st;
+
+    if (cuda_dev < 0 || cuda_dev >= VR_VK_MAX_GPUS) {
+        snprintf(why, len, "CUDA device ordinal %d is beyond the %d the vulkan backend serves",
+                 cuda_dev, VR_VK_MAX_GPUS);
+        return ENODEV;
+    }
+    s = &slots[cuda_dev];
+    st = atomic_load_explicit(&s->state, memory_order_acquire);
+    if (st == 0) {
+        pthread_once(&vk_fork_once, vk_fork_register);
+        pthread_mutex_lock(&vk_lock);
+        st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        if (st == 0) {
+            if (vk_instance_err < 0)
+                vk_instance_err = instance_start();
+            if (vk_instance_err) {
+                s->err = vk_instance_err;
+                snprintf(s->why, sizeof(s->why), "%s", vk_instance_why);
+            } else {
+                s->err = gpu_start(cu, cuda_dev, &s->gpu, s->why, sizeof(s->why));
+            }
+            st = s->err ? -1 : 1;
+            atomic_store_explicit(&s->state, st, memory_order_release);
+        }
+        pthread_mutex_unlock(&vk_lock);
+    }
+    if (st < 0) {
+        snprintf(why, len, "%s", s->why);
+        return s->err;
+    }
+    *gpu = &s->gpu;
+    return 0;
+}

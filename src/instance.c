@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * instance.c - the gdr_t object: choosing the backends from a table it is given (gdr_open),
+ * the registry of live gdr_t values with the reference every call holds, closing, and what an
+ * instance says about its backends.
+ *
+ * A gdr_t is a token of the vr_gdrs table, not a pointer: a stale or made-up value is
+ * rejected without being dereferenced. Every call on a gdr_t holds a reference for its
+ * duration, and gdr_close waits for those to drain before tearing anything down, so a close
+ * that races with a slow pin either sees the new pin (and releases it) or makes the pin fail.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "fork.h"
+
+#define ALL_BACKENDS ((1u << VRAMIO_BACKEND_COUNT) - 2)
+
+/*
+ * Which backends the environment allows, as a mask of (1 << vramio_backend_t). When one is
+ * forced, the others get the reason in off (len bytes). EINVAL for an unknown name.
+ */
+static int allowed_backends(unsigned *mask, char *off, size_t len)
+{
+    const char *name = getenv("GDRCOPY_BACKEND");
+    const char *dmabuf = getenv("GDRCOPY_USE_DMABUF_MMAP");
+    int b;
+
+    *mask = ALL_BACKENDS;
+    if (name && *name) {
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+            if (strcmp(name, vramio_backend_name((vramio_backend_t)b)) == 0) {
+                *mask = 1u << b;
+                snprintf(off, len, "not selected (GDRCOPY_BACKEND=%s)", name);
+                return 0;
+            }
+        }
+        snprintf(off, len, "GDRCOPY_BACKEND=%s is not a backend name (use gdrdrv, dmabuf or "
+                 "vulkan)", name);
+        return EINVAL;
+    }
+    if (dmabuf && atoi(dmabuf) != 0) {
+        *mask = 1u << VRAMIO_BACKEND_DMABUF;
+        snprintf(off, len, "not selected (GDRCOPY_USE_DMABUF_MMAP=%s)", dmabuf);
+    }
+    return 0;
+}
+
+/* Decide about one backend as gdr_open would; on success also make its context (ctx). */
+static int consider_backend(const struct vr_backend_ops *ops, unsigned mask, const char *off,
+                            void **ctx, char *why, size_t len)
+{
+    int rc;
+
+    if (!(mask & (1u << ops->id))) {
+        snprintf(why, len, "%s", off);
+        return ENODEV;
+    }
+    why[0] = '\0';
+    rc = ops->probe(why, len);
+    if (rc == 0 && ctx)
+        rc = ops->open(ctx, why, len);
+    if (rc == 0)
+        snprintf(why, len, "usable");
+    else if (!why[0])
+        snprintf(why, len, "unusable (%s)", vramio_strerror(rc));
+    return rc;
+}
+
+/* Whether the user asked for a backend that needs opting in: by name, or by its variable. */
+static int opted_in(const struct vr_backend_ops *ops)
+{
+    const char *forced = getenv("GDRCOPY_BACKEND");
+    const char *v = getenv(ops->opt_in_env);
+
+    if (forced && strcmp(forced, ops->name) == 0)
+        return 1;
+    return v && atoi(v) != 0;
+}
+
+int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                       struct vr_gdr *gdr, int open,
+                       char *reason, size_t len)
+{
+    char off[VR_REASON_LEN];
+    void *ctx[VRAMIO_BACKEND_COUNT] = { 0 };
+    int ok[VRAMIO_BACKEND_COUNT] = { 0 };
+    unsigned mask;
+    int b, broad = 0;
+
+    if (allowed_backends(&mask, off, sizeof(off))) {
+        vr_copy_reason(reason, len, off);
+        return EINVAL;
+    }
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        const struct vr_backend_ops *ops = table[b];
+
+        gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
+                                          VR_REASON_LEN);
+        ok[b] = gdr->status[b] == 0;
+        broad |= ok[b] && !ops->opt_in_env;
+    }
+    /* A narrow backend alone would make gdr_open promise pins it cannot keep: without an
+     * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
+     * broad backend it stays as the fall-through for memory that one refuses. */
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        const struct vr_backend_ops *ops = table[b];
+
+        if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
+            continue;
+        if (ctx[b])
+            ops->close(ctx[b]);
+        ctx[b] = NULL;
+        ok[b] = 0;
+        gdr->status[b] = ENODEV;
+        snprintf(gdr->why[b], VR_REASON_LEN, "usable, not enabled: set %s=1 for programs whose "
+                 "memory is %s", ops->opt_in_env, ops->serves);
+    }
+    gdr->nactive = 0;
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+        if (ok[b] && open)
+            gdr->active[gdr->nactive++] = (struct vr_active){ table[b], ctx[b] };
+    return 0;
+}
+
+int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
+                     struct vr_gdr **out)
+{
+    VR_FORK_GATE_SCOPE(); /* the probes and opens call into the drivers */
+    struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
+    char off[VR_REASON_LEN];
+    int b, rc;
+
+    if (!gdr)
+        return vr_fail_err(ENOMEM, "gdr_open: out of memory");
+    if (vr_choose_backends(backends, gdr, 1, off, sizeof(off))) {
+        free(gdr);
+        return vr_fail_err(EINVAL, "gdr_open: %s", off);
+    }
+    gdr->pid = vr_self_pid();
+    /* Why each backend is unusable: an error when that leaves none, else a detail. */
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+        if (gdr->status[b])
+            vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
+                   backends[b]->name, gdr->why[b]);
+    if (gdr->nactive == 0) {
+        char all[VRAMIO_BACKEND_COUNT * (VR_REASON_LEN + 16)];
+        size_t used = 0;
+
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+            used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
+                                     used ? "; " : "", backends[b]->name, gdr->why[b]);
+        free(gdr);
+        return vr_fail_err(ENODEV, "gdr_open: no usable backend (%s)", all);
+    }
+    rc = vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token);
+    if (rc) {
+        for (b = 0; b < gdr->nactive; b++)
+            gdr->active[b].ops->close(gdr->active[b].ctx);
+        free(gdr);
+        return vr_fail_err(rc, "gdr_open: cannot register the instance: %s", vramio_strerror(rc));
+    }
+    gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
+    vr_info("gdr_open: backend %s%s%s%s%s", gdr->active[0].ops->name,
+            gdr->nactive > 1 ? ", then " : "", gdr->nactive > 1 ? gdr->active[1].ops->name : "",
+            gdr->nactive > 2 ? ", then " : "", gdr->nactive > 2 ? gdr->active[2].ops->name : "");
+    *out = gdr;
+    return 0;
+}
+
+/* On success the caller is inside the fork gate (fork.h) until vr_gdr_put. */
+int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
+{
+    struct vr_slot *s;
+    struct vr_gdr *gdr;
+
+    vr_fork_gate_enter();
+    s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+    if (!s) {
+        vr_fork_gate_leave();
+        return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
+    }
+    gdr = s->obj;
+    if (gdr->pid != vr_self_pid()) {
+        vr_slot_unlock(s);
+        vr_fork_gate_leave();
+        return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
+                       "forked process: its pins and mappings are not inherited; call gdr_open "
+                       "in this process", fn, (int)gdr->pid);
+    }
+    if (s->closing) {
+        vr_slot_unlock(s);
+        vr_fork_gate_leave();
+        return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
+    }
+    s->refs++;
+    vr_slot_unlock(s);
+    *out = gdr;
+    return 0;
+}
+
+void vr_gdr_put(struct vr_gdr *gdr)
+{
+    struct vr_slot *s = gdr->slot;
+
+    pthread_mutex_lock(&s->lock);
+    if (--s->refs == 0 && s->closing)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
+    vr_fork_gate_leave();
+}
+
+int vr_instance_close_begin(gdr_t g, struct vr_gdr **out)
+{
+    struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+
+    *out = NULL;
+    if (!s)
+        return vr_fail(EINVAL, "gdr_close: %p is not an open gdr_t", (void *)g);
+    if (((struct vr_gdr *)s->obj)->pid != vr_self_pid()) {
+        /* A forked child closing what it inherited: the pins and driver objects are the
+         * parent's, so nothing is released here (upstream's gdr_close only closes the
+         * child's copy of the descriptor). The records are memory of the child, gone at its
+         * exit; every later use of g in the child is still refused. */
+        vr_slot_unlock(s);
+        vr_dbg("gdr_close: %p belongs to the parent process: nothing to release here",
+               (void *)g);
+        return 0;
+    }
+    if (s->closing) {
+        vr_slot_unlock(s);
+        return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
+    }
+    s->closing = 1;
+    /* Outside the fork gate: the calls waited for are inside it and must be able to finish
+     * (gdr_close enters the gate after this returns, for the release). */
+    while (s->refs > 0)
+        pthread_cond_wait(&s->idle, &s->lock);
+    *out = s->obj;
+    vr_slot_unlock(s);
+    return 0;
+}
+
+void vr_instance_free(struct vr_gdr *gdr)
+{
+    struct vr_slot *s = gdr->slot;
+    int i;
+
+    for (i = 0; i < gdr->nactive; i++)
+        gdr->active[i].ops->close(gdr->active[i].ctx);
+    pthread_mutex_lock(&s->lock);
+    vr_slot_free_locked(&vr_gdrs, s);
+    free(gdr);
+}
+
+int vr_instance_backend(gdr_t g, vramio_backend_t *backend)
+{
+    struct vr_gdr *gdr;
+    int rc = vr_gdr_get(g, "vramio_get_backend", &gdr);
+
+    if (rc)
+        return rc;
+    *backend = gdr->active[0].ops->id;
+    vr_gdr_put(gdr);
+    return 0;
+}
+
+int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
+{
+    struct vr_gdr *gdr;
+    int rc = vr_gdr_get(g, "vramio_backend_status", &gdr);
+
+    if (rc) {
+        vr_copy_reason(reason, len, vramio_last_error());
+        return rc;
+    }
+    vr_copy_reason(reason, len, gdr->why[backend]);
+    rc = gdr->status[backend];
+    vr_gdr_put(gdr);
+    return rc;
+}
+
+int vr_backends_probe(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
+                      vramio_backend_t backend, char *reason, size_t len)
+{
+    VR_FORK_GATE_SCOPE();
+    struct vr_gdr *probe;
+    char off[VR_REASON_LEN];
+    int rc;
+
+    /* What gdr_open would decide about this one depends on the others (the opt-in rule). */
+    probe = calloc(1, sizeof(*probe));
+    if (!probe) {
+        vr_copy_reason(reason, len, "out of memory");
+        return vr_fail_err(ENOMEM, "vramio_backend_probe: out of memory");
+    }
+    rc = vr_choose_backends(backends, probe, 0, off, sizeof(off));
+    if (rc) {
+        vr_copy_reason(reason, len, off);
+        free(probe);
+        return vr_fail(rc, "vramio_backend_probe: %s", off);
+    }
+    rc = probe->status[backend];
+    vr_copy_reason(reason, len, probe->why[backend]);
+    if (rc)
+        vr_fail(rc, "vramio_backend_probe: %s: %s", vramio_backend_name(backend),
+                probe->why[backend]);
+    free(probe);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* cuda_loader.c - dlopen of libcuda.so.1 and its symbol table (see cuda_loader.h). */
+#include "cuda_loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static struct vr_cuda cuda_table;
+static const struct vr_cuda *cuda_loaded;
+static char cuda_load_error[256];
+static pthread_once_t cuda_load_once = PTHREAD_ONCE_INIT;
+
+static void cuda_load(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(cuda_load_error, sizeof(cuda_load_error),
+                 "the CUDA driver library libcuda.so.1 cannot be loaded (%s)", e ? e : "unknown");
+        return;
+    }
+#define VR_CUDA_RESOLVE(name, symbol, params) cuda_table.name = (CUresult (*) params)dlsym(lib, symbol);
+    VR_CUDA_FUNCS(VR_CUDA_RESOLVE)
+#undef VR_CUDA_RESOLVE
+    if (!cuda_table.cuInit || !cuda_table.cuDriverGetVersion) {
+        snprintf(cuda_load_error, sizeof(cuda_load_error),
+                 "libcuda.so.1 lacks cuInit/cuDriverGetVersion: not a CUDA driver library");
+        dlclose(lib);
+        return;
+    }
+    /* The library stays loaded for the life of the process: CUDA cannot be unloaded safely. */
+    cuda_loaded = &cuda_table;
+}
+
+static void copy_reason(char *why, size_t len, const char *text)
+{
+    if (why && len)
+        snprintf(why, len, "%s", text);
+}
+
+const struct vr_cuda *vr_cuda_load(char *why, size_t len)
+{
+    pthread_once(&cuda_load_once, cuda_load);
+    if (!cuda_loaded)
+        copy_reason(why, len, cuda_load_error);
+    return cuda_loaded;
+}
+
+static CUresult cuda_init_rc;
+static pthread_once_t cuda_init_once = PTHREAD_ONCE_INIT;
+
+static void cuda_init(void)
+{
+    cuda_init_rc = cuda_loaded->cuInit(0);
+}
+
+int vr_cuda_init(const struct vr_cuda **cu, char *why, size_t len)
+{
+    const struct vr_cuda *c = vr_cuda_load(why, len);
+
+    if (!c)
+        return ENODEV;
+    pthread_once(&cuda_init_once, cuda_init);
+    if (cuda_init_rc != CUDA_SUCCESS) {
+        if (why && len)
+            snprintf(why, len, "cuInit failed: %s", vr_cuda_errstr(cuda_init_rc));
+        return vr_cuda_errno(cuda_init_rc);
+    }
+    if (cu)
+        *cu = c;
+    return 0;
+}
+
+int vr_cuda_missing(const char *name, char *why, size_t len)
+{
+    if (why && len)
+        snprintf(why, len, "the CUDA driver lacks %s (too old for this backend)", name);
+    return ENOSYS;
+}
+
+const char *vr_cuda_errstr(CUresult rc)
+{
+    static __thread char buf[160];
+    const char *name = NULL, *text = NULL;
+
+    if (cuda_loaded && cuda_loaded->cuGetErrorName)
+        cuda_loaded->cuGetErrorName(rc, &name);
+    if (cuda_loaded && cuda_loaded->cuGetErrorString)
+        cuda_loaded->cuGetErrorString(rc, &text);
+    if (name && text)
+        snprintf(buf, sizeof(buf), "%s: %s", name, text);
+    else
+        snprintf(buf, sizeof(buf), "CUDA error %d", (int)rc);
+    return buf;
+}
+
+int vr_cuda_errno(CUresult rc)
+{
+    switch (rc) {
+    case CUDA_SUCCESS:
+        return 0;
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_INVALID_HANDLE:
+    case CUDA_ERROR_INVALID_DEVICE:
+        return EINVAL;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return ENOMEM;
+    case CUDA_ERROR_NOT_SUPPORTED:
+        return EOPNOTSUPP;
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+        return ENODEV;
+    case CUDA_ERROR_NOT_PERMITTED:
+    case CUDA_ERROR_OPERATING_SYSTEM:
+        return EPERM;
+    default:
+        return EIO;
+    }
+}
