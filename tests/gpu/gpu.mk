@@ -22,9 +22,8 @@ $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $
 # The two-GPU program of tests/multigpu, against the real driver ("MODE real").
 $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c tests/unit/helpers/check.c $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< tests/unit/helpers/check.c \
-	    -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib) -L$(CUDA_STUBS) -lcuda -ldl \
-	    $(ALL_LDFLAGS)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< tests/unit/helpers/check.c \
+	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
 
 .PHONY: gpu-tests
 gpu-tests: $(GPU_BINS)
