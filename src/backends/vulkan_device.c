@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fork.h"
+#include "log.h"
 
 #define VR_VK_MAX_GPUS 64
 
@@ -143,8 +144,9 @@ static int has_device_ext(VkPhysicalDevice pd, const char *name)
     return found;
 }
 
-/* The physical device with this UUID, or VK_NULL_HANDLE. */
-static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16])
+/* The physical device with this UUID, or VK_NULL_HANDLE; *index and *count say which of how
+ * many (for the log: on a host with several GPUs, which one serves which CUDA device). */
+static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16], uint32_t *index, uint32_t *count)
 {
     VkPhysicalDevice *pds, found = VK_NULL_HANDLE;
     uint32_t n = 0, i;
@@ -166,10 +168,13 @@ static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16])
             if (p.apiVersion < VK_API_VERSION_1_1)
                 continue;
             vk.vkGetPhysicalDeviceProperties2(pds[i], &p2);
-            if (memcmp(id.deviceUUID, uuid, 16) == 0)
+            if (memcmp(id.deviceUUID, uuid, 16) == 0) {
                 found = pds[i];
+                *index = i;
+            }
         }
     }
+    *count = n;
     free(pds);
     return found;
 }
@@ -190,6 +195,7 @@ static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g
     };
     VkPhysicalDeviceMemoryProperties mp;
     VkPhysicalDevice pd;
+    uint32_t pd_index = 0, pd_count = 0;
     CUdevice d;
     CUuuid uuid;
     CUresult cr;
@@ -204,11 +210,22 @@ static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g
                  vr_cuda_errstr(cr));
         return vr_cuda_errno(cr);
     }
-    pd = find_by_uuid((const uint8_t *)uuid.bytes);
+    pd = find_by_uuid((const uint8_t *)uuid.bytes, &pd_index, &pd_count);
     if (!pd) {
-        snprintf(why, len, "no Vulkan 1.1 device has the UUID of CUDA device %d: NVIDIA's "
-                 "Vulkan driver is not installed or not found (VK_DRIVER_FILES)", cuda_dev);
+        snprintf(why, len, "no Vulkan 1.1 device has the UUID of CUDA device %d (%u Vulkan "
+                 "device%s found): NVIDIA's Vulkan driver is not installed or not found "
+                 "(VK_DRIVER_FILES)", cuda_dev, pd_count, pd_count == 1 ? "" : "s");
         return ENODEV;
+    }
+    {
+        const unsigned char *u = (const unsigned char *)uuid.bytes;
+        VkPhysicalDeviceProperties p;
+
+        vk.vkGetPhysicalDeviceProperties(pd, &p);
+        vr_dbg("vulkan: CUDA device %d is Vulkan physical device %u of %u, '%s', UUID "
+               "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", cuda_dev,
+               pd_index, pd_count, p.deviceName, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+               u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     }
     if (!has_device_ext(pd, ext_name)) {
         snprintf(why, len, "the Vulkan device of CUDA device %d lacks %s", cuda_dev, ext_name);

@@ -18,7 +18,7 @@ done
 # -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the
 # preloaded bridge's of the same names (as in the real driver).
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/bridge/fake_cuda_vmm.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
     echo "not ok bridge/build_fake_cuda: compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"

@@ -2,14 +2,14 @@
 # tests/gpu/gpu.mk - the GPU test program and benchmark (need a GPU: not part of 'make check').
 #
 #   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, gpu_bench, fork_test and
-#                           gpu_auto_test
+#                           gpu_auto_test, and multigpu_client (run_multigpu_on_gpu.sh runs it)
 #   tests/gpu/run_on_gpu.sh build and run both on a GPU machine (as root and as a user)
 #
 # They use the public headers and libgdrapi.so, plus the CUDA driver API to allocate and to
 # check copies: linked against the toolkit's stub libcuda (the real one is found at run time).
 
 GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/gpu_bench $(BUILD)/gpu/fork_test \
-            $(BUILD)/gpu/gpu_auto_test
+            $(BUILD)/gpu/gpu_auto_test $(BUILD)/gpu/multigpu_client
 CUDA_STUBS ?= $(CUDA_HOME)/lib64/stubs
 
 GPU_COMMON := tests/gpu/gpu_common.c tests/unit/helpers/check.c
@@ -18,6 +18,12 @@ $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(GPU_COMMON) $(LINK_LIBGDRAPI) \
 	    -L$(CUDA_STUBS) -lcuda)
+
+# The two-GPU program of tests/multigpu, against the real driver ("MODE real").
+$(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c tests/unit/helpers/check.c $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< tests/unit/helpers/check.c \
+	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
 
 .PHONY: gpu-tests
 gpu-tests: $(GPU_BINS)

@@ -1,41 +1,57 @@
 // SPDX-License-Identifier: MIT
 /*
- * fake_cuda_vmm.c - a stand-in libcuda.so.1 for testing the allocation bridge where no GPU
- * exists: plain cuMemAlloc, the VMM calls vramio_alloc's pool makes (cuMemCreate, reserve,
- * map, access, unmap, release, retain, address range), and cuGetProcAddress(_v2) answering
- * from its own table as the real driver does. "Device memory" is host memory (VMM handles
- * are memfds mapped where reserved), so a test can read and write it directly.
+ * fake_cuda_vmm.c - a stand-in libcuda.so.1 for testing where no GPU exists: the allocation
+ * bridge (tests/bridge) and the vulkan backend with several GPUs (tests/multigpu, with
+ * fake_vulkan.c). Plain cuMemAlloc, the VMM calls of vramio_alloc's pool and of the vulkan
+ * backend (cuMemCreate, reserve, map, access, unmap, release, retain, address range,
+ * properties, export to a POSIX fd), devices with UUIDs, per-thread context stacks over one
+ * primary context per device, and cuGetProcAddress(_v2) answering from its own table as the
+ * real driver does. "Device memory" is host memory (VMM handles are memfds named after their
+ * GPU, fake_gpu.h, mapped where reserved), so a test can read and write it directly.
+ *
+ * Every thread starts with device 0's primary context current (as after cudaSetDevice(0)),
+ * or none with FAKE_CUDA_NOCTX=1. Calls that need a context (cuMemAlloc, cuMemcpy*,
+ * cuMemGetAddressRange) fail with CUDA_ERROR_INVALID_CONTEXT without one, as the real ones do.
  *
  * Environment: FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device
- * without VMM), FAKE_CUDA_NOCTX=1 (no context is current), FAKE_CUDA_DEVICES=N (N devices,
- * all peers), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
+ * without VMM), FAKE_CUDA_NOCTX=1, FAKE_CUDA_DEVICES=N (N devices, all peers, at most
+ * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
- * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2).
+ * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2),
+ * fake_exports() (successful cuMemExportToShareableHandle calls).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "fake_gpu.h"
 
 #define MAXN 4096
 #define GRAN (2u << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t size; } plain[MAXN];
-static struct { int fd; size_t size; int refs; } handles[MAXN];       /* index + 1 = handle */
+static struct { int fd; size_t size; int refs; CUmemAllocationProp prop; } handles[MAXN]; /* index + 1 = handle */
 static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
-static int n_plain, n_handles, n_syncs, n_access;
-static int ctx_dummy;
+static int n_plain, n_handles, n_syncs, n_access, n_exports;
+
+/* A context is the address of its device's primary-context record. */
+static struct primary { int refs; } primaries[FAKE_GPU_MAX];
+#define CTX_DEPTH 16
+static __thread CUcontext ctx_stack[CTX_DEPTH];
+static __thread int ctx_depth = -1; /* -1: this thread's stack is not set up yet */
 
 int fake_plain_allocs(void) { return n_plain; }
 int fake_vmm_live(void) { return n_handles; }
 int fake_syncs(void) { return n_syncs; }
 int fake_access_devices(void) { return n_access; }
+int fake_exports(void) { return n_exports; }
 
 static int env_is(const char *name, const char *v)
 {
@@ -51,8 +67,9 @@ CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driv
 static int ndev(void)
 {
     const char *e = getenv("FAKE_CUDA_DEVICES");
+    int n = e ? atoi(e) : 1;
 
-    return e ? atoi(e) : 1;
+    return n < 0 ? 0 : n > FAKE_GPU_MAX ? FAKE_GPU_MAX : n;
 }
 
 CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return o >= 0 && o < ndev() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
@@ -62,21 +79,105 @@ CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
     *can = d != peer && d < ndev() && peer < ndev();
     return CUDA_SUCCESS;
 }
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+    if (!u || d < 0 || d >= ndev())
+        return CUDA_ERROR_INVALID_DEVICE;
+    fake_gpu_uuid(d, (unsigned char *)u->bytes);
+    return CUDA_SUCCESS;
+}
+
+/* The device of a context we handed out, or -1. */
+static int ctx_dev(CUcontext c)
+{
+    struct primary *p = (struct primary *)c;
+
+    if (p < primaries || p >= primaries + ndev())
+        return -1;
+    return (int)(p - primaries);
+}
+
+static void ctx_thread_init(void)
+{
+    if (ctx_depth >= 0)
+        return;
+    ctx_depth = 0;
+    if (!env_is("FAKE_CUDA_NOCTX", "1") && ndev() > 0)
+        ctx_stack[ctx_depth++] = (CUcontext)&primaries[0];
+}
+
+static CUcontext ctx_current(void)
+{
+    ctx_thread_init();
+    return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
 CUresult cuCtxGetCurrent(CUcontext *c)
 {
-    *c = env_is("FAKE_CUDA_NOCTX", "1") ? NULL : (CUcontext)&ctx_dummy;
+    *c = ctx_current();
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext c)
+{
+    ctx_thread_init();
+    if (c && ctx_dev(c) < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!c) { /* unbinds the current one */
+        if (ctx_depth)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (ctx_depth)
+        ctx_stack[ctx_depth - 1] = c;
+    else
+        ctx_stack[ctx_depth++] = c;
     return CUDA_SUCCESS;
 }
 CUresult cuCtxGetDevice(CUdevice *d)
 {
-    if (env_is("FAKE_CUDA_NOCTX", "1"))
+    CUcontext c = ctx_current();
+
+    if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
-    *d = 0;
+    *d = ctx_dev(c);
     return CUDA_SUCCESS;
 }
-CUresult cuCtxPushCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
-CUresult cuCtxPopCurrent(CUcontext *c) { *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
-CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&ctx_dummy; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent(CUcontext c)
+{
+    ctx_thread_init();
+    if (ctx_dev(c) < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == CTX_DEPTH)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = c;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent(CUcontext *c)
+{
+    ctx_thread_init();
+    if (!ctx_depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ctx_depth--;
+    if (c)
+        *c = ctx_stack[ctx_depth];
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+    if (d < 0 || d >= ndev())
+        return CUDA_ERROR_INVALID_DEVICE;
+    ctx_thread_init();
+    __atomic_add_fetch(&primaries[d].refs, 1, __ATOMIC_RELAXED);
+    *c = (CUcontext)&primaries[d];
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice d)
+{
+    if (d < 0 || d >= ndev())
+        return CUDA_ERROR_INVALID_DEVICE;
+    __atomic_sub_fetch(&primaries[d].refs, 1, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
 CUresult cuCtxSynchronize(void) { __atomic_add_fetch(&n_syncs, 1, __ATOMIC_RELAXED); return CUDA_SUCCESS; }
 CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 
@@ -103,7 +204,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
     void *p;
     int i;
 
-    if (env_is("FAKE_CUDA_NOCTX", "1"))
+    if (!ctx_current())
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!d || !size || !(p = aligned_alloc(512, (size + 511) & ~(size_t)511)))
         return !d || !size ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
@@ -163,14 +264,19 @@ CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
                      unsigned long long f)
 {
+    char name[32];
     int i, fd;
 
-    (void)p; (void)f;
+    (void)f;
     if (env_is("FAKE_CUDA_VMM", "0"))
         return CUDA_ERROR_NOT_SUPPORTED;
-    if (!size || size % GRAN)
+    if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
-    fd = memfd_create("fake-vmm", MFD_CLOEXEC);
+    if (p->location.id < 0 || p->location.id >= ndev())
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, sizeof(name), FAKE_GPU_MEMFD_PREFIX "%d", p->location.id);
+    fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)size)) {
         if (fd >= 0)
             close(fd);
@@ -187,9 +293,51 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     handles[i].fd = fd;
     handles[i].size = size;
     handles[i].refs = 1;
+    handles[i].prop = *p;
     n_handles++;
     pthread_mutex_unlock(&lock);
     *h = (CUmemGenericAllocationHandle)(i + 1);
+    return CUDA_SUCCESS;
+}
+
+/* Index of a live handle (the lock held), or -1. */
+static int handle_index(CUmemGenericAllocationHandle h)
+{
+    int i = (int)h - 1;
+
+    return i >= 0 && i < MAXN && handles[i].refs ? i : -1;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *p,
+                                                CUmemGenericAllocationHandle h)
+{
+    int i;
+
+    pthread_mutex_lock(&lock);
+    i = handle_index(h);
+    if (i >= 0 && p)
+        *p = handles[i].prop;
+    pthread_mutex_unlock(&lock);
+    return i >= 0 && p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A new descriptor of the allocation's memfd, as the real driver gives a new fd per export. */
+CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
+                                      CUmemAllocationHandleType t, unsigned long long f)
+{
+    int i, fd = -1;
+
+    if (!out || f || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    i = handle_index(h);
+    if (i >= 0 && (handles[i].prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        fd = dup(handles[i].fd);
+    pthread_mutex_unlock(&lock);
+    if (fd < 0)
+        return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+    __atomic_add_fetch(&n_exports, 1, __ATOMIC_RELAXED);
+    *(int *)out = fd;
     return CUDA_SUCCESS;
 }
 
@@ -316,6 +464,8 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     int i, m;
 
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
     m = find_map((uintptr_t)p);
     if (m >= 0) {
@@ -338,6 +488,63 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
     }
     pthread_mutex_unlock(&lock);
     return CUDA_ERROR_NOT_FOUND;
+}
+
+/* Device memory is host memory here; the real copies need a context, and so do these. */
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *src, size_t n)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    memcpy((void *)(uintptr_t)d, src, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr d, size_t n)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    memcpy(dst, (const void *)(uintptr_t)d, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+/* Pinned host memory (the tools' cuMemcpy reference): plain host memory here. */
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int f)
+{
+    (void)f;
+    *p = n ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095) : NULL;
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemAllocHost_v2(void **p, size_t n) { return cuMemHostAlloc(p, n, 0); }
+CUresult cuMemFreeHost(void *p) { free(p); return CUDA_SUCCESS; }
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int f)
+{
+    (void)f;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+    if (d < 0 || d >= ndev() || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "fake GPU %d", d);
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; *b = 64ull << 30; return CUDA_SUCCESS; }
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
+{
+    if (d < 0 || d >= ndev() || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(id, (size_t)len, "0000:%02x:00.0", 0x10 + d);
+    return CUDA_SUCCESS;
 }
 
 /* ---- cuGetProcAddress: from a table, never through dlsym ----------------------------- */

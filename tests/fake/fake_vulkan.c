@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fake_vulkan.c - a stand-in libvulkan.so.1 for testing the vulkan backend where no GPU
+ * exists, loaded by name through LD_LIBRARY_PATH as the library dlopens the real loader.
+ * Its physical devices mirror the GPUs of the stand-in CUDA driver (fake_cuda_vmm.c): the
+ * same UUIDs (fake_gpu.h), enumerated in the reverse of CUDA's order, so that a backend which
+ * takes physical device i (or 0) for CUDA device i picks a wrong one and is caught.
+ *
+ * Each has one device-local host-visible coherent memory type (besides a device-only and a
+ * host-only one) that accepts VkImportMemoryFdInfoKHR with an opaque fd: an fd exported by the
+ * stand-in CUDA, a memfd. The import takes ownership of the fd, vkMapMemory is an mmap of it,
+ * so CPU writes through the mapping are seen at the allocation's CUDA address (a host mapping
+ * of the same memfd). Memory of another GPU is refused with VK_ERROR_INVALID_EXTERNAL_HANDLE,
+ * as a real driver refuses it.
+ *
+ * Environment: FAKE_VK_GPUS=N (physical devices for CUDA devices 0..N-1; default 1),
+ * FAKE_VK_ACCEPT_FOREIGN=1 (import another GPU's memory anyway: lets a test show that its
+ * own check of which device served an import catches a wrong choice).
+ * Exported for the tests: fake_vk_served_by(p, uuid) (the UUID of the physical device whose
+ * VkDevice imported the memory mapped at p; the CUDA ordinal it mirrors, or -1 when p is in
+ * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vulkan/vulkan.h>
+#include "fake_gpu.h"
+
+#define FAKE_VK_EXPORT __attribute__((visibility("default")))
+
+struct fake_phys { int gpu; };              /* the CUDA ordinal it mirrors */
+struct fake_dev { int magic; int phys; };
+struct fake_mem {
+    struct fake_mem *next;
+    struct fake_dev *dev;
+    int fd, gpu;
+    VkDeviceSize size;
+    void *map;
+};
+
+#define DEV_MAGIC 0x76646576
+#define MEMTYPE_BAR 2
+
+static struct fake_phys phys[FAKE_GPU_MAX];
+static int instance_dummy;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_mem *mems;
+static int n_imports, n_refused, n_live;
+
+static int nphys(void)
+{
+    const char *e = getenv("FAKE_VK_GPUS");
+    int n = e ? atoi(e) : 1;
+
+    return n < 0 ? 0 : n > FAKE_GPU_MAX ? FAKE_GPU_MAX : n;
+}
+
+static int phys_index(VkPhysicalDevice pd)
+{
+    struct fake_phys *p = (struct fake_phys *)pd;
+
+    return p >= phys && p < phys + nphys() ? (int)(p - phys) : -1;
+}
+
+static struct fake_dev *dev_of(VkDevice d)
+{
+    struct fake_dev *fd = (struct fake_dev *)d;
+
+    return fd && fd->magic == DEV_MAGIC ? fd : NULL;
+}
+
+/* ---- global and instance level ------------------------------------------------------ */
+static VkResult VKAPI_CALL fake_EnumerateInstanceVersion(uint32_t *v)
+{
+    *v = VK_API_VERSION_1_1;
+    return VK_SUCCESS;
+}
+
+static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
+                                               const VkAllocationCallbacks *a, VkInstance *inst)
+{
+    int i;
+
+    (void)a;
+    if (!ci || ci->sType != VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    for (i = 0; i < FAKE_GPU_MAX; i++)
+        phys[i].gpu = nphys() - 1 - i;
+    *inst = (VkInstance)&instance_dummy;
+    return VK_SUCCESS;
+}
+
+static void VKAPI_CALL fake_DestroyInstance(VkInstance i, const VkAllocationCallbacks *a)
+{
+    (void)i; (void)a;
+}
+
+static VkResult VKAPI_CALL fake_EnumeratePhysicalDevices(VkInstance inst, uint32_t *n,
+                                                         VkPhysicalDevice *out)
+{
+    uint32_t i, have = (uint32_t)nphys();
+
+    if (inst != (VkInstance)&instance_dummy)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    if (!out) {
+        *n = have;
+        return VK_SUCCESS;
+    }
+    for (i = 0; i < *n && i < have; i++)
+        out[i] = (VkPhysicalDevice)&phys[i];
+    *n = i;
+    return i < have ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+static void VKAPI_CALL fake_GetPhysicalDeviceProperties(VkPhysicalDevice pd,
+                                                        VkPhysicalDeviceProperties *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->apiVersion = VK_API_VERSION_1_1;
+    p->vendorID = 0x10de;
+    p->deviceType = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    if (phys_index(pd) >= 0)
+        snprintf(p->deviceName, sizeof(p->deviceName), "fake GPU %d", phys[phys_index(pd)].gpu);
+}
+
+static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
+                                                         VkPhysicalDeviceProperties2 *p2)
+{
+    VkBaseOutStructure *s;
+
+    fake_GetPhysicalDeviceProperties(pd, &p2->properties);
+    for (s = p2->pNext; s && phys_index(pd) >= 0; s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES) {
+            VkPhysicalDeviceIDProperties *id = (VkPhysicalDeviceIDProperties *)s;
+
+            fake_gpu_uuid(phys[phys_index(pd)].gpu, id->deviceUUID);
+        }
+    }
+}
+
+static void VKAPI_CALL fake_GetPhysicalDeviceMemoryProperties(VkPhysicalDevice pd,
+                                                              VkPhysicalDeviceMemoryProperties *m)
+{
+    (void)pd;
+    memset(m, 0, sizeof(*m));
+    m->memoryHeapCount = 2;
+    m->memoryHeaps[0].size = 64ull << 30;
+    m->memoryHeaps[0].flags = VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+    m->memoryHeaps[1].size = 16ull << 30;
+    m->memoryTypeCount = 3;
+    m->memoryTypes[0].propertyFlags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    m->memoryTypes[0].heapIndex = 0;
+    m->memoryTypes[1].propertyFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    m->memoryTypes[1].heapIndex = 1;
+    m->memoryTypes[MEMTYPE_BAR].propertyFlags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    m->memoryTypes[MEMTYPE_BAR].heapIndex = 0;
+}
+
+static void VKAPI_CALL fake_GetPhysicalDeviceQueueFamilyProperties(VkPhysicalDevice pd,
+                                                                   uint32_t *n,
+                                                                   VkQueueFamilyProperties *q)
+{
+    (void)pd;
+    if (q && *n) {
+        memset(q, 0, sizeof(*q));
+        q->queueFlags = VK_QUEUE_TRANSFER_BIT;
+        q->queueCount = 1;
+    }
+    *n = 1;
+}
+
+static const char *const dev_exts[] = {
+    VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+};
+
+static VkResult VKAPI_CALL fake_EnumerateDeviceExtensionProperties(VkPhysicalDevice pd,
+                                                                   const char *layer, uint32_t *n,
+                                                                   VkExtensionProperties *out)
+{
+    uint32_t i, have = sizeof(dev_exts) / sizeof(dev_exts[0]);
+
+    (void)pd;
+    if (layer)
+        return VK_ERROR_LAYER_NOT_PRESENT;
+    if (!out) {
+        *n = have;
+        return VK_SUCCESS;
+    }
+    for (i = 0; i < *n && i < have; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        snprintf(out[i].extensionName, sizeof(out[i].extensionName), "%s", dev_exts[i]);
+        out[i].specVersion = 1;
+    }
+    *n = i;
+    return i < have ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+static VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
+                                             const VkAllocationCallbacks *a, VkDevice *out)
+{
+    struct fake_dev *d;
+    int p = phys_index(pd), fdext = 0;
+    uint32_t i;
+
+    (void)a;
+    if (p < 0 || !ci || ci->sType != VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    for (i = 0; i < ci->enabledExtensionCount; i++)
+        fdext |= strcmp(ci->ppEnabledExtensionNames[i], VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) == 0;
+    if (!fdext)
+        return VK_ERROR_FEATURE_NOT_PRESENT; /* imports need the extension enabled */
+    d = calloc(1, sizeof(*d));
+    if (!d)
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
+    d->magic = DEV_MAGIC;
+    d->phys = p;
+    *out = (VkDevice)d;
+    return VK_SUCCESS;
+}
+
+/* ---- device level ------------------------------------------------------------------- */
+static void VKAPI_CALL fake_DestroyDevice(VkDevice dev, const VkAllocationCallbacks *a)
+{
+    struct fake_dev *d = dev_of(dev);
+
+    (void)a;
+    if (d) {
+        d->magic = 0;
+        free(d);
+    }
+}
+
+static VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev, const VkMemoryAllocateInfo *ai,
+                                               const VkAllocationCallbacks *a, VkDeviceMemory *out)
+{
+    struct fake_dev *d = dev_of(dev);
+    const VkImportMemoryFdInfoKHR *imp = NULL;
+    const VkBaseInStructure *s;
+    struct fake_mem *m;
+    struct stat st;
+    int gpu;
+
+    (void)a;
+    if (!d || !ai || ai->sType != VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    for (s = ai->pNext; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR)
+            imp = (const VkImportMemoryFdInfoKHR *)s;
+    if (!imp || ai->memoryTypeIndex != MEMTYPE_BAR)
+        return VK_ERROR_OUT_OF_DEVICE_MEMORY; /* only imports into the BAR type are modelled */
+    gpu = imp->handleType == VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT ?
+          fake_gpu_of_fd(imp->fd) : -1;
+    if (gpu < 0 || fstat(imp->fd, &st) || (VkDeviceSize)st.st_size < ai->allocationSize ||
+        !ai->allocationSize || (gpu != phys[d->phys].gpu && !getenv("FAKE_VK_ACCEPT_FOREIGN"))) {
+        __atomic_add_fetch(&n_refused, 1, __ATOMIC_RELAXED);
+        return VK_ERROR_INVALID_EXTERNAL_HANDLE;
+    }
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
+    m->dev = d;
+    m->fd = imp->fd; /* the import owns it now */
+    m->gpu = gpu;
+    m->size = ai->allocationSize;
+    pthread_mutex_lock(&lock);
+    m->next = mems;
+    mems = m;
+    n_imports++;
+    n_live++;
+    pthread_mutex_unlock(&lock);
+    *out = (VkDeviceMemory)m;
+    return VK_SUCCESS;
+}
+
+static void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory mem,
+                                       const VkAllocationCallbacks *a)
+{
+    struct fake_mem *m = (struct fake_mem *)mem, **pp;
+
+    (void)dev; (void)a;
+    if (!m)
+        return;
+    pthread_mutex_lock(&lock);
+    for (pp = &mems; *pp && *pp != m; pp = &(*pp)->next)
+        ;
+    if (*pp) {
+        *pp = m->next;
+        n_live--;
+    }
+    pthread_mutex_unlock(&lock);
+    if (m->map)
+        munmap(m->map, (size_t)m->size);
+    close(m->fd);
+    free(m);
+}
+
+static VkResult VKAPI_CALL fake_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDeviceSize off,
+                                          VkDeviceSize size, VkMemoryMapFlags f, void **out)
+{
+    struct fake_mem *m = (struct fake_mem *)mem;
+    void *p;
+
+    (void)dev; (void)f;
+    if (!m || m->map || off || (size != VK_WHOLE_SIZE && size > m->size))
+        return VK_ERROR_MEMORY_MAP_FAILED;
+    p = mmap(NULL, (size_t)m->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    if (p == MAP_FAILED)
+        return VK_ERROR_MEMORY_MAP_FAILED;
+    m->map = p;
+    *out = p;
+    return VK_SUCCESS;
+}
+
+static void VKAPI_CALL fake_UnmapMemory(VkDevice dev, VkDeviceMemory mem)
+{
+    struct fake_mem *m = (struct fake_mem *)mem;
+
+    (void)dev;
+    if (m && m->map) {
+        munmap(m->map, (size_t)m->size);
+        m->map = NULL;
+    }
+}
+
+/* ---- lookup ------------------------------------------------------------------------- */
+#define FAKE_VK_FUNCS(X)                                                             \
+    X(EnumerateInstanceVersion) X(CreateInstance) X(DestroyInstance)                 \
+    X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties)                       \
+    X(GetPhysicalDeviceProperties2) X(GetPhysicalDeviceMemoryProperties)             \
+    X(GetPhysicalDeviceQueueFamilyProperties) X(EnumerateDeviceExtensionProperties)  \
+    X(CreateDevice) X(DestroyDevice) X(AllocateMemory) X(FreeMemory) X(MapMemory)    \
+    X(UnmapMemory)
+
+FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice d, const char *name);
+
+static PFN_vkVoidFunction lookup(const char *name)
+{
+    static const struct { const char *name; PFN_vkVoidFunction fn; } table[] = {
+#define FAKE_VK_ENTRY(f) { "vk" #f, (PFN_vkVoidFunction)fake_##f },
+        FAKE_VK_FUNCS(FAKE_VK_ENTRY)
+#undef FAKE_VK_ENTRY
+        { "vkGetDeviceProcAddr", (PFN_vkVoidFunction)vkGetDeviceProcAddr },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strcmp(name, table[i].name) == 0)
+            return table[i].fn;
+    return NULL;
+}
+
+FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance i, const char *name)
+{
+    (void)i;
+    return name ? lookup(name) : NULL;
+}
+
+FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice d, const char *name)
+{
+    return dev_of(d) && name ? lookup(name) : NULL;
+}
+
+/* ---- for the tests ------------------------------------------------------------------ */
+FAKE_VK_EXPORT int fake_vk_served_by(const void *p, unsigned char uuid[16])
+{
+    const char *c = p;
+    struct fake_mem *m;
+    int gpu = -1;
+
+    pthread_mutex_lock(&lock);
+    for (m = mems; m; m = m->next) {
+        if (m->map && c >= (const char *)m->map && c < (const char *)m->map + m->size) {
+            gpu = phys[m->dev->phys].gpu;
+            fake_gpu_uuid(gpu, uuid);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return gpu;
+}
+
+FAKE_VK_EXPORT int fake_vk_imports(void) { return __atomic_load_n(&n_imports, __ATOMIC_RELAXED); }
+FAKE_VK_EXPORT int fake_vk_refused(void) { return __atomic_load_n(&n_refused, __ATOMIC_RELAXED); }
+FAKE_VK_EXPORT int fake_vk_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }

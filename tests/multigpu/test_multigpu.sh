@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/multigpu/test_multigpu.sh - the vulkan backend with several GPUs in one host, without
+# a GPU: a client (multigpu_client.c) against the stand-in CUDA driver and Vulkan loader of
+# tests/fake/, found through LD_LIBRARY_PATH, one mode per process, with the backend forced
+# (GDRCOPY_BACKEND=vulkan) and opted into (VRAMIO_ENABLE_VULKAN=1); again against the
+# ASan+UBSan library when 'make check' has built it. One result line per case.
+set -u
+B=${BUILD:-build}
+CC=${CC:-cc}
+CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+dir=$B/tests/multigpu
+warn="-Wall -Wextra -Werror"
+mkdir -p "$dir/fake"
+if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
+    echo "not ok multigpu/build_fake_cuda: compiler failed"; exit 1
+fi
+ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
+if ! $CC -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs \
+        -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread; then
+    echo "not ok multigpu/build_fake_vulkan: compiler failed"; exit 1
+fi
+
+run_modes() { # label libdir [cflags]
+    local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
+    shift 2
+    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
+            tests/multigpu/multigpu_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+            -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
+        echo "not ok multigpu/$label/build_client: compiler failed"; return
+    fi
+    for mode in both cross alloc missing fork foreign both:optin fork:optin; do
+        sel=GDRCOPY_BACKEND=vulkan tag=
+        case $mode in *:optin) sel=VRAMIO_ENABLE_VULKAN=1 tag=optin/ ;; esac
+        set -- FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
+        [ "${mode%:*}" = missing ] && set -- FAKE_CUDA_DEVICES=3 FAKE_VK_GPUS=2
+        out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_USE_DMABUF_MMAP \
+              -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NOCTX -u FAKE_VK_ACCEPT_FOREIGN \
+              LD_LIBRARY_PATH="$dir/fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
+        rc=$?
+        printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 multigpu/$label/${tag}#p"
+        if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+            echo "not ok multigpu/$label/${tag}${mode%:*}/exit: status $rc"
+            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+        fi
+    done
+}
+
+run_modes plain "$B/lib"
+
+# The debug log names the Vulkan device that serves each GPU (what shows it on real GPUs).
+log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \
+      VRAMIO_ENABLE_VULKAN=1 GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 \
+      timeout 60 "$dir/client_plain" both 2>&1)
+if printf '%s\n' "$log" | grep -q "CUDA device 0 is Vulkan physical device 1 of 2, 'fake GPU 0'" &&
+   printf '%s\n' "$log" | grep -q "CUDA device 1 is Vulkan physical device 0 of 2, 'fake GPU 1'"; then
+    echo "ok multigpu/log_names_each_gpus_vulkan_device"
+else
+    echo "not ok multigpu/log_names_each_gpus_vulkan_device: $(printf '%s' "$log" | grep 'vulkan: CUDA' | head -c 300)"
+fi
+if [ -e "$B/asan/lib/libgdrapi.so" ]; then
+    run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
+fi
+exit 0
