@@ -6,7 +6,9 @@
  * Rules that every path here keeps (tests/unit/copy_*.c prove them):
  *  - every access lies inside [dst, dst+n) and [src, src+n): a mapping may end exactly at the
  *    range end, and a read past the end of a BAR page can fault, so no head or tail reads an
- *    aligned-down or rounded-up block;
+ *    aligned-down or rounded-up block. One exception, inside a page: a WC read of at most 64
+ *    bytes loads the aligned 16-, 32- or 64-byte chunks that hold it (the kernel's
+ *    small_read, copy_kernels.h), which lie in the pages of the range's own bytes;
  *  - on the mapping side, accesses narrower than the kernel's block are naturally aligned
  *    scalar accesses of 1, 2, 4 or 8 bytes (volatile, so the compiler neither merges nor
  *    widens them), then 16-byte pieces up to the block's alignment;
@@ -48,27 +50,31 @@
 #define VR_STEP16_LOAD  vr_copy_sse41_load
 static const struct vr_copy_kernel kernels[] = {
     { "avx512", VR_CPU_AVX512F | VR_CPU_SSE41,
-      { vr_copy_avx512_store, VR_STEP16_STORE, 64 }, { vr_copy_avx512_load, VR_STEP16_LOAD, 64 } },
+      { vr_copy_avx512_store, VR_STEP16_STORE, 64 }, { vr_copy_avx512_load, VR_STEP16_LOAD, 64 },
+      vr_copy_avx512_small_load },
     { "avx2", VR_CPU_AVX2 | VR_CPU_SSE41,
-      { vr_copy_avx2_store, VR_STEP16_STORE, 32 }, { vr_copy_avx2_load, VR_STEP16_LOAD, 32 } },
+      { vr_copy_avx2_store, VR_STEP16_STORE, 32 }, { vr_copy_avx2_load, VR_STEP16_LOAD, 32 },
+      vr_copy_avx2_small_load },
     { "sse41", VR_CPU_SSE41,
-      { vr_copy_sse41_store, NULL, 16 }, { vr_copy_sse41_load, NULL, 16 } },
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+      { vr_copy_sse41_store, NULL, 16 }, { vr_copy_sse41_load, NULL, 16 },
+      vr_copy_sse41_small_load },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
     { "movdir64b", VR_CPU_MOVDIR64B | VR_CPU_SSE41,
-      { vr_copy_movdir64b_store, VR_STEP16_STORE, 64 }, { vr_copy_sse41_load, NULL, 16 } },
+      { vr_copy_movdir64b_store, VR_STEP16_STORE, 64 }, { vr_copy_sse41_load, NULL, 16 },
+      vr_copy_sse41_small_load },
 };
 #define KERNEL_C (&kernels[3])
 #elif defined(__aarch64__)
 /* NEON: 16-byte accesses, 64 bytes per loop turn; every AArch64 CPU has it. */
 static const struct vr_copy_kernel kernels[] = {
     { "neon", VR_CPU_NEON,
-      { vr_copy_neon_store, NULL, 16 }, { vr_copy_neon_load, NULL, 16 } },
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+      { vr_copy_neon_store, NULL, 16 }, { vr_copy_neon_load, NULL, 16 }, NULL },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
 };
 #define KERNEL_C (&kernels[1])
 #else
 static const struct vr_copy_kernel kernels[] = {
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 } },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
 };
 #define KERNEL_C (&kernels[0])
 #endif
@@ -236,10 +242,12 @@ copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, co
     if (n == 0)
         return;
     k = kernel_for(k, type);
-    if (k)
-        copy_shaped(0, &k->from_map, dst, src, n);
-    else
+    if (!k)
         memcpy(dst, src, n);
+    else if (n <= 64 && k->small_read)      /* one uncached round trip, not one per access */
+        k->small_read(dst, src, n);
+    else
+        copy_shaped(0, &k->from_map, dst, src, n);
 }
 
 void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
