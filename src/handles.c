@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "handles.h"
+#include "fork.h"
 
 #define VR_NO_SLOT UINT32_MAX
 
@@ -106,18 +107,6 @@ static int take_index(struct vr_table *t, uint32_t *index)
     return 0;
 }
 
-static void atfork_prepare(void)
-{
-    pthread_mutex_lock(&vr_gdrs.lock);
-    pthread_mutex_lock(&vr_pins.lock);
-}
-
-static void atfork_parent(void)
-{
-    pthread_mutex_unlock(&vr_pins.lock);
-    pthread_mutex_unlock(&vr_gdrs.lock);
-}
-
 /*
  * In the child only the forking thread exists: locks and references held by other threads of
  * the parent would never be released, and a seqlock left odd would make the copy path spin.
@@ -152,7 +141,12 @@ static void atfork_child(void)
 
 static void register_atfork(void)
 {
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    /* The table locks are held across fork by fork.c, after its gate (fork.h): taking them
+     * in a prepare handler of our own could run before the gate and wait on a thread that
+     * is inside a call and needs them. */
+    vr_fork_protect_mutex(&vr_gdrs.lock);
+    vr_fork_protect_mutex(&vr_pins.lock);
+    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 pid_t vr_self_pid(void)

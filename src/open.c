@@ -13,6 +13,7 @@
 #include <string.h>
 #include "core.h"
 #include "copy/copy.h"
+#include "fork.h"
 
 const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1] = {
     &vr_backend_gdrdrv, &vr_backend_dmabuf, &vr_backend_vulkan,
@@ -128,6 +129,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
 
 VR_EXPORT gdr_t gdr_open(void)
 {
+    VR_FORK_GATE_SCOPE(); /* the probes and opens call into the drivers */
     struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
     char off[VR_REASON_LEN];
     int b, rc;
@@ -168,22 +170,29 @@ VR_EXPORT gdr_t gdr_open(void)
     return (gdr_t)(uintptr_t)gdr->token;
 }
 
+/* On success the caller is inside the fork gate (fork.h) until vr_gdr_put. */
 int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
 {
-    struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+    struct vr_slot *s;
     struct vr_gdr *gdr;
 
-    if (!s)
+    vr_fork_gate_enter();
+    s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
+    if (!s) {
+        vr_fork_gate_leave();
         return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
+    }
     gdr = s->obj;
     if (gdr->pid != vr_self_pid()) {
         vr_slot_unlock(s);
+        vr_fork_gate_leave();
         return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
                        "forked process: its pins and mappings are not inherited; call gdr_open "
                        "in this process", fn, (int)gdr->pid);
     }
     if (s->closing) {
         vr_slot_unlock(s);
+        vr_fork_gate_leave();
         return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
     }
     s->refs++;
@@ -200,6 +209,7 @@ void vr_gdr_put(struct vr_gdr *gdr)
     if (--s->refs == 0 && s->closing)
         pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->lock);
+    vr_fork_gate_leave();
 }
 
 static void release_pin(struct vr_slot *s, void *arg)
@@ -231,10 +241,12 @@ VR_EXPORT int gdr_close(gdr_t g)
         return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
     }
     s->closing = 1;
+    /* Outside the gate: the calls waited for are inside it and must be able to finish. */
     while (s->refs > 0)
         pthread_cond_wait(&s->idle, &s->lock);
     gdr = s->obj;
     vr_slot_unlock(s);
+    VR_FORK_GATE_SCOPE();
 
     /* No call on g is in progress and none can start: release what it still holds. */
     vr_slot_foreach_owned(&vr_pins, gdr->token, release_pin, NULL);
@@ -289,6 +301,7 @@ VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *rea
 
 VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
 {
+    VR_FORK_GATE_SCOPE();
     struct vr_gdr *probe;
     char off[VR_REASON_LEN];
     int rc;
