@@ -23,9 +23,24 @@ SANITIZE  ?=
 
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror
-BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARNINGS) -pthread
-CPPFLAGS_ALL := -Iinclude -Isrc -Idriver/uapi -I$(CUDA_HOME)/include -D_GNU_SOURCE \
-                -DVRAMIO_VERSION_STRING='"$(VERSION)"'
+# The flags every C file gets, here and nowhere else; the fragments add include paths only.
+C_FLAGS  := -std=gnu11 $(WARNINGS) -pthread -D_GNU_SOURCE
+BASE_CFLAGS := $(C_FLAGS) -fPIC -fvisibility=hidden
+CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
+
+# Include paths per area: each area sees the installed headers, its own and those of the
+# layers below it, so a private header included outside its area does not compile.
+# "uapi/gdrdrv.h" (the ioctl ABI) is found through -Idriver, its path written out.
+UTIL_CPPFLAGS := -Iutil
+LIB_CPPFLAGS  := -Isrc -Iutil -Idriver
+TOOL_CPPFLAGS := -Itools -Iutil -Idriver
+# Black-box tests see the public headers only; white-box tests of src/ see the library's.
+TEST_CPPFLAGS := -Iinclude -Itests/unit
+WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Isrc -Iutil -Idriver
+$(BUILD)/obj/util/%.o:  AREA_CPPFLAGS = $(UTIL_CPPFLAGS)
+$(BUILD)/obj/src/%.o:   AREA_CPPFLAGS = $(LIB_CPPFLAGS)
+$(BUILD)/obj/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS)
+$(BUILD)/obj/bridge/%.o: AREA_CPPFLAGS = -Ibridge -Iutil
 
 ifeq ($(SANITIZE),asan)
   SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -35,17 +50,44 @@ else
   SAN_FLAGS :=
 endif
 
-ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(SAN_FLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(CPPFLAGS_ALL) $(AREA_CPPFLAGS) $(SAN_FLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
+
+# ---- link recipes of programs: one per kind, used by every fragment ---------------------
+# Test and benchmark programs, built from sources in one step: $(call prog-link,CPPFLAGS,INPUTS).
+PROG_CFLAGS = $(C_FLAGS) $(SAN_FLAGS) $(CFLAGS)
+prog-link   = $(CC) $(PROG_CFLAGS) $(1) -o $@ $(2) $(ALL_LDFLAGS)
+# Linking against the library of this build tree, found there at run time.
+LINK_LIBGDRAPI = -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib)
+# Static programs for the QEMU guest (no sanitizers: a static program cannot use them).
+# glibc warns that dlopen in a static program needs the shared libraries at run time: true,
+# and harmless there (the guest has no libcuda). tests/kernel/run-qemu.sh reads these two.
+GUEST_CFLAGS   = -static $(C_FLAGS) $(CFLAGS)
+GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel -Itests/kernel/guest
+guest-link = rm -f $@; $(CC) $(GUEST_CFLAGS) $(1) -o $@ $(2) 2>&1 | \
+    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }; \
+    test -x $@
 
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
 
+# ---- util: internal helpers of the library and the tools (the CUDA loader, the context
+# helper). Linked into both, exported by neither: the library's map file hides them, and the
+# tools link the archive.
+UTIL_SRCS := $(wildcard util/*.c)
+UTIL_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(UTIL_SRCS))
+UTIL_LIB   = $(BUILD)/obj/util/libvrutil.a
+
+$(UTIL_LIB): $(UTIL_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+
 # ---- the library -----------------------------------------------------------------------
-LIB_SRCS  := $(wildcard src/*.c)
+# src/arch/: CPU features, the cycle clock (the copy engine's tests link them too).
+ARCH_SRCS := $(wildcard src/arch/*.c)
+LIB_SRCS  := $(wildcard src/*.c src/backends/*.c) $(ARCH_SRCS)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 
-LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS) $(COPY_SRCS))
+LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS) $(COPY_SRCS)) $(UTIL_OBJS)
 LIB_MAP   := src/libgdrapi.map
 LIB_REAL  := $(BUILD)/lib/libgdrapi.so.$(VERSION)
 LIB_SONAME:= libgdrapi.so.$(VERSION_MAJOR)
@@ -90,5 +132,9 @@ tests: $(TEST_PROGS)
 
 clean:
 	rm -rf $(BUILD)
+
+# make print-VAR: the value of a variable (tests/abi/test_include_areas.sh reads the flags).
+print-%:
+	@echo '$($*)'
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -7,7 +7,7 @@
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
 
-#include <cuda.h>
+#include "cuda_types.h"     /* util/: the CUDA driver API, declared by vramio */
 
 #define VB_EXPORT __attribute__((visibility("default")))
 

@@ -7,7 +7,8 @@
  * The bridge must never break a program: whenever the pool cannot serve a request (no
  * context current, no VMM support, out of memory in the pool) the driver's own function
  * serves it, and a failure that will not go away (VMM unsupported) stops further attempts.
- * What cannot stay identical to cuMemAlloc memory is listed in bridge/README.md.
+ * What cannot stay identical to cuMemAlloc memory is listed in README.md ("Unchanged CUDA
+ * programs: vramio-run").
  */
 #include <errno.h>
 #include <stdatomic.h>

@@ -39,8 +39,7 @@ DRIVER_GUEST_TEST := $(BUILD)/driver-guest/gdrdrv_guest_test
 ifneq ($(wildcard tests/kernel/guest/common.c),)
 $(DRIVER_GUEST_TEST): driver/tests/gdrdrv_guest_test.c tests/kernel/guest/common.c driver/uapi/gdrdrv.h
 	@mkdir -p $(dir $@)
-	$(CC) -static -std=gnu11 -O2 -g $(WARNINGS) -D_GNU_SOURCE -Idriver/uapi -Itests/kernel \
-	    -Itests/kernel/guest -o $@ $< tests/kernel/guest/common.c
+	$(call guest-link,$(GUEST_CPPFLAGS),$< tests/kernel/guest/common.c)
 tests: $(DRIVER_GUEST_TEST)
 # run-qemu.sh reads extra guest programs from the lists named here (added to any given).
 VRAMIO_GUEST_EXTRA := $(strip $(VRAMIO_GUEST_EXTRA) driver/tests/guest-extra.list)

@@ -8,7 +8,7 @@
  */
 #include <linux/uaccess.h>
 
-#include "gdrdrv.h"
+#include "gdrdrv_internal.h"
 
 /* Hand a new pin's struct back; a pin the caller cannot learn about is undone. */
 static int gdrdrv_pin_reply(struct gdrdrv_file *gf, void __user *uarg, const void *p,

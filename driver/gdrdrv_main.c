@@ -21,7 +21,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
-#include "gdrdrv.h"
+#include "gdrdrv_internal.h"
 
 int gdrdrv_dbg_enabled;
 int gdrdrv_info_enabled;

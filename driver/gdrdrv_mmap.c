@@ -25,7 +25,7 @@
 #include <linux/io.h>
 #include <linux/mm.h>
 
-#include "gdrdrv.h"
+#include "gdrdrv_internal.h"
 
 #ifdef CONFIG_X86
 #include <asm/mem_encrypt.h>

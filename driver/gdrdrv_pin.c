@@ -26,7 +26,7 @@
 #include <linux/timex.h>
 #include <linux/xarray.h>
 
-#include "gdrdrv.h"
+#include "gdrdrv_internal.h"
 
 /* End of the handle space: 2^32 unless offset_space_log2 shrinks it (tests of the wrap). */
 #define GDRDRV_HANDLE_LIMIT (1ULL << gdrdrv_offset_space_log2)

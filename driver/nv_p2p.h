@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nv_p2p.h - the NVIDIA GPUDirect RDMA kernel interface that gdrdrv calls, for builds with no
- * NVIDIA driver source. Layout-identical to the driver's nv-p2p.h (see shared/spec/nv-p2p.md);
+ * NVIDIA driver source. Layout-identical to the driver's nv-p2p.h (see docs/nv-p2p.md);
  * when the driver's own header is found the build uses it instead (NV_P2P_HEADER). The
  * emulated provider in tests/kernel/ implements these declarations.
  */

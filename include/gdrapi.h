@@ -78,8 +78,8 @@ typedef struct gdr_info_v2 {
     uint64_t va;            /* start of the pinned range, aligned down to its page */
     uint64_t mapped_size;   /* size of the pinned range, rounded up to whole pages */
     uint32_t page_size;     /* GPU page size of the pin */
-    uint64_t tm_cycles;     /* time stamp of the pin, in CPU cycles */
-    uint32_t cycles_per_ms; /* rate of tm_cycles */
+    uint64_t tm_cycles;     /* how long pinning took, in CPU cycles (as gdrdrv reports it) */
+    uint32_t cycles_per_ms; /* rate of tm_cycles: tm_cycles / cycles_per_ms is milliseconds */
     unsigned mapped : 1;    /* a CPU mapping exists */
     unsigned wc_mapping : 1;/* that mapping is write-combined */
     gdr_mapping_type_t mapping_type;

@@ -22,8 +22,9 @@
 
 /* What the caller asked to pin. */
 struct vr_pin_req {
-    uint64_t addr;       /* as given: the backend rounds it down to its page */
+    uint64_t addr;       /* as given */
     uint64_t size;       /* as given, > 0 */
+    uint64_t va, len;    /* [addr, addr + size) in whole GPU pages (the core rounds it) */
     uint32_t flags;      /* gdr_pin_flags_t, already checked against known flags */
     uint64_t p2p_token;  /* legacy gdr_pin_buffer tokens; 0 from gdr_pin_buffer_v2 */
     uint32_t va_space;
@@ -35,8 +36,8 @@ struct vr_pin_info {
     uint64_t va;                     /* start of the pinned range, page aligned */
     uint64_t mapped_size;            /* rounded size of the pinned range */
     uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
+    uint64_t tm_cycles;              /* cycles the pin took, if measured here (gdrdrv), else 0 */
+    uint32_t cycles_per_ms;          /* their rate; the core fills both when tm_cycles is 0 */
     gdr_mapping_type_t mapping_type; /* GDR_MAPPING_TYPE_NONE while not mapped */
 };
 
@@ -69,9 +70,10 @@ struct vr_backend_ops {
 
     /* Map the pinned range for the CPU: size is what the caller passed (the core checks it
      * against mapped_size), want is the requested type (NONE = backend's choice). Returns the
-     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had. */
+     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had.
+     * A failure may say why (one line in why, as pin does); the core logs it. */
     int (*map)(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-               void **ptr, gdr_mapping_type_t *granted);
+               void **ptr, gdr_mapping_type_t *granted, char *why, size_t len);
     int (*unmap)(void *ctx, void *pin, void *ptr, size_t size);
 
     int (*info)(void *ctx, void *pin, struct vr_pin_info *info);
@@ -85,6 +87,16 @@ struct vr_backend_ops {
      * sensible values even when it returns an error (clients ignore the return code). */
     int (*driver_version)(void *ctx, int *major, int *minor);
 };
+
+/* driver_version of a backend without the kernel module: it behaves like a persistent-mode
+ * gdrdrv 2.6, so that clients comparing the version against 2.1 / 2.5 take modern paths. */
+static inline int vr_backend_compat_version(void *ctx, int *major, int *minor)
+{
+    (void)ctx;
+    *major = 2;
+    *minor = 6;
+    return 0;
+}
 
 /* The backends, defined one per file; each is always compiled in and reports itself
  * unusable (with the reason) where its requirements are missing. */

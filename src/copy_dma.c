@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/fence.h"
 #include "core.h"
 #include "copy/copy.h"
 #include "cuda_loader.h"
@@ -427,13 +428,7 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
  */
 static double fenced_now_ns(void)
 {
-#if defined(__x86_64__)
-    __asm__ volatile("mfence; lfence" ::: "memory");
-#elif defined(__aarch64__)
-    __asm__ volatile("dsb sy; isb" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
+    vr_full_fence_wait();
     return now_ns();
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - what the core files of the library (gdrapi.c, open.c, errors.c) share: the objects
- * behind gdr_t and gdr_mh_t, the reference-taking lookup of a gdr_t, and error reporting.
+ * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c, errors.c) share:
+ * the objects behind gdr_t and gdr_mh_t, the calls between those files, error reporting.
  */
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
@@ -41,6 +41,7 @@ struct vr_pin {
     void *ctx;
     void *bpin;                            /* the backend's pin */
     uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
+    uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;
@@ -53,9 +54,6 @@ struct vr_pin {
 #define VR_DMA_DEV_UNKNOWN (-1)
 #define VR_DMA_DEV_NONE    (-2)
 
-/* The backends in probing order, indexed by vramio_backend_t - 1. */
-extern const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1];
-
 /*
  * The object of a live gdr_t of this process, with a reference taken (gdr_close waits for
  * it): 0, or EINVAL (not an open gdr_t) or EACCES (opened by the parent of this forked
@@ -66,16 +64,50 @@ int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **gdr);
 void vr_gdr_put(struct vr_gdr *gdr);
 
 /*
- * gdr_open's choice, for table (probing order, VRAMIO_BACKEND_COUNT - 1 entries): fills
+ * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): fills
  * gdr->status and gdr->why for every backend and, when open is set, the usable ones' contexts
  * in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
  * GDRCOPY_BACKEND (the reason in reason).
  */
-int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
-                       char *reason, size_t len);
+int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                       struct vr_gdr *gdr, int open, char *reason, size_t len);
 
-/* Unmap (if mapped) and unpin the pin of a locked slot, then retire the slot (unlocks it). */
-int vr_pin_release_locked(struct vr_slot *s);
+/*
+ * ---- instance.c: the gdr_t object ----
+ * gdr_open with the backends of table (indexed by vramio_backend_t): 0 and the registered
+ * instance in *gdr, or an errno recorded as the last error.
+ */
+int vr_instance_open(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                     struct vr_gdr **gdr);
+/* The first half of gdr_close: mark g closing and wait until no call uses it. 0 with the
+ * instance in *gdr (its pins are then released and vr_instance_free ends the close), 0 with
+ * *gdr NULL when there is nothing to release in this process (a forked child), or EINVAL. */
+int vr_instance_close_begin(gdr_t g, struct vr_gdr **gdr);
+void vr_instance_free(struct vr_gdr *gdr);
+/* vramio_get_backend, vramio_backend_status, vramio_backend_probe past their checks. */
+int vr_instance_backend(gdr_t g, vramio_backend_t *backend);
+int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
+int vr_backends_probe(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                      vramio_backend_t backend, char *reason, size_t len);
+
+/*
+ * ---- pin.c: the pins of a gdr_t ----
+ * Each takes a reference on g for its duration and names fn in its errors; arguments are
+ * checked by the caller (gdrapi.c).
+ */
+int vr_pin_create(gdr_t g, const struct vr_pin_req *req, gdr_mh_t *handle, const char *fn);
+/* Round [addr, addr+size) out to whole GPU pages (GPU_PAGE_SIZE). 0, or EINVAL when size is
+ * 0 or the range, rounded, wraps around the end of the address space. */
+int vr_gpu_page_range(uint64_t addr, uint64_t size, uint64_t *va, uint64_t *len);
+int vr_pin_unpin(gdr_t g, gdr_mh_t handle, const char *fn);
+int vr_pin_callback_flag(gdr_t g, gdr_mh_t handle, int *flag, const char *fn);
+int vr_pin_info(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info, const char *fn);
+int vr_pin_map(gdr_t g, gdr_mh_t handle, void **va, size_t size, gdr_mapping_type_t want,
+               const char *fn);
+int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn);
+int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
+/* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
+void vr_pins_release_owned(unsigned long owner);
 
 /* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
 int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
@@ -93,6 +125,11 @@ struct vr_dma_range {
  * gdr_copy_*_mapping do, with the same errors; on success fill r. */
 int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
                      struct vr_dma_range *r, const char *fn);
+
+/* The error of a copy whose handle is not a live pin (not_pin) or whose range is not inside
+ * its mapping: recorded, logged at debug level, EINVAL. Cold, out of line (the copy path). */
+__attribute__((noinline, cold))
+int vr_copy_fail(const char *fn, unsigned long h, const void *p, size_t n, int not_pin);
 
 /* Remember copy_dma.c's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
 void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);

@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gdrapi.c - the gdr_* entry points on pins: argument checks at the API boundary, handle
- * validation, dispatch to the backend that owns a pin, and the lock-free copy path.
- *
- * Every operation on one pin runs under that pin's slot lock (the backend contract: never two
- * ops at once on one pin); pins of one gdr_t never wait for each other, so a slow pin does not
- * hold up work on other pins. Copies take no lock at all (handles.h, vr_pin_mapping).
+ * gdrapi.c - the exported gdr_* and vramio_* entry points: argument checks at the API
+ * boundary, then one call down to the object they concern: the gdr_t (instance.c), a pin
+ * (pin.c), or the copy engine, reached lock-free (handles.h, vr_pin_mapping).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
+#include "fork.h"
 #include "copy/copy.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
@@ -29,110 +27,74 @@ _Static_assert(sizeof(struct gdr_info_v1) == 40, "legacy gdr_info is 40 bytes");
 
 VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info);
 
-/* The pin slot of handle, locked, when handle is a live pin made through gdr; else NULL. */
-static struct vr_slot *pin_lock(const struct vr_gdr *gdr, gdr_mh_t handle)
-{
-    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
+/* The backends, indexed by vramio_backend_t; probing order is the enum's order. */
+static const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT] = {
+    [VRAMIO_BACKEND_GDRDRV] = &vr_backend_gdrdrv,
+    [VRAMIO_BACKEND_DMABUF] = &vr_backend_dmabuf,
+    [VRAMIO_BACKEND_VULKAN] = &vr_backend_vulkan,
+};
 
-    if (s && s->owner != gdr->token) {
-        vr_slot_unlock(s);
-        return NULL;
-    }
-    return s;
+VR_EXPORT gdr_t gdr_open(void)
+{
+    struct vr_gdr *gdr;
+
+    return vr_instance_open(backends, &gdr) ? NULL : (gdr_t)(uintptr_t)gdr->token;
 }
 
-/*
- * Whether the pin is mapped in this process. A child of fork() inherits the pin's state but not
- * its mapping (gdrdrv mappings are not copied to a child; the other backends' may not be usable
- * there either): for the child the pin is unmapped, and the copy path has been told so by the
- * table's fork handler (handles.c).
- */
-static int pin_mapped_here(const struct vr_pin *pin)
+VR_EXPORT int gdr_close(gdr_t g)
 {
-    return pin->map_ptr && pin->map_pid == vr_self_pid();
-}
+    struct vr_gdr *gdr;
+    int rc = vr_instance_close_begin(g, &gdr);
 
-int vr_pin_release_locked(struct vr_slot *s)
-{
-    struct vr_pin *pin = s->obj;
-    void *map = pin_mapped_here(pin) ? pin->map_ptr : NULL;
-    int rc = 0, rc2;
+    if (rc || !gdr)
+        return rc;
+    /* No call on g is in progress and none can start: release what it still holds, inside
+     * the fork gate (the backends call into the drivers). */
+    {
+        VR_FORK_GATE_SCOPE();
 
-    /* The handle goes stale before the pin is torn down, so that no process (a child forked
-     * at any moment of this) can ever see a live handle naming a freed pin. No other call can
-     * reach the pin once its token is stale: the backend still sees one call at a time. */
-    if (map)
-        vr_slot_set_mapping(s, NULL, 0, 0);
-    vr_slot_free_locked(&vr_pins, s);
-    if (map) {
-        rc = pin->ops->unmap(pin->ctx, pin->bpin, map, pin->map_size);
-        if (rc)
-            vr_warn("unpin: %s could not unmap %p: %s", pin->ops->name, map,
-                    vramio_strerror(rc));
+        vr_pins_release_owned(gdr->token);
+        vr_instance_free(gdr);
     }
-    rc2 = pin->ops->unpin(pin->ctx, pin->bpin);
-    if (rc2)
-        vr_warn("unpin: %s reported %s", pin->ops->name, vramio_strerror(rc2));
-    free(pin);
-    return rc2 ? rc2 : rc;
-}
-
-/* Offer req to each usable backend in turn; the first that accepts it owns the pin. */
-static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, const char *fn,
-                             gdr_mh_t *handle)
-{
-    char why[VR_REASON_LEN], all[3 * VR_REASON_LEN] = "";
-    struct vr_pin_info info;
-    struct vr_pin *pin;
-    size_t used = 0;
-    int i, rc = ENOTSUP, first_rc = 0;
-    void *bpin = NULL;
-
-    for (i = 0; i < gdr->nactive; i++) {
-        const struct vr_active *a = &gdr->active[i];
-
-        why[0] = '\0';
-        rc = a->ops->pin(a->ctx, req, &bpin, why, sizeof(why));
-        if (rc == 0)
-            break;
-        if (!first_rc)
-            first_rc = rc;
-        if (used < sizeof(all))
-            used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
-                                     used ? "; " : "", a->ops->name,
-                                     why[0] ? why : vramio_strerror(rc));
-        if (rc != ENOTSUP)
-            break; /* a backend that serves this memory failed: final */
-    }
-    if (rc)
-        return vr_fail_err(rc == ENOTSUP ? first_rc : rc, "%s(0x%llx, %llu): %s", fn,
-                           (unsigned long long)req->addr, (unsigned long long)req->size, all);
-
-    rc = gdr->active[i].ops->info(gdr->active[i].ctx, bpin, &info);
-    pin = rc ? NULL : calloc(1, sizeof(*pin));
-    if (pin) {
-        *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size,
-                                .dma_dev = VR_DMA_DEV_UNKNOWN };
-        rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
-    } else if (!rc) {
-        rc = ENOMEM;
-    }
-    if (rc) {
-        gdr->active[i].ops->unpin(gdr->active[i].ctx, bpin);
-        free(pin);
-        return vr_fail_err(rc, "%s: cannot register the pin: %s", fn, vramio_strerror(rc));
-    }
-    vr_dbg("%s: 0x%llx+%llu pinned by %s as %#lx", fn, (unsigned long long)req->addr,
-           (unsigned long long)req->size, gdr->active[i].ops->name, handle->h);
     return 0;
+}
+
+static int backend_id_ok(vramio_backend_t backend, char *reason, size_t len, const char *fn)
+{
+    if (backend > VRAMIO_BACKEND_NONE && backend < VRAMIO_BACKEND_COUNT)
+        return 0;
+    vr_copy_reason(reason, len, "not a backend");
+    return vr_fail(EINVAL, "%s: %d is not a backend", fn, (int)backend);
+}
+
+VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
+{
+    if (!backend)
+        return vr_fail(EINVAL, "vramio_get_backend: backend is NULL");
+    return vr_instance_backend(g, backend);
+}
+
+VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
+{
+    int rc = backend_id_ok(backend, reason, len, "vramio_backend_status");
+
+    return rc ? rc : vr_instance_status(g, backend, reason, len);
+}
+
+VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
+{
+    int rc = backend_id_ok(backend, reason, len, "vramio_backend_probe");
+
+    return rc ? rc : vr_backends_probe(backends, backend, reason, len);
+}
+
+VR_EXPORT const char *vramio_copy_kernel(void)
+{
+    return vr_copy_kernel_name();
 }
 
 static int pin_common(gdr_t g, struct vr_pin_req *req, gdr_mh_t *handle, const char *fn)
 {
-    struct vr_gdr *gdr;
-    int rc;
-
     if (!handle)
         return vr_fail(EINVAL, "%s: handle is NULL", fn);
     handle->h = 0;
@@ -143,12 +105,7 @@ static int pin_common(gdr_t g, struct vr_pin_req *req, gdr_mh_t *handle, const c
                        (unsigned long long)req->addr, (unsigned long long)req->size);
     if (req->flags & ~(uint32_t)GDR_PIN_FLAG_FORCE_PCIE)
         return vr_fail(EINVAL, "%s: unknown flags 0x%x", fn, req->flags);
-    rc = vr_gdr_get(g, fn, &gdr);
-    if (rc)
-        return rc;
-    rc = pin_with_backends(gdr, req, fn, handle);
-    vr_gdr_put(gdr);
-    return rc;
+    return vr_pin_create(g, req, handle, fn);
 }
 
 VR_EXPORT int gdr_pin_buffer(gdr_t g, unsigned long addr, size_t size, uint64_t p2p_token,
@@ -168,78 +125,23 @@ VR_EXPORT int gdr_pin_buffer_v2(gdr_t g, unsigned long addr, size_t size, uint32
     return pin_common(g, &req, handle, "gdr_pin_buffer_v2");
 }
 
-/*
- * The shape of every per-pin call: take a reference on g, lock the pin, run op, unlock.
- * op returns with the slot still locked unless it retired it (unpin).
- */
-typedef int (*pin_op_fn)(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn);
-
-static int with_pin(gdr_t g, gdr_mh_t handle, pin_op_fn op, void *arg, const char *fn)
-{
-    struct vr_gdr *gdr;
-    struct vr_slot *s;
-    int rc = vr_gdr_get(g, fn, &gdr);
-
-    if (rc)
-        return rc;
-    s = pin_lock(gdr, handle);
-    if (!s) {
-        vr_gdr_put(gdr);
-        return vr_fail(EINVAL, "%s: %#lx is not a live pin of this gdr_t", fn, handle.h);
-    }
-    rc = op(s, s->obj, arg, fn);
-    vr_gdr_put(gdr);
-    return rc;
-}
-
-static int op_unpin(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    (void)pin; (void)arg; (void)fn;
-    return vr_pin_release_locked(s);
-}
-
 VR_EXPORT int gdr_unpin_buffer(gdr_t g, gdr_mh_t handle)
 {
-    return with_pin(g, handle, op_unpin, NULL, "gdr_unpin_buffer");
-}
-
-static int op_callback_flag(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    int rc = pin->ops->callback_flag(pin->ctx, pin->bpin, arg);
-
-    vr_slot_unlock(s);
-    return rc ? vr_fail(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
+    return vr_pin_unpin(g, handle, "gdr_unpin_buffer");
 }
 
 VR_EXPORT int gdr_get_callback_flag(gdr_t g, gdr_mh_t handle, int *flag)
 {
     if (!flag)
         return vr_fail(EINVAL, "gdr_get_callback_flag: flag is NULL");
-    return with_pin(g, handle, op_callback_flag, flag, "gdr_get_callback_flag");
-}
-
-static int op_info(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    gdr_info_v2_t *out = arg;
-    struct vr_pin_info bi = { 0 };
-    int rc = pin->ops->info(pin->ctx, pin->bpin, &bi);
-    gdr_mapping_type_t type = pin_mapped_here(pin) ? pin->map_type : GDR_MAPPING_TYPE_NONE;
-
-    vr_slot_unlock(s);
-    if (rc)
-        return vr_fail(rc, "%s: %s", fn, vramio_strerror(rc));
-    *out = (gdr_info_v2_t){ .va = bi.va, .mapped_size = bi.mapped_size,
-                            .page_size = bi.page_size, .tm_cycles = bi.tm_cycles,
-                            .cycles_per_ms = bi.cycles_per_ms, .mapped = type != 0,
-                            .wc_mapping = type == GDR_MAPPING_TYPE_WC, .mapping_type = type };
-    return 0;
+    return vr_pin_callback_flag(g, handle, flag, "gdr_get_callback_flag");
 }
 
 VR_EXPORT int gdr_get_info_v2(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info)
 {
     if (!info)
         return vr_fail(EINVAL, "gdr_get_info_v2: info is NULL");
-    return with_pin(g, handle, op_info, info, "gdr_get_info_v2");
+    return vr_pin_info(g, handle, info, "gdr_get_info_v2");
 }
 
 VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info)
@@ -249,7 +151,7 @@ VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info)
 
     if (!info)
         return vr_fail(EINVAL, "gdr_get_info: info is NULL");
-    rc = with_pin(g, handle, op_info, &v2, "gdr_get_info");
+    rc = vr_pin_info(g, handle, &v2, "gdr_get_info");
     if (rc)
         return rc;
     *info = (struct gdr_info_v1){ .va = v2.va, .mapped_size = v2.mapped_size,
@@ -259,46 +161,8 @@ VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info)
     return 0;
 }
 
-struct map_args {
-    void **va;
-    size_t size;
-    gdr_mapping_type_t want;
-};
-
-static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    struct map_args *a = arg;
-    gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
-    void *ptr = NULL;
-    int rc;
-
-    if (pin_mapped_here(pin))
-        rc = vr_fail(EAGAIN, "%s: the handle is already mapped", fn);
-    else if (a->size > pin->mapped_size)
-        rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
-                     (unsigned long long)pin->mapped_size);
-    else if ((rc = pin->ops->map(pin->ctx, pin->bpin, a->size, a->want, &ptr, &granted)))
-        vr_fail_err(rc, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name, a->size,
-                    vramio_strerror(rc));
-    else if (!ptr || granted <= GDR_MAPPING_TYPE_NONE || granted >= GDR_MAPPING_TYPE_MAX) {
-        pin->ops->unmap(pin->ctx, pin->bpin, ptr, a->size);
-        rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);
-    } else {
-        pin->map_ptr = ptr;
-        pin->map_pid = vr_self_pid();
-        pin->map_size = a->size;
-        pin->map_type = granted;
-        vr_slot_set_mapping(s, ptr, a->size, granted);
-        *a->va = ptr;
-    }
-    vr_slot_unlock(s);
-    return rc;
-}
-
 VR_EXPORT int gdr_map_v2(gdr_t g, gdr_mh_t handle, void **va, size_t size, int flags)
 {
-    struct map_args a = { va, size, (gdr_mapping_type_t)flags };
-
     if (!va)
         return vr_fail(EINVAL, "gdr_map: va is NULL");
     if (flags < GDR_MAP_FLAG_DEFAULT || flags > GDR_MAP_FLAG_REQ_DEVICE_MAPPING)
@@ -306,7 +170,7 @@ VR_EXPORT int gdr_map_v2(gdr_t g, gdr_mh_t handle, void **va, size_t size, int f
     if (size == 0)
         return vr_fail(EINVAL, "gdr_map: size is 0");
     /* The request flags 1..3 are numbered like the mapping types WC, CACHING, DEVICE. */
-    return with_pin(g, handle, op_map, &a, "gdr_map");
+    return vr_pin_map(g, handle, va, size, (gdr_mapping_type_t)flags, "gdr_map");
 }
 
 VR_EXPORT int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size)
@@ -314,77 +178,19 @@ VR_EXPORT int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size)
     return gdr_map_v2(g, handle, va, size, GDR_MAP_FLAG_DEFAULT);
 }
 
-struct unmap_args {
-    void *va;
-    size_t size;
-    unsigned long h;
-};
-
-static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    struct unmap_args *a = arg;
-    int rc = 0;
-
-    if (!pin_mapped_here(pin)) {
-        vr_slot_unlock(s);
-        return vr_fail(EINVAL, "%s: the handle is not mapped", fn);
-    }
-    /* Upstream munmaps whatever it is given and returns 0, and clients rely on that: DPDK
-     * passes the device address, then unpins and frees. Release this handle's own mapping
-     * (never an address it was not given by us) and say so. */
-    if (a->va != pin->map_ptr || a->size != pin->map_size)
-        vr_warn("%s: %p+%zu is not the mapping of handle %#lx (expected %p+%zu); releasing that "
-                "mapping",
-                fn, a->va, a->size, a->h, pin->map_ptr, pin->map_size);
-    /* Hide the mapping from the copy path before it goes away. */
-    vr_slot_set_mapping(s, NULL, 0, 0);
-    rc = pin->ops->unmap(pin->ctx, pin->bpin, pin->map_ptr, pin->map_size);
-    pin->map_ptr = NULL;
-    pin->map_size = 0;
-    vr_slot_unlock(s);
-    return rc ? vr_fail_err(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
-}
-
 VR_EXPORT int gdr_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size)
 {
-    struct unmap_args a = { va, size, handle.h };
-
-    return with_pin(g, handle, op_unmap, &a, "gdr_unmap");
-}
-
-static int op_handle_backend(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
-{
-    (void)fn;
-    *(vramio_backend_t *)arg = pin->ops->id;
-    vr_slot_unlock(s);
-    return 0;
+    return vr_pin_unmap(g, handle, va, size, "gdr_unmap");
 }
 
 VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend)
 {
     if (!backend)
         return vr_fail(EINVAL, "vramio_handle_backend: backend is NULL");
-    return with_pin(g, handle, op_handle_backend, backend, "vramio_handle_backend");
+    return vr_pin_backend(g, handle, backend, "vramio_handle_backend");
 }
 
-/* Cold: kept out of line so that the copy path stays a handful of instructions. */
-__attribute__((noinline, cold))
-static int copy_fail(const char *fn, unsigned long h, const void *p, size_t n, int not_pin)
-{
-    if (not_pin)
-        return vr_fail(EINVAL, "%s: %#lx is not a live pin handle", fn, h);
-    return vr_fail(EINVAL, "%s: %p+%zu is not inside the mapping of handle %#lx", fn, p, n, h);
-}
 
-/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
- * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
- * than any len, so two comparisons cover both ends. */
-static inline int in_mapping(const struct vr_mapping *m, const void *p, size_t n)
-{
-    uintptr_t off = (uintptr_t)p - m->base;
-
-    return off <= m->len && n <= m->len - off;
-}
 
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                   size_t size)
@@ -392,11 +198,11 @@ VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *
     struct vr_mapping m;
 
     if (__builtin_expect(vr_pin_mapping(handle.h, &m) != 0, 0))
-        return copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 1);
+        return vr_copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 1);
     if (size == 0)
         return 0;
-    if (__builtin_expect(!in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
-        return copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 0);
+    if (__builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
+        return vr_copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 0);
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
@@ -406,11 +212,11 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     struct vr_mapping m;
 
     if (__builtin_expect(vr_pin_mapping(handle.h, &m) != 0, 0))
-        return copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 1);
+        return vr_copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 1);
     if (size == 0)
         return 0;
-    if (__builtin_expect(!in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
-        return copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
+    if (__builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
+        return vr_copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 
@@ -420,51 +226,6 @@ extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
     __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
 extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping
     __attribute__((alias("gdr_copy_from_mapping"), visibility("hidden")));
-
-/*
- * For the copy engine (copy_dma.c): [p, p+n) checked as gdr_copy_*_mapping checks it, and
- * where it lies in GPU memory. The mapping starts at the pin's info.va, so map_ptr + off is
- * va + off on the GPU. Takes the slot lock for a moment: the pin's va is not published to the
- * lock-free path, and a copy big enough for the copy engine does not notice the lock.
- */
-int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
-                     struct vr_dma_range *r, const char *fn)
-{
-    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
-    struct vr_pin *pin;
-    struct vr_mapping m;
-    int ok;
-
-    if (!s)
-        return copy_fail(fn, handle.h, p, n, 1);
-    pin = s->obj;
-    if (!pin) {                 /* a test-only mapping (vr_handles_test_insert): no GPU behind */
-        vr_slot_unlock(s);
-        return copy_fail(fn, handle.h, p, n, 1);
-    }
-    ok = pin_mapped_here(pin) && host;
-    if (ok) {
-        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
-        ok = in_mapping(&m, p, n);
-    }
-    if (ok)
-        *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
-                                    .type = pin->map_type, .dma_dev = pin->dma_dev,
-                                    .avail = m.len - ((uintptr_t)p - m.base) };
-    vr_slot_unlock(s);
-    return ok ? 0 : copy_fail(fn, handle.h, p, n, 0);
-}
-
-void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
-{
-    struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
-
-    if (s) {
-        if (s->obj)
-            ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
-        vr_slot_unlock(s);
-    }
-}
 
 VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)
 {

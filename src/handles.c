@@ -272,27 +272,3 @@ void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
     }
 }
 
-int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token)
-{
-    struct vr_slot *s;
-    int rc = vr_slot_alloc(&vr_pins, NULL, 0, token);
-
-    if (rc)
-        return rc;
-    s = vr_slot_lock(&vr_pins, *token);
-    if (!s)
-        return EINVAL;
-    vr_slot_set_mapping(s, base, len, type);
-    vr_slot_unlock(s);
-    return 0;
-}
-
-int vr_handles_test_remove(unsigned long token)
-{
-    struct vr_slot *s = vr_slot_lock(&vr_pins, token);
-
-    if (!s)
-        return EINVAL;
-    vr_slot_free_locked(&vr_pins, s);
-    return 0;
-}

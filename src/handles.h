@@ -85,11 +85,6 @@ pid_t vr_self_pid(void);
 /* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
 
-/* Test-only: register a mapping of ordinary memory as a pin, for the dispatch benchmark and the
- * white-box tests (no backend involved). */
-int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token);
-int vr_handles_test_remove(unsigned long token);
-
 struct vr_mapping {
     uintptr_t base;
     size_t len;
@@ -129,6 +124,16 @@ static inline int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
         if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v)
             return 0;
     }
+}
+
+/* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
+ * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more
+ * than any len, so two comparisons cover both ends. */
+static inline int vr_in_mapping(const struct vr_mapping *m, const void *p, size_t n)
+{
+    uintptr_t off = (uintptr_t)p - m->base;
+
+    return off <= m->len && n <= m->len - off;
 }
 
 #endif /* VRAMIO_HANDLES_H */

@@ -35,7 +35,7 @@ static void log_read_env(void)
     }
 }
 
-int vr_log_enabled(enum vr_log_level level)
+static int log_enabled(enum vr_log_level level)
 {
     pthread_once(&log_once, log_read_env);
     return (int)level >= log_threshold;
@@ -58,7 +58,7 @@ void vr_log(enum vr_log_level level, const char *fmt, ...)
     va_list ap;
     int n;
 
-    if (!vr_log_enabled(level))
+    if (!log_enabled(level))
         return;
     n = snprintf(line, sizeof(line), "gdrapi: %s: ", level_name(level));
     va_start(ap, fmt);

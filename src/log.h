@@ -16,9 +16,6 @@ enum vr_log_level {
     VR_LOG_ERROR = 4,
 };
 
-/* Whether a message at this level would be printed (to skip building expensive ones). */
-int vr_log_enabled(enum vr_log_level level);
-
 __attribute__((format(printf, 2, 3)))
 void vr_log(enum vr_log_level level, const char *fmt, ...);
 

@@ -12,29 +12,26 @@
 UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
 UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c))
 TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
-COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
+COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS))
 
-TEST_CFLAGS = -std=gnu11 $(WARNINGS) -pthread -Iinclude -Itests/unit -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS)
+TEST_CFLAGS = $(PROG_CFLAGS) $(TEST_CPPFLAGS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) -L$(BUILD)/lib -lgdrapi \
-	    -Wl,-rpath,$(abspath $(BUILD)/lib) -ldl $(ALL_LDFLAGS)
-
-$(BUILD)/tests/stress_%: tests/unit/stress_%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_HELPER_SRCS) -L$(BUILD)/lib -lgdrapi \
-	    -Wl,-rpath,$(abspath $(BUILD)/lib) -ldl $(ALL_LDFLAGS)
+	$(call prog-link,$(TEST_CPPFLAGS),$< $(TEST_HELPER_SRCS) $(LINK_LIBGDRAPI) -ldl)
 
 # White-box: may include src/ headers (the one deliberate exception).
-$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS)
+# The copy engine's objects and the library's log.c; copy_test.h counts the warnings.
+COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS) $(BUILD)/obj/src/log.o
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Isrc -Isrc/copy -o $@ $< $(COPY_OBJS) $(ALL_LDFLAGS)
+	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(COPY_OBJS) $(COPY_TEST_LOG))
 
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(LIB_STATIC)
+# tests/unit/wb/: hooks on the library's internals, built into these programs only.
+WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Isrc -Idriver/uapi -I$(CUDA_HOME)/include -o $@ $< $(TEST_HELPER_SRCS) \
-	    $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
+	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.

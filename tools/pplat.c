@@ -18,7 +18,6 @@
 #include "gdrapi.h"
 #include "vramio.h"
 #include "cuda_loader.h"
-#include "common/cudax.h"
 #include "common/gpumem.h"
 #include "common/rawcopy.h"
 #include "common/stats.h"
@@ -114,7 +113,6 @@ static void parse(int argc, char **argv, struct opts *o)
 
 struct pp {
     const struct vr_cuda *cu;
-    const struct cudax *cx;
     CUfunction fn;
     const struct opts *o;
     volatile uint32_t *ack;     /* host memory the GPU answers into */
@@ -177,7 +175,7 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
     if (!samples)
         die(prog, "out of memory");
     *pp->ack = 0;
-    cu_check(pp->cx->cuLaunchKernel(pp->fn, (unsigned)o->blocks, 1, 1, (unsigned)o->threads, 1, 1,
+    cu_check(pp->cu->cuLaunchKernel(pp->fn, (unsigned)o->blocks, 1, 1, (unsigned)o->threads, 1, 1,
                                     0, NULL, params, NULL), "cuLaunchKernel");
     for (uint32_t i = 1; i <= iters; i++) {
         uint64_t t0 = now_ns(), t;
@@ -186,14 +184,14 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
         while (__atomic_load_n(pp->ack, __ATOMIC_ACQUIRE) != i) {
             if (deadline_ns && now_ns() - t0 > deadline_ns)
                 die(prog, "TIMEOUT: no answer to round trip %u after %lu s (kernel state: %s)", i,
-                    o->timeout_s, vr_cuda_errstr(pp->cx->cuStreamQuery(NULL)));
+                    o->timeout_s, vr_cuda_errstr(pp->cu->cuStreamQuery(NULL)));
         }
         t = now_ns();
         samples[i - 1] = (double)(t - t0) / 1e3;
         if (o->delay_ns)
             spin_ns(o->delay_ns);
     }
-    cu_check(pp->cx->cuStreamSynchronize(NULL), "cuStreamSynchronize");
+    cu_check(pp->cu->cuStreamSynchronize(NULL), "cuStreamSynchronize");
     stats_compute(samples, o->iters, st);
     free(samples);
 }
@@ -228,11 +226,15 @@ int main(int argc, char **argv)
     printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     pp.cu = gm_cuda();
-    pp.cx = cudax_load(why, sizeof(why));
-    if (!pp.cx)
+    if (vr_cuda_require(pp.cu, cuModuleLoadData, why, sizeof(why)) ||
+        vr_cuda_require(pp.cu, cuModuleGetFunction, why, sizeof(why)) ||
+        vr_cuda_require(pp.cu, cuModuleUnload, why, sizeof(why)) ||
+        vr_cuda_require(pp.cu, cuLaunchKernel, why, sizeof(why)) ||
+        vr_cuda_require(pp.cu, cuStreamQuery, why, sizeof(why)) ||
+        vr_cuda_require(pp.cu, cuStreamSynchronize, why, sizeof(why)))
         die(prog, "%s", why);
-    cu_check(pp.cx->cuModuleLoadData(&mod, pplat_fatbin), "cuModuleLoadData");
-    cu_check(pp.cx->cuModuleGetFunction(&pp.fn, mod, "pplat_pingpong"), "cuModuleGetFunction");
+    cu_check(pp.cu->cuModuleLoadData(&mod, pplat_fatbin), "cuModuleLoadData");
+    cu_check(pp.cu->cuModuleGetFunction(&pp.fn, mod, "pplat_pingpong"), "cuModuleGetFunction");
 
     /* The answer lives in mapped host memory; so does the request of the host mode. */
     cu_check(pp.cu->cuMemHostAlloc(&hack, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
@@ -288,7 +290,7 @@ int main(int argc, char **argv)
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
     tool_map_close(&m, prog, 0);
-    pp.cx->cuModuleUnload(mod);
+    pp.cu->cuModuleUnload(mod);
     pp.cu->cuMemFreeHost(hack);
     pp.cu->cuMemFreeHost(hreq);
     gm_free(&buf);

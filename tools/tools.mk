@@ -5,16 +5,18 @@
 #   $(BUILD)/bin/gdrcopy_sanity_static   the same sanity suite, static, for the QEMU guest
 #   make bench    runs the benchmarks on a GPU machine, writes docs/benchmarks.{md,svg}
 #
-# CUDA is reached only through dlopen (src/cuda_loader.c is compiled in), so every tool starts
+# CUDA is reached only through dlopen (util/cuda_loader.c, linked from util's archive), so every tool starts
 # on a machine without a GPU and says what is missing. pplat's GPU kernel is built with nvcc
 # when nvcc is found; otherwise pplat is still built and says why its kernel is missing.
 
 TOOL_NAMES  := $(basename $(notdir $(wildcard tools/*.c)))
 TOOL_BINS   := $(patsubst %,$(BUILD)/bin/gdrcopy_%,$(TOOL_NAMES))
 TOOL_STATIC := $(BUILD)/bin/gdrcopy_sanity_static
-TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c)) \
-                    $(BUILD)/obj/src/cuda_loader.o
+TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c))
 SANITY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/sanity/*.c))
+# The emulated provider's memory kind (TEST ONLY): linked into the guest's static sanity alone.
+GM_EMU_OBJ  := $(BUILD)/obj/tests/tools/gpumem_emu.o
+$(BUILD)/obj/tests/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/kernel
 TOOL_LIBS   := -ldl -lpthread -lm
 NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
@@ -24,21 +26,18 @@ PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
 tools: $(TOOL_BINS) $(TOOL_STATIC)
 
 # The tools find the library beside them in the build tree ($ORIGIN/../lib).
-$(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/lib -lgdrapi \
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(UTIL_LIB) -L$(BUILD)/lib -lgdrapi \
 	    -Wl,-rpath,'$$ORIGIN/../lib' $(TOOL_LIBS)
 
 $(BUILD)/bin/gdrcopy_sanity: $(SANITY_OBJS)
 $(BUILD)/bin/gdrcopy_pplat: $(BUILD)/obj/gen/pplat_kernel.o
 
-# glibc warns that dlopen in a static program needs the shared libraries at run time: true and
-# intended (CUDA kinds are skipped in the guest, which has no libcuda).
-$(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(LIB_STATIC)
+# The guest has no libcuda: the CUDA kinds are skipped there.
+$(TOOL_STATIC): $(BUILD)/obj/tools/sanity.o $(SANITY_OBJS) $(TOOL_COMMON_OBJS) $(GM_EMU_OBJ) $(UTIL_LIB) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	rm -f $@; $(CC) -static $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_STATIC) $(TOOL_LIBS) 2>&1 | \
-	    { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }
-	@test -x $@
+	$(call guest-link,,$(filter %.o,$^) $(UTIL_LIB) $(LIB_STATIC) $(TOOL_LIBS))
 
 # pplat's kernel: a fatbin embedded as bytes, or the reason it is missing.
 $(PPLAT_GEN): tools/pplat_kernel.cu tools/gen_fatbin.sh
@@ -53,8 +52,7 @@ bench: lib tools
 	BUILD=$(BUILD) tools/bench/run.sh
 
 # The tools' own helpers, tested without a GPU by 'make check'.
-$(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itools -o $@ $< $(TOOL_COMMON_OBJS) -L$(BUILD)/lib -lgdrapi \
-	    -Wl,-rpath,$(abspath $(BUILD)/lib) $(TOOL_LIBS) $(ALL_LDFLAGS)
+	$(call prog-link,-Iinclude $(TOOL_CPPFLAGS),$< $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LINK_LIBGDRAPI) $(TOOL_LIBS))
 TEST_PROGS += $(BUILD)/tests/tools_selftest

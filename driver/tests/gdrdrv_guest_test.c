@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
 #define MODULE "/modules/gdrdrv.ko"

@@ -20,10 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
+#include "arch/fence.h"
 #include "copy_kernels.h"
 #include "log.h"
 
@@ -31,17 +28,15 @@
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
  * the choice depends only on the CPU's features (deterministic).
  *
- * Order, from the WC BAR figures measured on the GPU machine (shared/spec/gpu-machine.md;
- * H200 on PCIe Gen5, Xeon with AVX-512 and MOVDIR64B):
- *  avx512    writes 19.5 GB/s, the same as avx2 (the link is the limit there), and reads
- *            0.91 GB/s with 64-byte streaming loads against 0.76 for avx2: first, for reads.
- *  avx2      writes 19.5 GB/s, reads 0.76 GB/s.
- *  sse41     reads 0.69 GB/s; no write figure, but a 16-byte store fills a quarter of a
- *            WC line where the wider kernels fill a half or all of it.
- *  c         8-byte volatile accesses (8-byte reads: 0.008 GB/s). Always usable, so no entry
- *            after it is ever chosen automatically.
- *  movdir64b after c, so by name only: its 64-byte direct stores reach 11-12 GB/s there,
- *            well below the NT stores; its reads are sse41's streaming loads.
+ * Order, from WC BAR figures of raw loops (docs/copy-kernels.md has them):
+ *  avx512    writes as fast as avx2 (the link is the limit), reads faster with 64-byte
+ *            streaming loads: first, for reads.
+ *  avx2      then sse41: a 16-byte store fills a quarter of a WC line where the wider
+ *            kernels fill a half or all of it.
+ *  c         8-byte volatile accesses. Always usable, so no entry after it is ever chosen
+ *            automatically.
+ *  movdir64b after c, so by name only: its 64-byte direct stores are well below the NT
+ *            stores; its reads are sse41's streaming loads.
  * A 16-byte step (sse41) leads the wider kernels to their alignment; every AVX2 or AVX-512
  * CPU has SSE4.1, and each kernel's 'needs' says so all the same.
  */
@@ -85,6 +80,13 @@ const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
     return kernels;
 }
 
+/* The table stays here, where the copy paths see the portable kernel's fields as constants;
+ * the policy that chooses from it is copy_select.c's, which is handed the table. */
+const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
+{
+    return vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]), features, forced);
+}
+
 /* The portable kernel until the constructor below has run: correct on every CPU, so a copy
  * made by another library's constructor before ours is still right, only slower. */
 static const struct vr_copy_kernel *active = KERNEL_C;
@@ -99,19 +101,6 @@ __attribute__((constructor)) static void vr_copy_init(void)
 const char *vr_copy_kernel_name(void)
 {
     return active->name;
-}
-
-/* Stores to a WC (or device) mapping are weakly ordered against later stores (a flag the GPU
- * polls, a doorbell): one fence at the end of the whole copy makes them all visible first. */
-static inline void store_fence(void)
-{
-#if defined(__x86_64__)
-    _mm_sfence();
-#elif defined(__aarch64__)
-    __asm__ volatile("dmb oshst" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
 }
 
 /* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
@@ -231,7 +220,7 @@ copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, cons
         return;
     }
     copy_shaped(1, &k->to_map, dst, src, n);
-    store_fence();
+    vr_store_fence();
 }
 
 /* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
@@ -304,10 +293,10 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
         const unsigned char *h = src;
 
         switch (n) {
-        case 1: scalar_store(m, h, 1); store_fence(); return 0;
-        case 2: if ((uintptr_t)m & 1) break; scalar_store(m, h, 2); store_fence(); return 0;
-        case 4: if ((uintptr_t)m & 3) break; scalar_store(m, h, 4); store_fence(); return 0;
-        case 8: if ((uintptr_t)m & 7) break; scalar_store(m, h, 8); store_fence(); return 0;
+        case 1: scalar_store(m, h, 1); vr_store_fence(); return 0;
+        case 2: if ((uintptr_t)m & 1) break; scalar_store(m, h, 2); vr_store_fence(); return 0;
+        case 4: if ((uintptr_t)m & 3) break; scalar_store(m, h, 4); vr_store_fence(); return 0;
+        case 8: if ((uintptr_t)m & 7) break; scalar_store(m, h, 8); vr_store_fence(); return 0;
         case 16: case 24: case 32:         /* in ascending order, as the general path */
             if ((uintptr_t)m & 7)
                 break;
@@ -317,7 +306,7 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
                 scalar_store(m + 16, h + 16, 8);
             if (n > 24)
                 scalar_store(m + 24, h + 24, 8);
-            store_fence();
+            vr_store_fence();
             return 0;
         default:
             break;
@@ -326,7 +315,7 @@ int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size
     d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map : &active->to_map;
     if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
         d->bulk(dst, src, n);
-        store_fence();
+        vr_store_fence();
         return 0;
     }
     return copy_to_any(type, dst, src, n);

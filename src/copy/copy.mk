@@ -28,7 +28,6 @@ COPY_BENCH := $(BUILD)/bench/copy_bench
 bench-copy: $(COPY_BENCH)
 	$(COPY_BENCH) $(COPY_BENCH_ARGS)
 
-$(COPY_BENCH): tests/bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS))
+$(COPY_BENCH): tests/bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARNINGS) -pthread -Iinclude -Isrc -Isrc/copy -D_GNU_SOURCE $(SAN_FLAGS) \
-	    $(CFLAGS) -o $@ $^ $(ALL_LDFLAGS)
+	$(call prog-link,-Iinclude -Isrc -Isrc/copy,$^)

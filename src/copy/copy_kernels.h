@@ -12,16 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "arch/cpu_features.h"
 #include "copy.h"
-
-/* CPU features a kernel needs; detected once (copy_select.c). */
-enum vr_cpu_feature {
-    VR_CPU_SSE41     = 1u << 0,
-    VR_CPU_AVX2      = 1u << 1, /* with the OS saving YMM state (XCR0) */
-    VR_CPU_AVX512F   = 1u << 2, /* with the OS saving ZMM and opmask state (XCR0) */
-    VR_CPU_MOVDIR64B = 1u << 3,
-    VR_CPU_NEON      = 1u << 4,
-};
 
 typedef void (*vr_bulk_fn)(void *dst, const void *src, size_t n);
 
@@ -83,14 +75,15 @@ void vr_copy_neon_load(void *dst, const void *src, size_t n);
 /* Every kernel built for this architecture, in the order of the automatic choice. */
 const struct vr_copy_kernel *vr_copy_kernels(size_t *count);
 
-/* Features of this CPU and OS (cpuid/xgetbv on x86). */
-unsigned vr_cpu_features(void);
-
 /* Whether a kernel runs with these features. */
 int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features);
 
-/* The choice: 'forced' (a name, or NULL/"" for automatic) if known and usable, else the
- * first usable kernel in table order; an unusable or unknown name is logged (vr_warn). */
+/* The choice among ks[0..count) (copy_select.c): 'forced' (a name, or NULL/"" for automatic)
+ * if known and usable, else the first usable kernel in table order; an unusable or unknown
+ * name is logged (vr_warn). */
+const struct vr_copy_kernel *vr_copy_choose_from(const struct vr_copy_kernel *ks, size_t count,
+                                                 unsigned features, const char *forced);
+/* The same among this build's kernels (copy.c's table). */
 const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced);
 
 /* vr_copy_to/from_mapping with an explicit kernel. */

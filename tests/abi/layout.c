@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * layout.c - the gdrapi 2.6 ABI as the interface document states it (docs: gdrapi-abi.md
- * sections 2, 3 and 5): sizes, offsets, enum and macro values of include/gdrapi.h, the layout
- * the legacy 40-byte gdr_info expects, and the ioctl codes and structs of driver/uapi/gdrdrv.h.
+ * layout.c - the gdrapi 2.6 ABI (docs/gdrdrv-abi.md): sizes, offsets, enum and macro values
+ * of include/gdrapi.h, the layout the legacy 40-byte gdr_info expects, and the ioctl codes
+ * and structs of driver/uapi/gdrdrv.h.
  * Most checks are compile-time; the bitfield word is checked at run time.
  */
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #include <sys/ioctl.h>
 #include "gdrapi.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define SA(cond) _Static_assert(cond, #cond)
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test_exports.sh - the dynamic symbols of libgdrapi.so.2.6 are exactly the 17 gdr_* names of
 # GDRCopy 2.6 plus vramio_* ones, every function declared in include/vramio.h is exported, and
-# the allocator functions that PyTorch and python/vramio find by name.
+# the allocator functions that PyTorch and python/vramio find by name; no test hook
+# (tests/unit/wb/hooks.h) is in the shipped library or archive, hidden or not.
 set -u
 cd "$(dirname "$0")/../.."
 lib=${BUILD:-build}/lib/libgdrapi.so.2.6
@@ -45,3 +46,17 @@ for f in vramio_pluggable_alloc vramio_pluggable_free vramio_alloc vramio_free; 
 done
 [ -z "$miss" ] && echo "ok exports_pluggable_allocator" ||
     echo "not ok exports_pluggable_allocator: missing$miss"
+
+hooks=$(sed -n 's/^[a-z].* \**\(vr_[a-z_0-9]*\)(.*/\1/p' tests/unit/wb/hooks.h | sort -u)
+found=
+for f in "$lib" "$(dirname "$lib")/libgdrapi.a"; do
+    [ -f "$f" ] || continue
+    for h in $hooks; do
+        nm "$f" 2>/dev/null | awk '$2 ~ /^[TtDdBb]$/ {print $3}' | grep -qx "$h" && found="$found $(basename "$f"):$h"
+    done
+done
+if [ -n "$hooks" ] && [ -z "$found" ]; then
+    echo "ok no_test_hooks_shipped ($(echo $hooks))"
+else
+    echo "not ok no_test_hooks_shipped:${found:- no hook names read from tests/unit/wb/hooks.h}"
+fi

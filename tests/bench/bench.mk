@@ -9,8 +9,7 @@ BENCH_DISPATCH := $(BUILD)/bench/bench_dispatch
 bench-dispatch: $(BENCH_DISPATCH)
 	$(BENCH_DISPATCH) $(BENCH_DISPATCH_ARGS)
 
-# White-box: links the static library and includes src/ headers for the test-only insert.
-$(BENCH_DISPATCH): tests/bench/bench_dispatch.c $(LIB_STATIC)
+# White-box: links the static library and the test hooks (tests/unit/wb/) for the insert.
+$(BENCH_DISPATCH): tests/bench/bench_dispatch.c $(WB_HOOK_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARNINGS) -pthread -Iinclude -Isrc -D_GNU_SOURCE $(SAN_FLAGS) $(CFLAGS) \
-	    -o $@ $< $(LIB_STATIC) -ldl $(ALL_LDFLAGS)
+	$(call prog-link,$(WB_CPPFLAGS),$< $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl)

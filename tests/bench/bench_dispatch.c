@@ -21,6 +21,7 @@
 #include "gdrapi.h"
 #include "handles.h"
 #include "copy/copy.h"
+#include "wb/hooks.h"
 
 static double now_ns(void)
 {

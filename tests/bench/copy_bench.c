@@ -29,18 +29,6 @@
 
 #define MAX_SIZE ((size_t)1 << 20)
 
-/* The copy objects log through the library's function; this program has no library. */
-void vr_log(enum vr_log_level level, const char *fmt, ...)
-{
-    (void)level;
-    (void)fmt;
-}
-
-int vr_log_enabled(enum vr_log_level level)
-{
-    (void)level;
-    return 0;
-}
 
 static double now_ns(void)
 {

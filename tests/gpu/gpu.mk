@@ -16,9 +16,8 @@ GPU_COMMON := tests/gpu/gpu_common.c tests/unit/helpers/check.c
 
 $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(GPU_COMMON) \
-	    -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib) -L$(CUDA_STUBS) -lcuda \
-	    $(ALL_LDFLAGS)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(GPU_COMMON) $(LINK_LIBGDRAPI) \
+	    -L$(CUDA_STUBS) -lcuda)
 
 .PHONY: gpu-tests
 gpu-tests: $(GPU_BINS)

@@ -128,18 +128,21 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
 # ---- guest programs: static, built once for all kernels ------------------------------------
 GUEST=$KROOT/guest
 build_guest() {
-    local src out libs rc=0
+    local src out libs rc=0 cc=${CC:-cc} flags
     mkdir -p "$GUEST"
     if [ ! -f "$BUILD/lib/libgdrapi.a" ]; then
         make -C "$REPO" BUILD="$BUILD" lib >"$GUEST/lib.log" 2>&1
     fi
+    # The top Makefile's flags for static guest programs (GUEST_CFLAGS, GUEST_CPPFLAGS).
+    flags=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$REPO" \
+            print-GUEST_CFLAGS print-GUEST_CPPFLAGS | tr '\n' ' ')
     for src in tests/kernel/guest/*.c; do
         case $src in */common.c|*/mmio.c) continue ;; esac      # helpers, linked into all
         out=$GUEST/$(basename "$src" .c)
         libs=
         grep -q '<gdrapi.h>' "$src" && libs="$BUILD/lib/libgdrapi.a -ldl"
-        if ! gcc -static -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
-            -Iinclude -Idriver/uapi -Itests/kernel -Itests/kernel/guest -o "$out" "$src" \
+        # shellcheck disable=SC2086 # flags: several words
+        if ! $cc $flags -o "$out" "$src" \
             tests/kernel/guest/common.c tests/kernel/guest/mmio.c $libs >"$out.log" 2>&1; then
             echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
             sed 's/^/    /' "$out.log" | head -n 30

@@ -4,6 +4,7 @@
  * writer, the raw reference loops (every size and misalignment against memcpy, on host
  * memory) and the paired latency measurement. Prints one ok / not ok line per check.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/gpumem.h"
 #include "common/measure.h"
 #include "common/numa.h"
 #include "common/rawcopy.h"
@@ -212,6 +214,24 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
     check(c.max_index[1] < c.min_index[2], what, why);
 }
 
+/* The installed tools know the emu kind by name but do not carry it (only the guest build
+ * links tests/tools/gpumem_emu.c); using it says so instead of opening /dev/nvp2p_emu. */
+static void test_kinds(void)
+{
+    enum gm_kind k = GM_CUDA;
+    char why[256] = "";
+    struct gm_buf b;
+
+    check(gm_kind_parse("emu", &k) == 0 && k == GM_EMU && !gm_kind_is_cuda(k),
+          "gpumem/emu_known_by_name", "emu not parsed as a non-CUDA kind");
+    check(gm_init(GM_EMU, 0, why, sizeof(why)) == ENODEV && strstr(why, "QEMU guest"),
+          "gpumem/emu_not_linked", why);
+    check(gm_alloc(GM_EMU, 4096, &b, why, sizeof(why)) == EINVAL && gm_free(&b) == 0,
+          "gpumem/emu_alloc_refused", why);
+    check(gm_kind_parse("cuMemCreate", &k) == 0 && k == GM_VMM_RDMA &&
+          gm_kind_parse("nope", &k) == EINVAL, "gpumem/kind_names", "alias or unknown name");
+}
+
 /* A file under the fake sysfs root, its directories made first. */
 static void put(const char *root, const char *rel, const char *text)
 {
@@ -285,6 +305,7 @@ int main(void)
 {
     test_numa();
     test_parse();
+    test_kinds();
     test_stats();
     test_json();
     test_raw();

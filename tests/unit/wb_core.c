@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_core.c - white-box test of the core's dispatch and locking (gdrapi.c, open.c) with three
+ * wb_core.c - white-box test of the core's dispatch and locking (gdrapi.c, instance.c, pin.c) with three
  * fake backends defined here, so that it runs, also under TSan, on a machine without a GPU.
- * The fakes are registered from the test side only: a struct vr_gdr is filled the way gdr_open
- * fills it, and everything after that goes through the public gdr_* calls.
+ * The fakes are handed to the instance as its backend table (vr_instance_open, what gdr_open
+ * does with the real ones), and everything after that goes through the public gdr_* calls.
  *
  * Checks: the pin is offered in priority order, ENOTSUP falls through, another error is final,
  * all-declined returns the first error with every reason; gdr_close releases pins, mappings
@@ -62,8 +62,8 @@ static int make_pin(const struct vr_pin_req *req, void **pin)
 
     if (!p)
         return ENOMEM;
-    p->va = req->addr & ~(PAGE - 1);
-    p->size = ((req->addr + req->size + PAGE - 1) & ~(PAGE - 1)) - p->va;
+    p->va = req->va;                 /* the core hands whole GPU pages */
+    p->size = req->len;
     *pin = p;
     live_pins++;
     return 0;
@@ -115,14 +115,16 @@ static int fake_unpin(void *ctx, void *pin)
 }
 
 static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
-                    gdr_mapping_type_t *granted)
+                    gdr_mapping_type_t *granted, char *why, size_t len)
 {
     void *p;
 
     (void)ctx; (void)pin;
     backend_ops++;
-    if (want == GDR_MAPPING_TYPE_DEVICE)
+    if (want == GDR_MAPPING_TYPE_DEVICE) {
+        snprintf(why, len, "this fake platform has no device mappings");
         return EINVAL; /* a type this "platform" cannot grant */
+    }
     p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return ENOMEM;
@@ -147,8 +149,11 @@ static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
 
     (void)ctx;
     backend_ops++;
+    /* B measures nothing, like the user-space backends: the core times its pins. */
+    int b = in(p->va, B_BASE);
+
     *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
-                                  .tm_cycles = 1, .cycles_per_ms = 1000 };
+                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
     return 0;
 }
 
@@ -191,24 +196,45 @@ static const struct vr_backend_ops fake_a = FAKE(VRAMIO_BACKEND_GDRDRV, "fakeA",
 static const struct vr_backend_ops fake_b = FAKE(VRAMIO_BACKEND_DMABUF, "fakeB", b_pin);
 static const struct vr_backend_ops fake_c = FAKE(VRAMIO_BACKEND_VULKAN, "fakeC", c_pin);
 
-/* A gdr_t served by the fakes, registered as gdr_open registers an instance. */
+/* A gdr_t served by the fakes: the instance opened from their table, as gdr_open opens one
+ * from the real backends'. */
 static gdr_t fake_open_gdr(void)
 {
-    const struct vr_backend_ops *ops[3] = { &fake_a, &fake_b, &fake_c };
-    struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
-    int i;
+    static const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT] = {
+        [VRAMIO_BACKEND_GDRDRV] = &fake_a, [VRAMIO_BACKEND_DMABUF] = &fake_b,
+        [VRAMIO_BACKEND_VULKAN] = &fake_c,
+    };
+    struct vr_gdr *gdr;
 
-    for (i = 0; i < 3; i++) {
-        gdr->active[i].ops = ops[i];
-        ops[i]->open(&gdr->active[i].ctx, NULL, 0);
-        snprintf(gdr->why[i + 1], VR_REASON_LEN, "usable");
-    }
-    gdr->nactive = 3;
-    gdr->pid = getpid();
-    if (vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token) != 0)
-        return NULL;
-    gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
-    return (gdr_t)(uintptr_t)gdr->token;
+    return vr_instance_open(table, &gdr) ? NULL : (gdr_t)(uintptr_t)gdr->token;
+}
+
+/* The core rounds a pin to whole GPU pages once for every backend, and refuses a range whose
+ * last page would end past the address space before any backend sees it. */
+static void test_rounding(gdr_t g)
+{
+    gdr_info_v2_t info;
+    gdr_mh_t mh;
+    int ops, rc;
+
+    rc = gdr_pin_buffer_v2(g, A_BASE + PAGE + 100, PAGE, 0, &mh);
+    check(rc == 0 && gdr_get_info_v2(g, mh, &info) == 0 && info.va == A_BASE + PAGE &&
+          info.mapped_size == 2 * PAGE, "core_rounds_to_gpu_pages", "rc %d va %#llx size %llu",
+          rc, (unsigned long long)info.va, (unsigned long long)info.mapped_size);
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    memset(&info, 0, sizeof(info));
+    rc = gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh);
+    if (rc == 0)
+        rc = gdr_get_info_v2(g, mh, &info);
+    check(rc == 0 && info.tm_cycles > 0 && info.cycles_per_ms > 0, "core_times_pin_for_backend",
+          "rc %d tm %llu rate %u", rc, (unsigned long long)info.tm_cycles, info.cycles_per_ms);
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    ops = backend_ops;
+    rc = gdr_pin_buffer_v2(g, (unsigned long)(UINT64_MAX - 0x8000), 0x100, 0, &mh);
+    check(rc == EINVAL && backend_ops == ops && mh.h == 0, "core_refuses_wrap_in_gpu_pages",
+          "rc %d, %d backend ops", rc, (int)(backend_ops - ops));
 }
 
 static void test_dispatch(void)
@@ -238,6 +264,7 @@ static void test_dispatch(void)
           "rc %d, '%s'", rc, e);
     check(vramio_get_backend(g, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV, "get_backend_first",
           "%d", (int)be);
+    test_rounding(g);
     check(gdr_close(g) == 0 && live_ctx == 0, "close_closes_contexts", "%d left", (int)live_ctx);
 }
 
@@ -256,8 +283,9 @@ static void test_map_rules_and_close(void)
           "info_from_backend", "va %#llx size %llu", (unsigned long long)info.va,
           (unsigned long long)info.mapped_size);
     check(gdr_map_v2(g, mh[0], &ptr, PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING) == EINVAL &&
+          strstr(vramio_last_error(), "no device mappings") &&
           gdr_get_info_v2(g, mh[0], &info) == 0 && !info.mapped, "ungrantable_type_einval",
-          "accepted or left mapped");
+          "accepted, left mapped, or the backend's reason lost: '%s'", vramio_last_error());
     check(gdr_map_v2(g, mh[0], &ptr, 4 * PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == 0 &&
           gdr_get_info_v2(g, mh[0], &info) == 0 && info.mapped &&
           info.mapping_type == GDR_MAPPING_TYPE_CACHING && !info.wc_mapping,

@@ -5,13 +5,13 @@
  * pin asks for and when a refused PCIE flag is retried without it, and the
  * GDRCOPY_USE_DMABUF_MMAP switch.
  */
-#include <cuda.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dmabuf_policy.h"
+#include "cuda_types.h"
+#include "backends/dmabuf_policy.h"
 #include "gdrapi.h"
 #include "helpers/check.h"
 

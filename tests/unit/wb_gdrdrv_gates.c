@@ -75,7 +75,7 @@ static int fake_munmap(void *addr, size_t len)
 #define ioctl(...) fake_ioctl(__VA_ARGS__)
 #define mmap(...) fake_mmap(__VA_ARGS__)
 #define munmap(...) fake_munmap(__VA_ARGS__)
-#include "../../src/backend_gdrdrv.c"
+#include "../../src/backends/gdrdrv.c"
 #undef open
 #undef close
 #undef ioctl
@@ -186,7 +186,7 @@ static void reset(uint32_t version)
 /* Pin, map, info, unpin through the backend against a module of this version. */
 static void round_trip(uint32_t version, const char *tag)
 {
-    struct vr_pin_req req = { .addr = 0x100000, .size = 0x10000 };
+    struct vr_pin_req req = { .addr = 0x100000, .size = 0x10000, .va = 0x100000, .len = 0x10000 };
     gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
     struct vr_pin_info info;
     char why[256] = "", name[96];
@@ -210,7 +210,7 @@ static void round_trip(uint32_t version, const char *tag)
           !used(old ? GDRDRV_IOC_PIN_BUFFER_V2 : GDRDRV_IOC_PIN_BUFFER), name, "rc %d: %s", rc, why);
     if (rc)
         goto out;
-    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted);
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_offset_whole_handle", tag);
     check(rc == 0 && (uint64_t)fake.mmap_off == fake.handle * (uint64_t)sysconf(_SC_PAGESIZE) &&
           granted == GDR_MAPPING_TYPE_WC, name, "rc %d off %#llx granted %d", rc,
@@ -225,7 +225,7 @@ static void round_trip(uint32_t version, const char *tag)
 
     /* A typed request: REQ_MAPPING_TYPE from 2.5; older modules grant WC only. */
     fake.nused = 0;
-    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted);
+    rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_caching", tag);
     if (old)
         check(rc == EINVAL && !used(GDRDRV_IOC_REQ_MAPPING_TYPE), name, "rc %d", rc);
@@ -264,7 +264,7 @@ static void pin_errors(void)
         { EACCES, EACCES, "pin_eacces_final" },
         { ENOSPC, ENOSPC, "pin_enospc_final" },
     };
-    struct vr_pin_req req = { .addr = 0x100000, .size = 1 };
+    struct vr_pin_req req = { .addr = 0x100000, .size = 1, .va = 0x100000, .len = 0x10000 };
     char why[256];
     void *ctx = NULL, *pin = NULL;
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../src/backend_gdrdrv.c"
+#include "../../src/backends/gdrdrv.c"
 
 static int failures;
 

@@ -17,6 +17,7 @@
 #include "helpers/check.h"
 #include "gdrapi.h"
 #include "handles.h"
+#include "wb/hooks.h"
 
 #define NTHREADS 16
 #define ITERS    3000

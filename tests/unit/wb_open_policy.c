@@ -37,7 +37,9 @@ static const struct vr_backend_ops fg = FAKE(VRAMIO_BACKEND_GDRDRV, "gdrdrv", pr
 static const struct vr_backend_ops fd = FAKE(VRAMIO_BACKEND_DMABUF, "dmabuf", probe_dmabuf, NULL, NULL);
 static const struct vr_backend_ops fv = FAKE(VRAMIO_BACKEND_VULKAN, "vulkan", probe_vulkan,
                                              "VRAMIO_ENABLE_VULKAN", "VMM (test)");
-static const struct vr_backend_ops *const table[3] = { &fg, &fd, &fv };
+static const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT] = {
+    [VRAMIO_BACKEND_GDRDRV] = &fg, [VRAMIO_BACKEND_DMABUF] = &fd, [VRAMIO_BACKEND_VULKAN] = &fv,
+};
 
 /* The active backends of a choice as letters in order ("gv"), "-" for none; EINVAL as "E". */
 static const char *choose(int g, int d, int v, struct vr_gdr *out)

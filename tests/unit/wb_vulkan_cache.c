@@ -16,10 +16,11 @@
 
 #include "gdrapi.h"
 #include "helpers/check.h"
-#include "pin_util.h"
-#include "vk_device.h"
-#include "vk_import_cache.h"
-#include "vulkan_loader.h"
+#include "core.h"
+#include "backends/vulkan_device.h"
+#include "backends/vulkan_import_cache.h"
+#include "backends/vulkan_loader.h"
+#include "wb/hooks.h"
 
 static void test_page_range(void)
 {

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* gpumem.c - the allocation kinds behind the tools (see gpumem.h). */
+/*
+ * gpumem.c - the allocation kinds behind the tools (see gpumem.h): the CUDA kinds, and the
+ * dispatch through each kind's table of operations (gpumem_kind.h).
+ */
 #include "gpumem.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "cuda_loader.h"
+#include "gpumem_kind.h"
 #include "vramio.h"
-#include "../../tests/kernel/nvp2p_emu.h"
 
+/* Every kind's name is known, so that a tool built without one still names it in errors. */
 static const char *const kind_names[GM_KIND_COUNT] = {
     [GM_CUDA] = "cuda", [GM_VMM_RDMA] = "vmm-rdma", [GM_VMM_FD] = "vmm-fd",
     [GM_VRAMIO] = "vramio", [GM_EMU] = "emu",
@@ -21,7 +22,6 @@ static const char *const kind_names[GM_KIND_COUNT] = {
 static const struct vr_cuda *cu;
 static CUdevice cu_dev;
 static CUcontext cu_ctx;
-static int emu_fd = -1;
 
 const char *gm_kind_name(enum gm_kind kind)
 {
@@ -58,6 +58,8 @@ int gm_kind_is_cuda(enum gm_kind kind)
 {
     return kind != GM_EMU;
 }
+
+static const struct gm_kind_ops *kind_ops(enum gm_kind kind);
 
 const struct vr_cuda *gm_cuda(void)
 {
@@ -113,47 +115,62 @@ static int cuda_setup(int gpu, char *why, size_t len)
     return 0;
 }
 
-static int emu_setup(char *why, size_t len)
+/* The device checks of each CUDA kind, once the context is set up. */
+static int vmm_check(int gpu, char *why, size_t len)
 {
-    if (emu_fd >= 0)
-        return 0;
-    emu_fd = open(NVP2P_EMU_DEVICE, O_RDWR | O_CLOEXEC);
-    if (emu_fd < 0) {
-        int e = errno;
-        snprintf(why, len, "the emulated p2p provider is not available (%s: %s)",
-                 NVP2P_EMU_DEVICE, strerror(e));
-        return e == ENOENT ? ENODEV : e;
+    if (!dev_attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
+        snprintf(why, len, "GPU %d does not support CUDA VMM (cuMemCreate)", gpu);
+        return EOPNOTSUPP;
     }
     return 0;
 }
 
+static int vmm_rdma_init(int gpu, char *why, size_t len)
+{
+    int rc = cuda_setup(gpu, why, len);
+
+    if (!rc)
+        rc = vmm_check(gpu, why, len);
+    if (!rc && !dev_attr(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)) {
+        snprintf(why, len, "GPU %d does not support GPUDirect RDMA on CUDA VMM memory", gpu);
+        return EOPNOTSUPP;
+    }
+    return rc;
+}
+
+static int vmm_fd_init(int gpu, char *why, size_t len)
+{
+    int rc = cuda_setup(gpu, why, len);
+
+    if (!rc)
+        rc = vmm_check(gpu, why, len);
+    if (!rc && !dev_attr(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)) {
+        snprintf(why, len, "GPU %d cannot export CUDA VMM memory as a POSIX fd", gpu);
+        return EOPNOTSUPP;
+    }
+    return rc;
+}
+
+static int cuda_ready(void)
+{
+    return cu != NULL;
+}
+
 int gm_init(enum gm_kind kind, int gpu, char *why, size_t len)
 {
-    int rc;
+    const struct gm_kind_ops *ops;
 
     if ((unsigned)kind >= GM_KIND_COUNT) {
         snprintf(why, len, "unknown allocation kind %d", (int)kind);
         return EINVAL;
     }
-    if (kind == GM_EMU)
-        return emu_setup(why, len);
-    rc = cuda_setup(gpu, why, len);
-    if (rc)
-        return rc;
-    if ((kind == GM_VMM_RDMA || kind == GM_VMM_FD) &&
-        !dev_attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
-        snprintf(why, len, "GPU %d does not support CUDA VMM (cuMemCreate)", gpu);
-        return EOPNOTSUPP;
+    ops = kind_ops(kind);
+    if (!ops) {
+        snprintf(why, len, "the %s kind is built only into the QEMU guest's sanity program",
+                 gm_kind_name(kind));
+        return ENODEV;
     }
-    if (kind == GM_VMM_RDMA && !dev_attr(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)) {
-        snprintf(why, len, "GPU %d does not support GPUDirect RDMA on CUDA VMM memory", gpu);
-        return EOPNOTSUPP;
-    }
-    if (kind == GM_VMM_FD && !dev_attr(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)) {
-        snprintf(why, len, "GPU %d cannot export CUDA VMM memory as a POSIX fd", gpu);
-        return EOPNOTSUPP;
-    }
-    return 0;
+    return ops->init(gpu, why, len);
 }
 
 void gm_thread_attach(void)
@@ -210,10 +227,39 @@ release:
     return cuda_fail(cr, "CUDA VMM map", why, len);
 }
 
+static int cuda_alloc(size_t size, struct gm_buf *b, char *why, size_t len)
+{
+    CUresult cr = cu->cuMemAlloc((CUdeviceptr *)&b->dptr, size);
+
+    return cr == CUDA_SUCCESS ? 0 : cuda_fail(cr, "cuMemAlloc", why, len);
+}
+
+static int vmm_rdma_alloc(size_t size, struct gm_buf *b, char *why, size_t len)
+{
+    return vmm_alloc(0, size, b, why, len);
+}
+
+static int vmm_fd_alloc(size_t size, struct gm_buf *b, char *why, size_t len)
+{
+    return vmm_alloc(1, size, b, why, len);
+}
+
+static int vramio_kind_alloc(size_t size, struct gm_buf *b, char *why, size_t len)
+{
+    unsigned long long d = 0;
+    int rc = vramio_alloc(gm_cuda_device(), size, &d);
+
+    if (rc) {
+        snprintf(why, len, "vramio_alloc failed: %s (%s)", vramio_strerror(rc), vramio_last_error());
+        return rc;
+    }
+    b->dptr = d;
+    return 0;
+}
+
 int gm_alloc(enum gm_kind kind, size_t size, struct gm_buf *b, char *why, size_t len)
 {
-    CUresult cr;
-    int rc;
+    const struct gm_kind_ops *ops = kind_ops(kind);
 
     memset(b, 0, sizeof(*b));
     b->kind = kind;
@@ -223,107 +269,53 @@ int gm_alloc(enum gm_kind kind, size_t size, struct gm_buf *b, char *why, size_t
         snprintf(why, len, "cannot allocate 0 bytes");
         return EINVAL;
     }
-    switch (kind) {
-    case GM_CUDA:
-        if (!cu) break;
-        cr = cu->cuMemAlloc((CUdeviceptr *)&b->dptr, size);
-        return cr == CUDA_SUCCESS ? 0 : cuda_fail(cr, "cuMemAlloc", why, len);
-    case GM_VMM_RDMA:
-    case GM_VMM_FD:
-        if (!cu) break;
-        return vmm_alloc(kind == GM_VMM_FD, size, b, why, len);
-    case GM_VRAMIO: {
-        unsigned long long d = 0;
-
-        if (!cu) break;
-        rc = vramio_alloc(gm_cuda_device(), size, &d);
-        if (rc) {
-            snprintf(why, len, "vramio_alloc failed: %s (%s)", vramio_strerror(rc), vramio_last_error());
-            return rc;
-        }
-        b->dptr = d;
-        return 0;
-    }
-    case GM_EMU: {
-        struct nvp2p_emu_alloc a = { .size = size, .page_kind = 1 };
-
-        if (emu_fd < 0) break;
-        if (ioctl(emu_fd, NVP2P_EMU_IOC_ALLOC, &a) < 0) {
-            rc = errno;
-            snprintf(why, len, "NVP2P_EMU_IOC_ALLOC(%zu) failed: %s", size, strerror(rc));
-            return rc;
-        }
-        b->dptr = a.va;
-        b->alloc_size = (size + 0xffff) & ~(size_t)0xffff;
-        return 0;
-    }
-    default:
-        break;
-    }
+    if (ops && ops->ready())
+        return ops->alloc(size, b, why, len);
     snprintf(why, len, "allocation kind %s is not initialised (gm_init)", gm_kind_name(kind));
     return EINVAL;
 }
 
+static int cuda_free(struct gm_buf *b)
+{
+    return vr_cuda_errno(cu->cuMemFree((CUdeviceptr)b->dptr));
+}
+
+static int vmm_free(struct gm_buf *b)
+{
+    int rc = vr_cuda_errno(cu->cuMemUnmap((CUdeviceptr)b->dptr, b->alloc_size));
+
+    cu->cuMemAddressFree((CUdeviceptr)b->dptr, b->alloc_size);
+    cu->cuMemRelease((CUmemGenericAllocationHandle)b->priv);
+    return rc;
+}
+
+static int vramio_kind_free(struct gm_buf *b)
+{
+    return vramio_free(b->dptr);
+}
+
 int gm_free(struct gm_buf *b)
 {
-    int rc = 0;
+    const struct gm_kind_ops *ops;
+    int rc;
 
     if (!b->dptr)
         return 0;
-    switch (b->kind) {
-    case GM_CUDA:
-        rc = vr_cuda_errno(cu->cuMemFree((CUdeviceptr)b->dptr));
-        break;
-    case GM_VMM_RDMA:
-    case GM_VMM_FD:
-        rc = vr_cuda_errno(cu->cuMemUnmap((CUdeviceptr)b->dptr, b->alloc_size));
-        cu->cuMemAddressFree((CUdeviceptr)b->dptr, b->alloc_size);
-        cu->cuMemRelease((CUmemGenericAllocationHandle)b->priv);
-        break;
-    case GM_VRAMIO:
-        rc = vramio_free(b->dptr);
-        break;
-    case GM_EMU: {
-        struct nvp2p_emu_free f = { .va = b->dptr };
-
-        rc = ioctl(emu_fd, NVP2P_EMU_IOC_FREE, &f) < 0 ? errno : 0;
-        break;
-    }
-    default:
-        rc = EINVAL;
-    }
+    ops = kind_ops(b->kind);
+    rc = ops ? ops->free(b) : EINVAL;
     b->dptr = 0;
     return rc;
 }
 
-static int emu_rw(unsigned long cmd, uint64_t va, void *p, size_t n)
+static int cuda_write(const struct gm_buf *b, size_t off, const void *src, size_t n)
 {
-    struct nvp2p_emu_rw rw = { .va = va, .len = n, .user_ptr = (uintptr_t)p };
-
-    return ioctl(emu_fd, cmd, &rw) < 0 ? errno : 0;
-}
-
-int gm_write(const struct gm_buf *b, size_t off, const void *src, size_t n)
-{
-    if (off > b->alloc_size || n > b->alloc_size - off)
-        return EINVAL;
-    if (n == 0)
-        return 0;
-    if (b->kind == GM_EMU)
-        return emu_rw(NVP2P_EMU_IOC_WRITE, b->dptr + off, (void *)src, n);
     if (cu->cuMemcpyHtoD((CUdeviceptr)(b->dptr + off), src, n) != CUDA_SUCCESS)
         return EIO;
     return vr_cuda_errno(cu->cuCtxSynchronize());
 }
 
-int gm_read(const struct gm_buf *b, size_t off, void *dst, size_t n)
+static int cuda_read(const struct gm_buf *b, size_t off, void *dst, size_t n)
 {
-    if (off > b->alloc_size || n > b->alloc_size - off)
-        return EINVAL;
-    if (n == 0)
-        return 0;
-    if (b->kind == GM_EMU)
-        return emu_rw(NVP2P_EMU_IOC_READ, b->dptr + off, dst, n);
     /* CPU stores through a WC mapping must be flushed before the GPU reads them. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (cu->cuCtxSynchronize() != CUDA_SUCCESS)
@@ -331,33 +323,63 @@ int gm_read(const struct gm_buf *b, size_t off, void *dst, size_t n)
     return vr_cuda_errno(cu->cuMemcpyDtoH(dst, (CUdeviceptr)(b->dptr + off), n));
 }
 
+static int cuda_fill(const struct gm_buf *b, uint8_t byte)
+{
+    if (cu->cuMemsetD8((CUdeviceptr)b->dptr, byte, b->alloc_size) != CUDA_SUCCESS)
+        return EIO;
+    return vr_cuda_errno(cu->cuCtxSynchronize());
+}
+
+int gm_write(const struct gm_buf *b, size_t off, const void *src, size_t n)
+{
+    const struct gm_kind_ops *ops = kind_ops(b->kind);
+
+    if (!ops || off > b->alloc_size || n > b->alloc_size - off)
+        return EINVAL;
+    return n ? ops->write(b, off, src, n) : 0;
+}
+
+int gm_read(const struct gm_buf *b, size_t off, void *dst, size_t n)
+{
+    const struct gm_kind_ops *ops = kind_ops(b->kind);
+
+    if (!ops || off > b->alloc_size || n > b->alloc_size - off)
+        return EINVAL;
+    return n ? ops->read(b, off, dst, n) : 0;
+}
+
 int gm_fill(const struct gm_buf *b, uint8_t byte)
 {
-    unsigned char chunk[4096];
-    size_t off;
-    int rc = 0;
+    const struct gm_kind_ops *ops = kind_ops(b->kind);
 
-    if (b->kind != GM_EMU) {
-        if (cu->cuMemsetD8((CUdeviceptr)b->dptr, byte, b->alloc_size) != CUDA_SUCCESS)
-            return EIO;
-        return vr_cuda_errno(cu->cuCtxSynchronize());
-    }
-    memset(chunk, byte, sizeof(chunk));
-    for (off = 0; off < b->alloc_size && !rc; off += sizeof(chunk)) {
-        size_t n = b->alloc_size - off < sizeof(chunk) ? b->alloc_size - off : sizeof(chunk);
-        rc = gm_write(b, off, chunk, n);
-    }
-    return rc;
+    return ops ? ops->fill(b, byte) : EINVAL;
 }
 
 int gm_live_pins(uint64_t *pins)
 {
-    struct nvp2p_emu_stats st;
+    const struct gm_kind_ops *ops = kind_ops(GM_EMU);
 
-    if (emu_fd < 0)
-        return ENOTSUP;
-    if (ioctl(emu_fd, NVP2P_EMU_IOC_STATS, &st) < 0)
-        return errno;
-    *pins = st.live_pins;
-    return 0;
+    return ops && ops->live_pins ? ops->live_pins(pins) : ENOTSUP;
+}
+
+#define CUDA_KIND(init_fn, alloc_fn, free_fn)                                            \
+    { .init = init_fn, .ready = cuda_ready, .alloc = alloc_fn, .free = free_fn,         \
+      .write = cuda_write, .read = cuda_read, .fill = cuda_fill }
+
+static const struct gm_kind_ops cuda_kinds[] = {
+    [GM_CUDA]     = CUDA_KIND(cuda_setup, cuda_alloc, cuda_free),
+    [GM_VMM_RDMA] = CUDA_KIND(vmm_rdma_init, vmm_rdma_alloc, vmm_free),
+    [GM_VMM_FD]   = CUDA_KIND(vmm_fd_init, vmm_fd_alloc, vmm_free),
+    [GM_VRAMIO]   = CUDA_KIND(cuda_setup, vramio_kind_alloc, vramio_kind_free),
+};
+
+static const struct gm_kind_ops *kind_ops(enum gm_kind kind)
+{
+    static const struct gm_kind_ops *const table[GM_KIND_COUNT] = {
+        [GM_CUDA] = &cuda_kinds[GM_CUDA], [GM_VMM_RDMA] = &cuda_kinds[GM_VMM_RDMA],
+        [GM_VMM_FD] = &cuda_kinds[GM_VMM_FD], [GM_VRAMIO] = &cuda_kinds[GM_VRAMIO],
+        [GM_EMU] = &gm_emu_kind,        /* NULL unless the guest build links it in */
+    };
+
+    return (unsigned)kind < GM_KIND_COUNT ? table[kind] : NULL;
 }

@@ -19,7 +19,8 @@ enum gm_kind {
     GM_VMM_RDMA,   /* cuMemCreate, GPUDirect RDMA capable, no shareable handle */
     GM_VMM_FD,     /* cuMemCreate with a POSIX-fd handle type (what NCCL allocates) */
     GM_VRAMIO,     /* vramio_alloc() */
-    GM_EMU,        /* the emulated p2p provider (/dev/nvp2p_emu), QEMU guest only */
+    GM_EMU,        /* the emulated p2p provider (/dev/nvp2p_emu): linked into the QEMU guest's
+                      static sanity only (tests/tools/gpumem_emu.c) */
     GM_KIND_COUNT
 };
 

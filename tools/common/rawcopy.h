@@ -2,7 +2,7 @@
 /*
  * rawcopy.h - the "raw reference" of the benchmarks: the same operation as the library's
  * gdr_copy_*_mapping, done by a plain loop on the same mapping, with no library code.
- * It is the figure the library must match (gpu-machine.md's reference numbers).
+ * It is the figure the library must match (docs/copy-kernels.md lists the H200's).
  */
 #ifndef TOOLS_RAWCOPY_H
 #define TOOLS_RAWCOPY_H

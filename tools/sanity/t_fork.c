@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define FORK_SIZE GPU_PAGE_SIZE
 

@@ -23,7 +23,7 @@
 
 #include <gdrapi.h>
 
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 #include "mmio.h"
 
 static int nonpersistent;

@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 #include "mmio.h"
 
 static int fd = -1;

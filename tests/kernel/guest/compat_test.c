@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * compat_test.c - a client written against the published gdrdrv 2.6 ABI alone
- * (shared/spec/gdrapi-abi.md section 5): its own struct definitions and the numeric ioctl
+ * (docs/gdrdrv-abi.md): its own struct definitions and the numeric ioctl
  * codes, no driver/uapi/gdrdrv.h and no libgdrapi. It drives the module the way upstream's
  * library does (GET_VERSION, PIN_BUFFER v1, GET_INFO, GET_INFO_V2, GET_ATTR, PIN_BUFFER_V2,
  * REQ_MAPPING_TYPE, mmap at handle << PAGE_SHIFT, GET_CB_FLAG, UNPIN) and checks the data

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 #include "mmio.h"
 
 #define LEN (4ULL << 20)

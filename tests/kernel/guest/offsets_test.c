@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
 #define SPACE (1ULL << 16)              /* offset_space_log2=16, in host pages */

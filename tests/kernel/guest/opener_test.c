@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
 #define LAST_PID "/proc/sys/kernel/ns_last_pid"

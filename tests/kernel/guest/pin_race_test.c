@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
 #define STEP (GPU_PAGE / 4096)          /* handles of 64 KiB pins advance by this */

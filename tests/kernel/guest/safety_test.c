@@ -23,7 +23,7 @@
 #include <gdrapi.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
 #define GUEST_PAGE_SHIFT 12    /* x86_64 guest: mmap offset = handle << PAGE_SHIFT */

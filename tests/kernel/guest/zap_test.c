@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 
 #define SZ128K (128 * 1024UL)
 

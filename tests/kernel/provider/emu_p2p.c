@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * emu_p2p.c - the nvidia_p2p_* exports of the emulated provider (TEST ONLY). Semantics follow
- * shared/spec/nv-p2p.md: 64 KiB aligned address and length inside one allocation, negative
+ * docs/nv-p2p.md: 64 KiB aligned address and length inside one allocation, negative
  * errnos, a free callback per non-persistent pin that fires when the allocation is freed
  * (the consumer then calls nvidia_p2p_free_page_table from inside it), put_pages waiting for
  * a callback that is running, and persistent pins that keep the RAM valid until put.

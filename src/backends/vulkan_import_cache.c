@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* vk_import_cache.c - shared, reference-counted imports of CUDA allocations (see the header). */
-#include "vk_import_cache.h"
+/* vulkan_import_cache.c - shared, reference-counted imports of CUDA allocations (see the header). */
+#include "vulkan_import_cache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -123,16 +123,6 @@ int vr_icache_release(struct vr_icache *c, struct vr_import *e)
     return last;
 }
 
-size_t vr_icache_count(struct vr_icache *c)
-{
-    size_t n;
-
-    pthread_mutex_lock(&c->lock);
-    n = c->count;
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
-
 struct vr_import *vr_icache_take_all(struct vr_icache *c)
 {
     struct vr_import *list = NULL, *e;
@@ -149,4 +139,11 @@ struct vr_import *vr_icache_take_all(struct vr_icache *c)
     c->count = 0;
     pthread_mutex_unlock(&c->lock);
     return list;
+}
+
+int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize)
+{
+    if (va < base || len > bsize)
+        return 0;
+    return va - base <= bsize - len;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* vk_device.c - lazy, process-wide Vulkan instance and per-CUDA-device VkDevice. */
-#include "vk_device.h"
+/* vulkan_device.c - lazy, process-wide Vulkan instance and per-CUDA-device VkDevice. */
+#include "vulkan_device.h"
 
 #include <errno.h>
 #include <pthread.h>

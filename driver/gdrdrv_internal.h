@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * gdrdrv.h - internal declarations of the gdrdrv module, shared by its four files:
+ * gdrdrv_internal.h - internal declarations of the gdrdrv module, shared by its four files:
  * gdrdrv_main.c (module, device node, params, proc), gdrdrv_ioctl.c, gdrdrv_mmap.c and
  * gdrdrv_pin.c (NVIDIA p2p calls, handle table).
  *

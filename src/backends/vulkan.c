@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_vulkan.c - GPU memory mapped for the CPU without a kernel module, through
+ * vulkan.c - GPU memory mapped for the CPU without a kernel module, through
  * Vulkan/CUDA interop.
  *
  * A pin finds the CUDA VMM allocation that holds its address (cuMemRetainAllocationHandle,
  * cuMemGetAddressRange), exports it as a POSIX fd, imports the fd into a device-local
  * host-visible memory type of the Vulkan device whose UUID is the CUDA device's, and maps it
  * with vkMapMemory. The mapping is BAR1, write-combined. One import per allocation, shared by
- * every pin inside it (vk_import_cache.c) and released with the last; the import keeps the
+ * every pin inside it (vulkan_import_cache.c) and released with the last; the import keeps the
  * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
  * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
  *
@@ -21,16 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
 #include "fork.h"
 #include "log.h"
-#include "pin_util.h"
-#include "vk_device.h"
-#include "vk_import_cache.h"
+#include "vulkan_device.h"
+#include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
 
 struct vk_ctx {
@@ -41,7 +39,6 @@ struct vk_ctx {
 struct vk_pin {
     struct vr_import *imp;
     uint64_t va, len;           /* the pinned range, in GPU pages */
-    uint64_t tm_cycles;
     int mapped;
 };
 
@@ -80,41 +77,23 @@ static int forked(const struct vk_ctx *c)
     return c->pid != getpid();
 }
 
-/* Microseconds since t (for the debug log of import costs). */
-static double us_since(uint64_t *t)
-{
-    struct timespec ts;
-    uint64_t now, prev = *t;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    *t = now;
-    return prev ? (double)(now - prev) / 1e3 : 0;
-}
-
 /* Free an import's Vulkan memory and our reference on the CUDA allocation. */
 static void import_release(struct vr_import *e, int in_owner_process)
 {
     const struct vr_vk_gpu *gpu = e->owner;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
-    uint64_t t = 0;
-    double unmap = 0, mfree = 0;
 
-    us_since(&t);
     /* In a forked child the driver objects belong to the parent: touch nothing. */
     if (in_owner_process && gpu) {
         VkDeviceMemory mem = (VkDeviceMemory)(uintptr_t)e->mem;
 
         gpu->fn.vkUnmapMemory(gpu->dev, mem);
-        unmap = us_since(&t);
         gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
-        mfree = us_since(&t);
     }
     if (in_owner_process && cu)
         cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
-    vr_dbg("vulkan: released the import of 0x%llx + %llu: unmap %.1f us, free %.1f us, "
-           "cuMemRelease %.1f us", (unsigned long long)e->key.base,
-           (unsigned long long)e->key.size, unmap, mfree, us_since(&t));
+    vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
+           (unsigned long long)e->key.size);
     free(e);
 }
 
@@ -144,10 +123,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     CUresult cr;
     VkResult vr;
     int fd = -1, rc;
-    uint64_t t = 0;
-    double t_prop, t_gpu, t_export, t_import;
 
-    us_since(&t);
     memset(&prop, 0, sizeof(prop));
     cr = cu->cuMemGetAllocationPropertiesFromHandle(&prop, h);
     if (cr != CUDA_SUCCESS) {
@@ -171,11 +147,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
             CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
         gran = GPU_PAGE_SIZE;
-    t_prop = us_since(&t);
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
     if (rc)
         return rc;
-    t_gpu = us_since(&t);
     cr = cu->cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     if (cr != CUDA_SUCCESS) {
         snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
@@ -195,9 +169,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
             .allocationSize = e->key.size,
             .memoryTypeIndex = gpu->memtype,
         };
-        t_export = us_since(&t);
         vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, &mem);
-        t_import = us_since(&t);
     }
     if (vr != VK_SUCCESS) {
         close(fd); /* a successful import owns the fd; a failed one leaves it to us */
@@ -217,10 +189,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
      * so that a forked child faults on it instead of reaching the parent's memory. */
     vr_fork_dontfork(cpu, (size_t)e->key.size);
-    vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d): properties %.1f us, Vulkan device %.1f us, "
-           "export %.1f us, import %.1f us, map %.1f us", (unsigned long long)e->key.base,
-           (unsigned long long)e->key.size, e->device, t_prop, t_gpu, t_export, t_import,
-           us_since(&t));
+    vr_dbg("vulkan: imported 0x%llx + %llu (GPU %d, memory type %u)",
+           (unsigned long long)e->key.base, (unsigned long long)e->key.size, e->device,
+           gpu->memtype);
     e->mem = (uint64_t)(uintptr_t)mem;
     e->cpu = cpu;
     e->page_size = (uint32_t)gran;
@@ -279,20 +250,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     struct vr_import_key key;
     struct vr_import *e;
     struct vk_pin *p;
-    uint64_t va, plen;
+    uint64_t va = req->va, plen = req->len;
     int rc, created;
 
     /* FORCE_PCIE needs nothing: this mapping is always through the PCIe BAR1. The legacy
      * p2p tokens only matter to the kernel module's non-persistent mode. */
-    rc = vr_check_owner(c->pid, why, len);
-    if (rc)
-        return rc;
-    rc = vr_gpu_page_range(req->addr, req->size, &va, &plen);
-    if (rc) {
-        snprintf(why, len, "the range 0x%llx + %llu wraps around",
-                 (unsigned long long)req->addr, (unsigned long long)req->size);
-        return rc;
-    }
     rc = vr_cuda_init(&cu, why, len);
     if (!rc)
         rc = cuda_has_vmm(cu, why, len);
@@ -341,7 +303,6 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     p->imp = e;
     p->va = va;
     p->len = plen;
-    p->tm_cycles = vr_pin_clock_now();
     *pin = p;
     return 0;
 }
@@ -358,16 +319,15 @@ static int vulkan_unpin(void *ctx, void *pin)
 }
 
 static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-                      void **ptr, gdr_mapping_type_t *granted)
+                      void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
 {
-    struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
 
-    (void)size; /* the core checked it against mapped_size */
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC)
-        return EINVAL; /* a BAR1 mapping is write-combined, nothing else */
-    if (forked(c))
-        return EACCES;
+    (void)ctx; (void)size; /* the core checked size against mapped_size */
+    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, len, "the vulkan backend maps write-combined only (a BAR1 window)");
+        return EINVAL;
+    }
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
@@ -393,8 +353,8 @@ static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
     info->va = p->va;
     info->mapped_size = p->len;
     info->page_size = p->imp->page_size;
-    info->tm_cycles = p->tm_cycles;
-    info->cycles_per_ms = vr_pin_clock_per_ms();
+    info->tm_cycles = 0;                 /* the core times the pin */
+    info->cycles_per_ms = 0;
     info->mapping_type = p->mapped ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
     return 0;
 }
@@ -455,5 +415,5 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .info = vulkan_info,
     .callback_flag = vulkan_cb_flag,
     .get_attr = vulkan_get_attr,
-    .driver_version = vr_compat_driver_version,
+    .driver_version = vr_backend_compat_version,
 };

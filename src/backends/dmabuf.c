@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_dmabuf.c - GPU memory mapped for the CPU through a CUDA dma-buf export, as GDRCopy
- * 2.6 does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin), mmap of
+ * dmabuf.c - GPU memory mapped for the CPU through a CUDA dma-buf export, as GDRCopy 2.6
+ * does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin), mmap of
  * the fd for the mapping, FORCE_PCIE passed as the export's PCIE mapping flag.
  *
  * Unlike upstream it asserts nothing, answers the driver version and the legacy get_info, and
@@ -25,8 +25,9 @@
 #include "cuda_loader.h"
 #include "dmabuf_policy.h"
 #include "fork.h"
-#include "pin_util.h"
 
+/* A forked child never reaches a backend with its parent's gdr_t: the core refuses it
+ * (instance.c, vr_gdr_get). */
 struct dmabuf_ctx {
     pid_t pid;
 };
@@ -34,7 +35,6 @@ struct dmabuf_ctx {
 struct dmabuf_pin {
     int fd;
     uint64_t va, len;
-    uint64_t tm_cycles;
     void *map;
 };
 
@@ -200,24 +200,16 @@ static int dmabuf_export(const struct vr_cuda *cu, uint64_t va, uint64_t len, ui
 
 static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
 {
-    struct dmabuf_ctx *c = ctx;
     struct vr_cuda_ctx_guard guard;
     const struct vr_cuda *cu;
     struct dmabuf_pin *p;
-    uint64_t va, plen;
+    uint64_t va = req->va, plen = req->len;
     int rc, fd = -1;
 
-    rc = vr_check_owner(c->pid, why, len);
-    if (rc)
-        return rc;
+    (void)ctx;
     if (atomic_load_explicit(&mmap_state, memory_order_acquire) < 0) {
         snprintf(why, len, "%s", mmap_why);
         return ENOTSUP;
-    }
-    if (vr_gpu_page_range(req->addr, req->size, &va, &plen)) {
-        snprintf(why, len, "the range 0x%llx + %llu wraps around",
-                 (unsigned long long)req->addr, (unsigned long long)req->size);
-        return EINVAL;
     }
     rc = vr_cuda_init(&cu, why, len);
     if (rc)
@@ -246,7 +238,6 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     p->fd = fd;
     p->va = va;
     p->len = plen;
-    p->tm_cycles = vr_pin_clock_now();
     *pin = p;
     return 0;
 }
@@ -262,21 +253,19 @@ static int dmabuf_unpin(void *ctx, void *pin)
 }
 
 static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
-                      void **ptr, gdr_mapping_type_t *granted)
+                      void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
 {
-    struct dmabuf_ctx *c = ctx;
     struct dmabuf_pin *p = pin;
-    char why[320];
     void *m;
 
-    (void)size;
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC)
-        return EINVAL; /* the exporter maps BAR1 write-combined */
-    if (c->pid != getpid())
-        return EACCES;
+    (void)ctx; (void)size;
+    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
+        snprintf(why, len, "the dma-buf exporter maps BAR1 write-combined only");
+        return EINVAL;
+    }
     m = mmap(NULL, (size_t)p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (m == MAP_FAILED)
-        return vr_dmabuf_mmap_error(errno, 0, why, sizeof(why));
+        return vr_dmabuf_mmap_error(errno, 0, why, len);
     /* The exporter's mapping would be copied into a forked child; gdrdrv's is not. */
     vr_fork_dontfork(m, (size_t)p->len);
     p->map = m;
@@ -305,8 +294,8 @@ static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
     info->va = p->va;
     info->mapped_size = p->len;
     info->page_size = GPU_PAGE_SIZE;
-    info->tm_cycles = p->tm_cycles;
-    info->cycles_per_ms = vr_pin_clock_per_ms();
+    info->tm_cycles = 0;                 /* the core times the pin */
+    info->cycles_per_ms = 0;
     info->mapping_type = p->map ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
     return 0;
 }
@@ -346,5 +335,5 @@ const struct vr_backend_ops vr_backend_dmabuf = {
     .info = dmabuf_info,
     .callback_flag = dmabuf_cb_flag,
     .get_attr = dmabuf_get_attr,
-    .driver_version = vr_compat_driver_version, /* upstream aborts here */
+    .driver_version = vr_backend_compat_version, /* upstream aborts here */
 };

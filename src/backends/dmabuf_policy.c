@@ -2,11 +2,11 @@
 /* dmabuf_policy.c - GPU-free decisions of the dma-buf backend (see dmabuf_policy.h). */
 #include "dmabuf_policy.h"
 
-#include <cuda.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cuda_types.h"
 #include "gdrapi.h"
 
 int vr_dmabuf_driver_check(int v, char *why, size_t len)

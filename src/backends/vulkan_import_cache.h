@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vk_import_cache.h - the vulkan backend's table of imported CUDA allocations.
+ * vulkan_import_cache.h - the vulkan backend's table of imported CUDA allocations.
  *
  * One Vulkan import (and one CPU mapping) per CUDA allocation, shared by every pin inside it
  * and released with the last. Pure bookkeeping: it knows nothing of CUDA or Vulkan, so it is
@@ -70,11 +70,12 @@ void vr_icache_publish(struct vr_icache *c, struct vr_import *e, int err);
  * table and the caller releases its import, then free()s it. */
 int vr_icache_release(struct vr_icache *c, struct vr_import *e);
 
-/* Number of entries in the table (tests, diagnostics). */
-size_t vr_icache_count(struct vr_icache *c);
-
 /* Unlink and return every entry still in the table, as a list through next (for close,
  * after all pins are gone this is empty). */
 struct vr_import *vr_icache_take_all(struct vr_icache *c);
+
+/* 1 when [va, va+len) lies inside [base, base+bsize), else 0 (no overflow on any input): a
+ * pin's GPU pages inside the allocation that an entry imports. */
+int vr_range_inside(uint64_t va, uint64_t len, uint64_t base, uint64_t bsize);
 
 #endif /* VRAMIO_VK_IMPORT_CACHE_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * open.c - gdr_open / gdr_close: choosing the backends, the registry of live gdr_t values,
- * and the vramio_* queries about backends.
+ * instance.c - the gdr_t object: choosing the backends from a table it is given (gdr_open),
+ * the registry of live gdr_t values with the reference every call holds, closing, and what an
+ * instance says about its backends.
  *
  * A gdr_t is a token of the vr_gdrs table, not a pointer: a stale or made-up value is
  * rejected without being dereferenced. Every call on a gdr_t holds a reference for its
@@ -12,12 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
-#include "copy/copy.h"
 #include "fork.h"
-
-const struct vr_backend_ops *const vr_backend_table[VRAMIO_BACKEND_COUNT - 1] = {
-    &vr_backend_gdrdrv, &vr_backend_dmabuf, &vr_backend_vulkan,
-};
 
 #define ALL_BACKENDS ((1u << VRAMIO_BACKEND_COUNT) - 2)
 
@@ -83,7 +79,8 @@ static int opted_in(const struct vr_backend_ops *ops)
     return v && atoi(v) != 0;
 }
 
-int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr *gdr, int open,
+int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                       struct vr_gdr *gdr, int open,
                        char *reason, size_t len)
 {
     char off[VR_REASON_LEN];
@@ -97,7 +94,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
         return EINVAL;
     }
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b - 1];
+        const struct vr_backend_ops *ops = table[b];
 
         gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
                                           VR_REASON_LEN);
@@ -108,7 +105,7 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
      * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
      * broad backend it stays as the fall-through for memory that one refuses. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b - 1];
+        const struct vr_backend_ops *ops = table[b];
 
         if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
             continue;
@@ -123,51 +120,53 @@ int vr_choose_backends(const struct vr_backend_ops *const *table, struct vr_gdr 
     gdr->nactive = 0;
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (ok[b] && open)
-            gdr->active[gdr->nactive++] = (struct vr_active){ table[b - 1], ctx[b] };
+            gdr->active[gdr->nactive++] = (struct vr_active){ table[b], ctx[b] };
     return 0;
 }
 
-VR_EXPORT gdr_t gdr_open(void)
+int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
+                     struct vr_gdr **out)
 {
     VR_FORK_GATE_SCOPE(); /* the probes and opens call into the drivers */
     struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
     char off[VR_REASON_LEN];
     int b, rc;
 
-    if (!gdr) {
-        vr_fail_err(ENOMEM, "gdr_open: out of memory");
-        return NULL;
-    }
-    if (vr_choose_backends(vr_backend_table, gdr, 1, off, sizeof(off))) {
-        vr_fail_err(EINVAL, "gdr_open: %s", off);
+    if (!gdr)
+        return vr_fail_err(ENOMEM, "gdr_open: out of memory");
+    if (vr_choose_backends(backends, gdr, 1, off, sizeof(off))) {
         free(gdr);
-        return NULL;
+        return vr_fail_err(EINVAL, "gdr_open: %s", off);
     }
     gdr->pid = vr_self_pid();
     /* Why each backend is unusable: an error when that leaves none, else a detail. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
             vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
-                   vr_backend_table[b - 1]->name, gdr->why[b]);
+                   backends[b]->name, gdr->why[b]);
     if (gdr->nactive == 0) {
-        vr_fail_err(ENODEV, "gdr_open: no usable backend (gdrdrv: %s; dmabuf: %s; vulkan: %s)",
-                    gdr->why[1], gdr->why[2], gdr->why[3]);
+        char all[VRAMIO_BACKEND_COUNT * (VR_REASON_LEN + 16)];
+        size_t used = 0;
+
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+            used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
+                                     used ? "; " : "", backends[b]->name, gdr->why[b]);
         free(gdr);
-        return NULL;
+        return vr_fail_err(ENODEV, "gdr_open: no usable backend (%s)", all);
     }
     rc = vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token);
     if (rc) {
         for (b = 0; b < gdr->nactive; b++)
             gdr->active[b].ops->close(gdr->active[b].ctx);
-        vr_fail_err(rc, "gdr_open: cannot register the instance: %s", vramio_strerror(rc));
         free(gdr);
-        return NULL;
+        return vr_fail_err(rc, "gdr_open: cannot register the instance: %s", vramio_strerror(rc));
     }
     gdr->slot = vr_slot_at(&vr_gdrs, (uint32_t)(gdr->token & VR_TOKEN_FIELD_MASK));
     vr_info("gdr_open: backend %s%s%s%s%s", gdr->active[0].ops->name,
             gdr->nactive > 1 ? ", then " : "", gdr->nactive > 1 ? gdr->active[1].ops->name : "",
             gdr->nactive > 2 ? ", then " : "", gdr->nactive > 2 ? gdr->active[2].ops->name : "");
-    return (gdr_t)(uintptr_t)gdr->token;
+    *out = gdr;
+    return 0;
 }
 
 /* On success the caller is inside the fork gate (fork.h) until vr_gdr_put. */
@@ -212,18 +211,11 @@ void vr_gdr_put(struct vr_gdr *gdr)
     vr_fork_gate_leave();
 }
 
-static void release_pin(struct vr_slot *s, void *arg)
-{
-    (void)arg;
-    vr_pin_release_locked(s);
-}
-
-VR_EXPORT int gdr_close(gdr_t g)
+int vr_instance_close_begin(gdr_t g, struct vr_gdr **out)
 {
     struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
-    struct vr_gdr *gdr;
-    int i;
 
+    *out = NULL;
     if (!s)
         return vr_fail(EINVAL, "gdr_close: %p is not an open gdr_t", (void *)g);
     if (((struct vr_gdr *)s->obj)->pid != vr_self_pid()) {
@@ -241,37 +233,32 @@ VR_EXPORT int gdr_close(gdr_t g)
         return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
     }
     s->closing = 1;
-    /* Outside the gate: the calls waited for are inside it and must be able to finish. */
+    /* Outside the fork gate: the calls waited for are inside it and must be able to finish
+     * (gdr_close enters the gate after this returns, for the release). */
     while (s->refs > 0)
         pthread_cond_wait(&s->idle, &s->lock);
-    gdr = s->obj;
+    *out = s->obj;
     vr_slot_unlock(s);
-    VR_FORK_GATE_SCOPE();
-
-    /* No call on g is in progress and none can start: release what it still holds. */
-    vr_slot_foreach_owned(&vr_pins, gdr->token, release_pin, NULL);
-    for (i = 0; i < gdr->nactive; i++)
-        gdr->active[i].ops->close(gdr->active[i].ctx);
-
-    pthread_mutex_lock(&s->lock);
-    vr_slot_free_locked(&vr_gdrs, s);
-    free(gdr);
     return 0;
 }
 
-static int backend_id_ok(vramio_backend_t backend)
+void vr_instance_free(struct vr_gdr *gdr)
 {
-    return backend > VRAMIO_BACKEND_NONE && backend < VRAMIO_BACKEND_COUNT;
+    struct vr_slot *s = gdr->slot;
+    int i;
+
+    for (i = 0; i < gdr->nactive; i++)
+        gdr->active[i].ops->close(gdr->active[i].ctx);
+    pthread_mutex_lock(&s->lock);
+    vr_slot_free_locked(&vr_gdrs, s);
+    free(gdr);
 }
 
-VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
+int vr_instance_backend(gdr_t g, vramio_backend_t *backend)
 {
     struct vr_gdr *gdr;
-    int rc;
+    int rc = vr_gdr_get(g, "vramio_get_backend", &gdr);
 
-    if (!backend)
-        return vr_fail(EINVAL, "vramio_get_backend: backend is NULL");
-    rc = vr_gdr_get(g, "vramio_get_backend", &gdr);
     if (rc)
         return rc;
     *backend = gdr->active[0].ops->id;
@@ -279,16 +266,11 @@ VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
     return 0;
 }
 
-VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
+int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
 {
     struct vr_gdr *gdr;
-    int rc;
+    int rc = vr_gdr_get(g, "vramio_backend_status", &gdr);
 
-    if (!backend_id_ok(backend)) {
-        vr_copy_reason(reason, len, "not a backend");
-        return vr_fail(EINVAL, "vramio_backend_status: %d is not a backend", (int)backend);
-    }
-    rc = vr_gdr_get(g, "vramio_backend_status", &gdr);
     if (rc) {
         vr_copy_reason(reason, len, vramio_last_error());
         return rc;
@@ -299,24 +281,21 @@ VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *rea
     return rc;
 }
 
-VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
+int vr_backends_probe(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
+                      vramio_backend_t backend, char *reason, size_t len)
 {
     VR_FORK_GATE_SCOPE();
     struct vr_gdr *probe;
     char off[VR_REASON_LEN];
     int rc;
 
-    if (!backend_id_ok(backend)) {
-        vr_copy_reason(reason, len, "not a backend");
-        return vr_fail(EINVAL, "vramio_backend_probe: %d is not a backend", (int)backend);
-    }
     /* What gdr_open would decide about this one depends on the others (the opt-in rule). */
     probe = calloc(1, sizeof(*probe));
     if (!probe) {
         vr_copy_reason(reason, len, "out of memory");
         return vr_fail_err(ENOMEM, "vramio_backend_probe: out of memory");
     }
-    rc = vr_choose_backends(vr_backend_table, probe, 0, off, sizeof(off));
+    rc = vr_choose_backends(backends, probe, 0, off, sizeof(off));
     if (rc) {
         vr_copy_reason(reason, len, off);
         free(probe);
@@ -329,9 +308,4 @@ VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_
                 probe->why[backend]);
     free(probe);
     return rc;
-}
-
-VR_EXPORT const char *vramio_copy_kernel(void)
-{
-    return vr_copy_kernel_name();
 }

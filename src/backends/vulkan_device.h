@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vk_device.h - the process-wide Vulkan state of the vulkan backend: one instance, and one
+ * vulkan_device.h - the process-wide Vulkan state of the vulkan backend: one instance, and one
  * VkDevice per CUDA device (the physical device whose UUID is the CUDA device's), with the
  * device-local host-visible memory type that imports go into.
  *

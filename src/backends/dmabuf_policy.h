@@ -2,7 +2,7 @@
 /*
  * dmabuf_policy.h - the decisions of the dma-buf backend that need no GPU: which CUDA driver
  * can mmap dma-buf exports, what an mmap errno means, which export flags a pin asks for.
- * Kept apart from backend_dmabuf.c so that they are unit-tested everywhere.
+ * Kept apart from dmabuf.c so that they are unit-tested everywhere.
  */
 #ifndef VRAMIO_DMABUF_POLICY_H
 #define VRAMIO_DMABUF_POLICY_H

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend_gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
+ * gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
  * ioctl ABI (driver/uapi/gdrdrv.h), with gdrdrv 2.0 .. 2.6 modules, ours or upstream's.
  *
- * Version gates (gdrapi-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
+ * Version gates (docs/gdrdrv-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
  * REQ_MAPPING_TYPE from 2.5. Against an older module pins go through PIN_BUFFER (v1), info
  * through GET_INFO, and the attributes are answered as such a module behaves (no
  * persistent pins, no FORCE_PCIE).
@@ -27,8 +27,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "arch/cycles.h"
 #include "backend.h"
-#include "gdrdrv.h"
+#include "uapi/gdrdrv.h"
 #include "log.h"
 
 #define GD_DEVICE "/dev/gdrdrv"
@@ -225,8 +226,8 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
         return ENOMEM;
     }
     p->handle = handle;
-    p->va = req->addr & GPU_PAGE_MASK;
-    p->mapped_size = ((req->addr + req->size + GPU_PAGE_OFFSET) & GPU_PAGE_MASK) - p->va;
+    p->va = req->va;
+    p->mapped_size = req->len;
     *pinp = p;
     return 0;
 }
@@ -287,20 +288,13 @@ static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pi
         info->mapping_type = !i.mapped ? GDR_MAPPING_TYPE_NONE :
                              i.wc_mapping ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_CACHING;
     }
-#if defined(__aarch64__)
-    if (!info->cycles_per_ms) {
-        /* The module's get_cycles() is the generic timer, whose rate EL0 can read. */
-        uint64_t freq;
-
-        __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(freq));
-        info->cycles_per_ms = (uint32_t)(freq / 1000);
-    }
-#endif
+    if (!info->cycles_per_ms)           /* the module did not say: its get_cycles() rate */
+        info->cycles_per_ms = vr_kernel_cycles_per_ms();
     return 0;
 }
 
 static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
-                      gdr_mapping_type_t *granted)
+                      gdr_mapping_type_t *granted, char *why, size_t why_len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
@@ -326,15 +320,20 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         p->req = want;
     } else if (c->version < GD_VERSION(2, 5) && want != GDR_MAPPING_TYPE_NONE &&
                want != GDR_MAPPING_TYPE_WC) {
-        return EINVAL;                   /* older modules only map write-combined */
+        snprintf(why, why_len, "gdrdrv %d.%d maps write-combined only (typed mappings need 2.5)",
+                 c->version >> 16, c->version & 0xffff);
+        return EINVAL;
     }
     /* The caller's size may be smaller: map every pinned page, so that ptr + (addr - va)
      * stays valid over the whole pinned range. */
     len = (size_t)p->mapped_size;
     va = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd,
               (off_t)(p->handle * (uint64_t)page));
-    if (va == MAP_FAILED)
-        return errno;
+    if (va == MAP_FAILED) {
+        rc = errno;
+        snprintf(why, why_len, "mmap of /dev/gdrdrv at the pin's offset failed: %s", strerror(rc));
+        return rc;
+    }
     p->map_ptr = va;
     p->map_len = len;
     rc = gd_query(c, p, &info);

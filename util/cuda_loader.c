@@ -8,10 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Expand first so that the name looked up is the versioned one (cuMemAlloc_v2). */
-#define VR_STR_(x) #x
-#define VR_STR(x) VR_STR_(x)
-
 static struct vr_cuda cuda_table;
 static const struct vr_cuda *cuda_loaded;
 static char cuda_load_error[256];
@@ -27,7 +23,7 @@ static void cuda_load(void)
                  "the CUDA driver library libcuda.so.1 cannot be loaded (%s)", e ? e : "unknown");
         return;
     }
-#define VR_CUDA_RESOLVE(fn) cuda_table.fn = (__typeof__(&fn))dlsym(lib, VR_STR(fn));
+#define VR_CUDA_RESOLVE(name, symbol, params) cuda_table.name = (CUresult (*) params)dlsym(lib, symbol);
     VR_CUDA_FUNCS(VR_CUDA_RESOLVE)
 #undef VR_CUDA_RESOLVE
     if (!cuda_table.cuInit || !cuda_table.cuDriverGetVersion) {

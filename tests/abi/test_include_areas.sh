@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_include_areas.sh - the layers hold: with each area's include flags (from the Makefile)
+# the headers of its own area and of the layers below it compile, a private header of
+# another area does not; and no file outside src/ and the white-box tests names a src/
+# header in an #include, whatever path it writes.
+set -u
+cd "$(dirname "$0")/../.."
+CC=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+flags() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory "print-$1"; }
+
+check() { # area-variable header expect(ok|fails)
+    local f got
+    f=$(flags "$1")
+    printf '#include "%s"\nint vr_include_probe;\n' "$2" > "$tmp/t.c"
+    if $CC -std=gnu11 -D_GNU_SOURCE -Iinclude $f -fsyntax-only "$tmp/t.c" >/dev/null 2>&1; then
+        got=ok
+    else
+        got=fails
+    fi
+    if [ "$got" = "$3" ]; then
+        echo "ok include_areas/$1/$2_$3"
+    else
+        echo "not ok include_areas/$1/$2: with \$($1) it $([ "$got" = ok ] && echo compiles || echo "does not compile")"
+        fail=1
+    fi
+}
+check UTIL_CPPFLAGS cuda_loader.h ok
+check UTIL_CPPFLAGS core.h fails
+check LIB_CPPFLAGS core.h ok
+check LIB_CPPFLAGS cuda_ctx.h ok
+check LIB_CPPFLAGS uapi/gdrdrv.h ok
+check TOOL_CPPFLAGS cuda_loader.h ok
+check TOOL_CPPFLAGS common/gpumem.h ok
+check TOOL_CPPFLAGS uapi/gdrdrv.h ok
+check TOOL_CPPFLAGS core.h fails
+check TOOL_CPPFLAGS backend.h fails
+check TOOL_CPPFLAGS gdrdrv_internal.h fails
+check TEST_CPPFLAGS helpers/check.h ok
+check TEST_CPPFLAGS vramio.h ok
+check TEST_CPPFLAGS core.h fails
+check TEST_CPPFLAGS cuda_loader.h fails
+check WB_CPPFLAGS core.h ok
+
+# Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
+# the library's internals excepted: tests/unit/wb_*, wb/, copy_*, tests/bench/).
+hdrs=$(cd src && find . -name '*.h' | sed 's|^\./||')
+bad=
+for h in $hdrs; do
+    b=$(basename "$h")
+    hits=$(git grep -lE "^#[[:space:]]*include[[:space:]]*[\"<]([^\">]*/)?$b[\">]" -- \
+           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!tests/bench/' 2>/dev/null)
+    [ -n "$hits" ] && bad="$bad $b:$(echo $hits | tr ' ' ',')"
+done
+if [ -z "$bad" ]; then
+    echo "ok include_areas/no_src_header_outside_src"
+else
+    echo "not ok include_areas/no_src_header_outside_src:$bad"
+    fail=1
+fi
+exit $fail

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_loader.h - the CUDA driver API, loaded at run time with dlopen("libcuda.so.1").
+ *
+ * The library must load on machines without a GPU, so it never links libcuda. The entry
+ * points are those of VR_CUDA_FUNCS (cuda_api.h), each looked up by its exported symbol
+ * (cuMemAlloc is cuMemAlloc_v2), so callers write cu->cuMemAlloc(...) with the usual
+ * prototypes. One list serves the library and the tools; loading is thread-safe.
+ * Add an entry to VR_CUDA_FUNCS to use another function; a symbol missing from an old
+ * driver leaves its pointer NULL, and vr_cuda_require() reports it.
+ */
+#ifndef VRAMIO_CUDA_LOADER_H
+#define VRAMIO_CUDA_LOADER_H
+
+#include <stddef.h>
+#include "cuda_api.h"
+
+struct vr_cuda {
+#define VR_CUDA_MEMBER(name, symbol, params) CUresult (*name) params;
+    VR_CUDA_FUNCS(VR_CUDA_MEMBER)
+#undef VR_CUDA_MEMBER
+};
+
+/* Load libcuda.so.1 once per process (thread-safe). NULL when it cannot be loaded; then why
+ * (if non-NULL) receives the reason. Does not call cuInit. */
+const struct vr_cuda *vr_cuda_load(char *why, size_t len);
+
+/* Load and cuInit(0) once per process. 0, or a positive errno with the reason in why. */
+int vr_cuda_init(const struct vr_cuda **cu, char *why, size_t len);
+
+/* 0 when the loaded driver has fn, else ENOSYS with "the CUDA driver lacks fn" in why: for
+ * entry points newer than cuInit (an old driver leaves them NULL). */
+#define vr_cuda_require(cu, fn, why, len) ((cu)->fn ? 0 : vr_cuda_missing(#fn, (why), (len)))
+int vr_cuda_missing(const char *name, char *why, size_t len);
+
+/* "CUDA_ERROR_X: text" for a CUresult, from the loaded driver when possible. */
+const char *vr_cuda_errstr(CUresult rc);
+
+/* A positive errno for a CUresult (0 for CUDA_SUCCESS). */
+int vr_cuda_errno(CUresult rc);
+
+#endif /* VRAMIO_CUDA_LOADER_H */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_types.h - the types and constants of the CUDA driver API that vramio uses, declared
+ * here so that the library and the tools build without a CUDA toolkit: CUDA is reached only
+ * through dlopen (cuda_loader.h), so no cuda.h and no libcuda are needed at build time.
+ *
+ * Only what the code uses is here, spelled as the driver's ABI has it (names, values, sizes,
+ * member order). tests/abi/test_cuda_api.sh compares every constant and layout with the
+ * toolkit's cuda.h wherever one is installed; add a name here and that test checks it.
+ */
+#ifndef VRAMIO_CUDA_TYPES_H
+#define VRAMIO_CUDA_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A device address is 64 bits wide on every 64-bit target (the only ones vramio builds for). */
+#if defined(__LP64__)
+typedef unsigned long long CUdeviceptr;
+#else
+typedef unsigned int CUdeviceptr;
+#endif
+
+typedef uint64_t cuuint64_t;
+typedef int CUdevice;                              /* a device ordinal's handle */
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct vr_cu_context *CUcontext;           /* opaque driver objects */
+typedef struct vr_cu_module *CUmodule;
+typedef struct vr_cu_function *CUfunction;
+typedef struct vr_cu_stream *CUstream;
+typedef struct vr_cu_event *CUevent;
+
+typedef struct {
+    char bytes[16];
+} CUuuid;
+
+/* The results vramio tells apart; any other value is still a valid CUresult. */
+typedef enum {
+    CUDA_SUCCESS                = 0,
+    CUDA_ERROR_INVALID_VALUE    = 1,
+    CUDA_ERROR_OUT_OF_MEMORY    = 2,
+    CUDA_ERROR_NOT_INITIALIZED  = 3,
+    CUDA_ERROR_DEINITIALIZED    = 4,
+    CUDA_ERROR_NO_DEVICE        = 100,
+    CUDA_ERROR_INVALID_DEVICE   = 101,
+    CUDA_ERROR_INVALID_CONTEXT  = 201,
+    CUDA_ERROR_OPERATING_SYSTEM = 304,
+    CUDA_ERROR_INVALID_HANDLE   = 400,
+    CUDA_ERROR_NOT_FOUND        = 500,
+    CUDA_ERROR_NOT_PERMITTED    = 800,
+    CUDA_ERROR_NOT_SUPPORTED    = 801,
+} CUresult;
+
+typedef enum {
+    CU_DEVICE_ATTRIBUTE_PCI_BUS_ID                                  = 33,
+    CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID                               = 34,
+    CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID                               = 50,
+    CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT                     = 51,
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         = 102,
+    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED     = 110,
+} CUdevice_attribute;
+
+typedef enum {
+    CU_POINTER_ATTRIBUTE_CONTEXT        = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE    = 2,
+    CU_POINTER_ATTRIBUTE_P2P_TOKENS     = 5,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+} CUpointer_attribute;
+
+/* What CU_POINTER_ATTRIBUTE_MEMORY_TYPE answers. */
+typedef enum {
+    CU_MEMORYTYPE_HOST = 0x01,
+} CUmemorytype;
+
+/* cuStreamCreate and cuEventCreate flags (the copy engine's streams and events). */
+typedef enum {
+    CU_STREAM_NON_BLOCKING = 0x1,
+} CUstream_flags;
+
+typedef enum {
+    CU_EVENT_DISABLE_TIMING = 0x2,
+} CUevent_flags;
+
+/* What cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_P2P_TOKENS) fills in (gdr_pin_buffer's
+ * p2p_token and va_space arguments come from here). */
+typedef struct {
+    unsigned long long p2pToken;
+    unsigned int vaSpaceToken;
+} CUDA_POINTER_ATTRIBUTE_P2P_TOKENS;
+
+/* What cuGetProcAddress_v2 says about a lookup (the bridge answers it for the runtime). */
+typedef enum {
+    CU_GET_PROC_ADDRESS_SUCCESS                = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND       = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+} CUdriverProcAddressQueryResult;
+
+/* cuMemHostAlloc flags. */
+#define CU_MEMHOSTALLOC_PORTABLE  0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+
+/* ---- virtual memory management (cuMemCreate and friends) ---- */
+typedef enum {
+    CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+} CUmemAllocationType;
+
+typedef enum {
+    CU_MEM_HANDLE_TYPE_NONE                  = 0x0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+} CUmemAllocationHandleType;
+
+typedef enum {
+    CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+} CUmemLocationType;
+
+typedef enum {
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+} CUmemAccess_flags;
+
+typedef enum {
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM     = 0x0,
+    CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
+} CUmemAllocationGranularity_flags;
+
+typedef struct {
+    CUmemLocationType type;
+    int id;                     /* the device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
+} CUmemLocation;
+
+typedef struct {
+    CUmemAllocationType type;
+    CUmemAllocationHandleType requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+
+typedef struct {
+    CUmemLocation location;
+    CUmemAccess_flags flags;
+} CUmemAccessDesc;
+
+/* cuMemGetHandleForAddressRange: the dma-buf export. */
+typedef enum {
+    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1,
+} CUmemRangeHandleType;
+
+typedef enum {
+    CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1,
+} CUmemRangeFlags;
+
+#endif /* VRAMIO_CUDA_TYPES_H */
