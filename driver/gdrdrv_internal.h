@@ -143,4 +143,26 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
 
+/*
+ * The cycle counter behind tm_cycles. On arm64 get_cycles() calls arch_timer_read_counter, a
+ * GPL-only export, and the kernel refuses a module that uses one and imports from the
+ * proprietary nvidia.ko (driver/tests/test_driver_builds.sh checks the arm64 build): that
+ * flavour reads the virtual counter, which get_cycles() reads on an erratum-free CPU, itself.
+ */
+#include <linux/timex.h>
+#if defined(CONFIG_ARM64) && defined(GDRDRV_FLAVOUR_PROPRIETARY)
+#include <asm/barrier.h>
+#include <asm/sysreg.h>
+static inline cycles_t gdrdrv_cycles(void)
+{
+	isb();
+	return read_sysreg(cntvct_el0);
+}
+#else
+static inline cycles_t gdrdrv_cycles(void)
+{
+	return get_cycles();
+}
+#endif
+
 #endif /* GDRDRV_INTERNAL_H */

@@ -254,7 +254,7 @@ static int gdrdrv_check_table(struct gdrdrv_pin *pin)
 
 static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 {
-	cycles_t t0 = get_cycles();
+	cycles_t t0 = gdrdrv_cycles();
 	int ret;
 
 	if (pin->persistent) {
@@ -273,7 +273,7 @@ static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 		ret = nvidia_p2p_get_pages(pin->p2p_token, pin->va_space, pin->va, pin->mapped_size,
 					   &pin->table, gdrdrv_free_callback, pin);
 	}
-	pin->tm_cycles = get_cycles() - t0;
+	pin->tm_cycles = gdrdrv_cycles() - t0;
 	return ret;
 }
 

@@ -265,7 +265,6 @@ static int pools_snapshot(struct gpu_pool **out)
 
 VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
 {
-    VR_FORK_GATE_SCOPE();
     struct gpu_pool *gp = NULL;
     uint64_t addr = 0;
     int rc;
@@ -288,7 +287,6 @@ VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
 
 VR_EXPORT int vramio_free(unsigned long long dptr)
 {
-    VR_FORK_GATE_SCOPE();
     struct gpu_pool *gp[VR_POOL_MAX_GPUS];
     int i, n = pools_snapshot(gp);
 
@@ -363,7 +361,6 @@ VR_EXPORT int vramio_pool_stats(int gpu, struct vramio_pool_stats *st)
 
 VR_EXPORT int vramio_pool_trim(int gpu)
 {
-    VR_FORK_GATE_SCOPE();
     struct gpu_pool *gp[VR_POOL_MAX_GPUS];
     int i, n = pools_snapshot(gp);
 

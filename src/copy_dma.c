@@ -43,7 +43,6 @@
 #include "copy/copy.h"
 #include "cuda_loader.h"
 #include "dma_policy.h"
-#include "fork.h"
 #include "vramio.h"
 
 #define DMA_MAX_DEVICES 64
@@ -555,7 +554,6 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
 static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char *host,
                      size_t n, const char *fn)
 {
-    VR_FORK_GATE_SCOPE(); /* the copy engine is driver calls */
     const struct vr_cuda *cu;
     struct vr_dma_range r;
     struct dma_dev *d = NULL;
@@ -609,7 +607,6 @@ VR_EXPORT int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const 
 VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
                                          size_t *write_bytes)
 {
-    VR_FORK_GATE_SCOPE();
     const struct vr_cuda *cu;
     struct vr_dma_range r;
     struct dma_dev *d = NULL;

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 #include "log.h"
 
@@ -35,45 +34,9 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t *locks[VR_FORK_MAX_LOCKS];
 static int nlocks;
 static pthread_once_t locks_once = PTHREAD_ONCE_INIT;
-static void locks_register(void);
-
-/* Writers first: a steady stream of pins on other threads must not starve a fork. */
-static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-static __thread int gate_depth;
-static int gate_taken_by_fork;          /* written by the forking thread only */
-
-void vr_fork_gate_enter(void)
-{
-    pthread_once(&locks_once, locks_register);
-    if (gate_depth++ == 0)
-        pthread_rwlock_rdlock(&gate);
-}
-
-void vr_fork_gate_leave(void)
-{
-    if (--gate_depth == 0)
-        pthread_rwlock_unlock(&gate);
-}
-
-static void gate_prepare(void)
-{
-    struct timespec until;
-
-    gate_taken_by_fork = 0;
-    if (gate_depth > 0) /* a fork from inside one of our calls: nothing to wait for */
-        return;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    if (pthread_rwlock_timedwrlock(&gate, &until) == 0)
-        gate_taken_by_fork = 1;
-    else
-        vr_warn("fork: a call into the GPU driver was still running after 10 s; forking "
-                "anyway (the child may inherit the driver's locks held)");
-}
 
 static void locks_prepare(void)
 {
-    gate_prepare();
     pthread_mutex_lock(&reg_lock);
     for (int i = 0; i < nlocks; i++)
         pthread_mutex_lock(locks[i]);
@@ -84,23 +47,14 @@ static void locks_parent(void)
     for (int i = nlocks - 1; i >= 0; i--)
         pthread_mutex_unlock(locks[i]);
     pthread_mutex_unlock(&reg_lock);
-    if (gate_taken_by_fork)
-        pthread_rwlock_unlock(&gate);
 }
 
 /* Only the forking thread exists in the child; it held every lock through the fork. */
 static void locks_child(void)
 {
-    static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-
     for (int i = 0; i < nlocks; i++)
         pthread_mutex_init(locks[i], NULL);
     pthread_mutex_init(&reg_lock, NULL);
-    /* The forking thread held the gate exclusively (or was inside it: its depth carries
-     * over, and its call leaves the fresh gate as if it had entered it here). */
-    memcpy(&gate, &fresh, sizeof(gate));
-    if (gate_depth > 0)
-        pthread_rwlock_rdlock(&gate);
 }
 
 static void locks_register(void)

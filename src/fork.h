@@ -30,34 +30,4 @@ int vr_fork_protect_mutex(pthread_mutex_t *m);
  * memory. p need not be page aligned. 0, or the errno of madvise. */
 int vr_fork_dontfork(void *p, size_t len);
 
-/*
- * The fork gate. Every entry point that can call into the CUDA or Vulkan driver holds it
- * (shared) for its whole duration, and fork() takes it exclusively before anything else, so
- * a child is never forked while a thread of ours is inside the driver. Without it, a child
- * forked in the middle of, say, a Vulkan import inherits the driver's internal locks held by
- * a thread that does not exist there, and the driver's own exit handlers then die in the
- * child ("The futex facility returned an unexpected error code", seen on the H200 in one
- * fork of 150 while another thread pinned and unpinned). Nested entries are counted per
- * thread; waiting for the gate is bounded at fork (after 10 s the fork goes ahead, logged).
- * Rule: enter the gate before taking any other library lock, and never wait inside it for a
- * thread that has yet to enter it.
- */
-void vr_fork_gate_enter(void);
-void vr_fork_gate_leave(void);
-
-struct vr_fork_gate_scope {
-    int held;
-};
-
-static inline void vr_fork_gate_scope_end(struct vr_fork_gate_scope *g)
-{
-    if (g->held)
-        vr_fork_gate_leave();
-}
-
-/* Hold the gate until the end of the enclosing block. */
-#define VR_FORK_GATE_SCOPE()                                                          \
-    struct vr_fork_gate_scope vr_gate_scope_                                            \
-        __attribute__((cleanup(vr_fork_gate_scope_end), unused)) = { (vr_fork_gate_enter(), 1) }
-
 #endif /* VRAMIO_FORK_H */

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
-#include "fork.h"
 #include "copy/copy.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
@@ -48,14 +47,9 @@ VR_EXPORT int gdr_close(gdr_t g)
 
     if (rc || !gdr)
         return rc;
-    /* No call on g is in progress and none can start: release what it still holds, inside
-     * the fork gate (the backends call into the drivers). */
-    {
-        VR_FORK_GATE_SCOPE();
-
-        vr_pins_release_owned(gdr->token);
-        vr_instance_free(gdr);
-    }
+    /* No call on g is in progress and none can start: release what it still holds. */
+    vr_pins_release_owned(gdr->token);
+    vr_instance_free(gdr);
     return 0;
 }
 
@@ -192,6 +186,29 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
 
 
 
+/*
+ * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
+ * fence as well: the buffer it reached may be read or written next through a mapping of
+ * another type, whose accesses the fence of this type does not order (a WC store fence does
+ * not order later cached loads, a cached copy has no fence at all). Out of line, so that the
+ * usual path stays a tail call into the copy engine.
+ */
+static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
+                                                   const void *src, size_t n)
+{
+    vr_copy_to_mapping(type, dst, src, n);
+    vr_copy_full_fence();
+    return 0;
+}
+
+static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
+                                                     const void *src, size_t n)
+{
+    vr_copy_from_mapping(type, dst, src, n);
+    vr_copy_full_fence();
+    return 0;
+}
+
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                   size_t size)
 {
@@ -203,6 +220,8 @@ VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *
         return 0;
     if (__builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
         return vr_copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 0);
+    if (__builtin_expect(vr_mappings_mixed(), 0))
+        return copy_to_mixed((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
@@ -217,6 +236,8 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
         return 0;
     if (__builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
         return vr_copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
+    if (__builtin_expect(vr_mappings_mixed(), 0))
+        return copy_from_mixed((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 

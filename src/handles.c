@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "handles.h"
-#include "fork.h"
 
 #define VR_NO_SLOT UINT32_MAX
 
@@ -39,8 +38,46 @@ static void slot_write_begin(struct vr_slot *s)
     atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
 }
 
+/*
+ * The census of live mappings: 20 bits of count per mapping type (WC, CACHING, DEVICE) and
+ * VR_MAPS_MIXED, set while more than one type is live. One word, updated by compare-and-swap,
+ * so the flag always agrees with the counts it was computed from, however map and unmap calls
+ * of different pins interleave.
+ */
+_Atomic uint64_t vr_map_census;
+
+static uint64_t census_field(int type)
+{
+    return 1ULL << (20 * (type - 1));
+}
+
+static void census_move(int from, int to)   /* types; 0 (none) or outside 1..3 is not counted */
+{
+    uint64_t old = atomic_load_explicit(&vr_map_census, memory_order_relaxed), new;
+    int live, t;
+
+    do {
+        new = old & ~VR_MAPS_MIXED;
+        if (from >= 1 && from <= 3)
+            new -= census_field(from);
+        if (to >= 1 && to <= 3)
+            new += census_field(to);
+        for (live = 0, t = 1; t <= 3; t++)
+            live += ((new / census_field(t)) & 0xfffff) != 0;
+        if (live > 1)
+            new |= VR_MAPS_MIXED;
+    } while (!atomic_compare_exchange_weak_explicit(&vr_map_census, &old, new,
+                                                    memory_order_acq_rel, memory_order_relaxed));
+}
+
 static void slot_write_fields(struct vr_slot *s, uintptr_t base, size_t len, int type)
 {
+    /* Writers hold the slot lock, so the old fields are stable here. */
+    int was = atomic_load_explicit(&s->map_base, memory_order_relaxed) ?
+              atomic_load_explicit(&s->map_type, memory_order_relaxed) : 0;
+
+    if (was != (base ? type : 0))
+        census_move(was, base ? type : 0);
     atomic_store_explicit(&s->map_base, base, memory_order_release);
     atomic_store_explicit(&s->map_len, len, memory_order_release);
     atomic_store_explicit(&s->map_type, type, memory_order_release);
@@ -107,6 +144,18 @@ static int take_index(struct vr_table *t, uint32_t *index)
     return 0;
 }
 
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&vr_gdrs.lock);
+    pthread_mutex_lock(&vr_pins.lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&vr_pins.lock);
+    pthread_mutex_unlock(&vr_gdrs.lock);
+}
+
 /*
  * In the child only the forking thread exists: locks and references held by other threads of
  * the parent would never be released, and a seqlock left odd would make the copy path spin.
@@ -137,16 +186,13 @@ static void atfork_child(void)
     atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
     reset_table_in_child(&vr_pins);
     reset_table_in_child(&vr_gdrs);
+    /* Every mapping is gone here, including one a thread of the parent was publishing. */
+    atomic_store_explicit(&vr_map_census, 0, memory_order_relaxed);
 }
 
 static void register_atfork(void)
 {
-    /* The table locks are held across fork by fork.c, after its gate (fork.h): taking them
-     * in a prepare handler of our own could run before the gate and wait on a thread that
-     * is inside a call and needs them. */
-    vr_fork_protect_mutex(&vr_gdrs.lock);
-    vr_fork_protect_mutex(&vr_pins.lock);
-    pthread_atfork(NULL, NULL, atfork_child);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 pid_t vr_self_pid(void)

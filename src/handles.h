@@ -85,6 +85,21 @@ pid_t vr_self_pid(void);
 /* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
 
+/*
+ * Whether mappings of more than one type (WC, CACHING, DEVICE) are live in this process,
+ * counted over every pin (handles.c keeps the census as mappings are published and cleared).
+ * The copy path then ends each copy with a full fence, as upstream GDRCopy does: the same GPU
+ * buffer may be reached through two of them in turn, and neither type's own ordering covers
+ * the other's accesses.
+ */
+#define VR_MAPS_MIXED (1ULL << 63)
+extern _Atomic uint64_t vr_map_census __attribute__((visibility("hidden")));
+
+static inline int vr_mappings_mixed(void)
+{
+    return (atomic_load_explicit(&vr_map_census, memory_order_relaxed) & VR_MAPS_MIXED) != 0;
+}
+
 struct vr_mapping {
     uintptr_t base;
     size_t len;

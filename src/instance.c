@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
-#include "fork.h"
 
 #define ALL_BACKENDS ((1u << VRAMIO_BACKEND_COUNT) - 2)
 
@@ -127,7 +126,6 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
 int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
                      struct vr_gdr **out)
 {
-    VR_FORK_GATE_SCOPE(); /* the probes and opens call into the drivers */
     struct vr_gdr *gdr = calloc(1, sizeof(*gdr));
     char off[VR_REASON_LEN];
     int b, rc;
@@ -169,29 +167,22 @@ int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
     return 0;
 }
 
-/* On success the caller is inside the fork gate (fork.h) until vr_gdr_put. */
 int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **out)
 {
-    struct vr_slot *s;
+    struct vr_slot *s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
     struct vr_gdr *gdr;
 
-    vr_fork_gate_enter();
-    s = vr_slot_lock(&vr_gdrs, (unsigned long)(uintptr_t)g);
-    if (!s) {
-        vr_fork_gate_leave();
+    if (!s)
         return vr_fail(EINVAL, "%s: %p is not an open gdr_t", fn, (void *)g);
-    }
     gdr = s->obj;
     if (gdr->pid != vr_self_pid()) {
         vr_slot_unlock(s);
-        vr_fork_gate_leave();
         return vr_fail(EACCES, "%s: this gdr_t was opened by process %d, the parent of this "
                        "forked process: its pins and mappings are not inherited; call gdr_open "
                        "in this process", fn, (int)gdr->pid);
     }
     if (s->closing) {
         vr_slot_unlock(s);
-        vr_fork_gate_leave();
         return vr_fail(EINVAL, "%s: %p is being closed", fn, (void *)g);
     }
     s->refs++;
@@ -208,7 +199,6 @@ void vr_gdr_put(struct vr_gdr *gdr)
     if (--s->refs == 0 && s->closing)
         pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->lock);
-    vr_fork_gate_leave();
 }
 
 int vr_instance_close_begin(gdr_t g, struct vr_gdr **out)
@@ -233,8 +223,6 @@ int vr_instance_close_begin(gdr_t g, struct vr_gdr **out)
         return vr_fail(EINVAL, "gdr_close: %p is already being closed", (void *)g);
     }
     s->closing = 1;
-    /* Outside the fork gate: the calls waited for are inside it and must be able to finish
-     * (gdr_close enters the gate after this returns, for the release). */
     while (s->refs > 0)
         pthread_cond_wait(&s->idle, &s->lock);
     *out = s->obj;
@@ -284,7 +272,6 @@ int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t l
 int vr_backends_probe(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
                       vramio_backend_t backend, char *reason, size_t len)
 {
-    VR_FORK_GATE_SCOPE();
     struct vr_gdr *probe;
     char off[VR_REASON_LEN];
     int rc;

@@ -35,9 +35,9 @@ $(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
-TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
+TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
-KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh)
+KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-arm64.sh)
 
 .PHONY: check check-unit check-asan check-tsan
 check: all tests

@@ -5,6 +5,9 @@
 # kernel export (the kernel refuses such a module next to the proprietary nvidia.ko); the
 # open flavour's import of GPL-only exports shows that the check can see them. Also checks
 # driver/Makefile's choice of header and flavour from an NVIDIA source tree.
+# The same for Debian's arm64 and ppc64el builds of each installed amd64 kernel, cross-compiled
+# (tests/kernel/foreign.sh fetches their headers; skipped with a reason when the architecture
+# is not a dpkg architecture here or its cross compiler is missing, a failure under CI).
 # Prints one ok/not ok line per case; exits 77 when no kernel headers are installed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -21,6 +24,29 @@ fail=0
 ok() { echo "ok $1"; }
 notok() { echo "not ok $1: $2"; fail=1; }
 
+# Trees of other architectures: "<dpkg arch>:<path>" entries, built with that kbuild ARCH and
+# the cross compiler (Debian's arm64 and ppc64el builds of each installed amd64 kernel).
+. tests/kernel/foreign.sh
+CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
+mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || { CACHE=$BUILD/kernel/cache; mkdir -p "$CACHE"; }
+host_trees=$trees
+for fa in arm64 ppc64el; do
+    foreign_arch "$fa"
+    why=$(foreign_ready)
+    if [ -n "$why" ]; then
+        [ -n "${CI:-}" ] && notok "$fa/prerequisites" "$why" || echo "skip $fa/build: $why"
+        continue
+    fi
+    for kdir in $host_trees; do
+        rel=$(basename "$(dirname "$kdir")")
+        ver=$(dpkg-query -W -f='${Version}' "linux-headers-$rel" 2>/dev/null)
+        abi=$(foreign_abi "$rel" "$ver")
+        if [ -z "$abi" ]; then notok "$fa/$rel/headers" "apt knows no $fa build of $rel=$ver"; continue; fi
+        t=$(foreign_headers "$CACHE" "$abi" "$ver" 2>&1) && trees="$trees $fa:$t" ||
+            notok "$fa/$abi/headers" "$t"
+    done
+done
+
 # GPL-only exports among a module's undefined symbols, per the tree's Module.symvers.
 gpl_imports() {
     nm -u "$1" | awk '{print $2}' | sort -u >"$OUT/imports"
@@ -32,12 +58,17 @@ gpl_imports() {
 mkdir -p "$BUILD"
 OUT=$(mktemp -d "$BUILD/driver-builds.XXXXXX")
 for kdir in $trees; do
-    rel=$(basename "$(dirname "$kdir")")
+    rel=$(basename "$(dirname "$kdir")") cross=()
+    case $kdir in *:*)
+        foreign_arch "${kdir%%:*}"
+        kdir=${kdir#*:} rel=$FA_DPKG/$(basename "$kdir" | sed 's/^linux-headers-//')
+        cross=("${FA_KMAKE[@]}") ;;
+    esac
     [ -f "$kdir/Module.symvers" ] || { notok "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
     for flavour in open proprietary; do
-        dir=$OUT/$rel-$flavour
+        dir=$OUT/${rel//\//-}-$flavour
         rm -rf "$dir" && mkdir -p "$dir" && cp -r driver/. "$dir"/ && rm -rf "$dir/tests"
-        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 \
+        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 "${cross[@]}" \
             -j"$(nproc)" >"$dir.log" 2>&1; then
             notok "$rel/$flavour/build" "$(grep -m1 -E 'error' "$dir.log")"
             continue

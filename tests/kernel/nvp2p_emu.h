@@ -25,6 +25,12 @@ struct nvp2p_emu_alloc {
 };
 #define NVP2P_EMU_ALLOC_CPU_CACHEABLE (1U << 0) /* page table says CPU_CACHEABLE */
 /*
+ * Added for the coherent-platform tests: the module parameter coherent (NVP2P_EMU_COHERENT_PARAM,
+ * writable at run time) makes every RAM allocation's page tables say CPU_CACHEABLE, as NVIDIA's
+ * driver does on Grace in CDMM mode, except those of pins made with FORCE_BAR1_MAPPING.
+ */
+#define NVP2P_EMU_COHERENT_PARAM "/sys/module/nvp2p_emu/parameters/coherent"
+/*
  * Added for the MMIO tests: the GPU pages come from the memory BAR of a QEMU ivshmem-plain
  * device (PCI 1af4:1110, BAR 2) instead of RAM, so the page table holds non-RAM physical
  * addresses as a real GPU's BAR1 does. ENODEV when the guest has no such device, ENOMEM when
@@ -93,9 +99,11 @@ struct nvp2p_emu_phys {
 #define NVP2P_EMU_IOC_PHYS _IOWR(NVP2P_EMU_MAGIC, 8, struct nvp2p_emu_phys)
 
 /*
- * Added for the MMIO tests (x86 guests): what the calling process's page table holds for the
- * user address `uaddr` of a VM_IO/VM_PFNMAP mapping (a gdrdrv mapping): the PFN and the
- * cache mode that the PTE's PAT bits select. ENOENT when no PTE is there.
+ * Added for the MMIO tests (x86 and arm64 guests; EOPNOTSUPP elsewhere): what the calling
+ * process's page table holds for the user address `uaddr` of a VM_IO/VM_PFNMAP mapping (a
+ * gdrdrv mapping): the PFN and the cache mode that the PTE's PAT bits select. On arm64 the
+ * memory attribute reads as the mode of the same use: Normal as WB, Normal-NC as WC, Device as
+ * UC. ENOENT when no PTE is there.
  */
 struct nvp2p_emu_pte {
     __u64 uaddr;       /* in */

@@ -36,12 +36,33 @@
 # VRAMIO_GUEST_ONLY (space separated shell patterns of guest groups to run, e.g.
 # "np-callback extra/gdrdrv": while iterating; the module loads, unloads and the final leak and
 # kernel-log checks always run; default: every group, as CI runs them).
+#
+# ARCH=arm64 runs the same on Debian's arm64 kernels in a qemu-system-aarch64 "virt" guest
+# (TCG, -cpu max): modules and guest programs cross-built with aarch64-linux-gnu-gcc (the
+# library and the extras in $BUILD/aarch64), headers, image and busybox taken out of Debian's
+# arm64 packages (tests/kernel/foreign.sh). Result names start with "arm64/"; the work folder is
+# $BUILD/kernel-arm64. The guest has no exit port: it powers off, and the "@@ DONE failed=N"
+# line says how the run went. tests/kernel/run-qemu-arm64.sh is this for 'make check'.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
 BUILD=${BUILD:-build}
 mkdir -p "$BUILD" && BUILD=$(cd "$BUILD" && pwd)
-KROOT=$BUILD/kernel
+ARCH=${ARCH:-x86_64}
+case $ARCH in
+x86_64|amd64|x86)
+    ARCH=x86_64 QEMU=qemu-system-x86_64 GCC=gcc LIBBUILD=$BUILD KROOT=$BUILD/kernel LP= PKG_ARCH=
+    KMAKE=() CONSOLE=ttyS0
+    QEMU_MACHINE=(-machine pc,accel=tcg -cpu max -device isa-debug-exit,iobase=0xf4,iosize=0x04) ;;
+arm64|aarch64)
+    ARCH=arm64 QEMU=qemu-system-aarch64 GCC=aarch64-linux-gnu-gcc LIBBUILD=$BUILD/aarch64
+    KROOT=$BUILD/kernel-arm64 LP=arm64/ PKG_ARCH=:arm64
+    CONSOLE=ttyAMA0
+    # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper under TCG than QARMA.
+    QEMU_MACHINE=(-machine virt,accel=tcg -cpu max,pauth-impdef=on)
+    . "$REPO/tests/kernel/foreign.sh" && foreign_arch arm64 && KMAKE=("${FA_KMAKE[@]}") ;;
+*) echo "run-qemu.sh: ARCH=$ARCH: only x86_64 and arm64 guests exist"; exit 2 ;;
+esac
 SERIES=${VRAMIO_KERNELS:-6.1 6.12}
 QEMU_TIMEOUT=${VRAMIO_QEMU_TIMEOUT:-180}
 t_start=$(date +%s)
@@ -55,17 +76,23 @@ unavailable() {
     exit 77
 }
 
-for tool in qemu-system-x86_64 cpio gzip gcc dpkg-query dpkg-deb apt-get flock; do
-    command -v "$tool" >/dev/null || unavailable "kernel tests need $tool (qemu-system-x86, cpio)"
+for tool in $QEMU cpio gzip $GCC dpkg-query dpkg-deb apt-get flock; do
+    command -v "$tool" >/dev/null ||
+        unavailable "kernel tests need $tool (qemu-system-x86 or qemu-system-arm, cpio, gcc-aarch64-linux-gnu)"
 done
 BUSYBOX=/bin/busybox
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' &&
     [ -x "$BUSYBOX" ] || unavailable "kernel tests need busybox-static"
-[ -f "$(gcc -print-file-name=libc.a)" ] || unavailable "kernel tests need a static libc (libc6-dev)"
+[ -f "$($GCC -print-file-name=libc.a)" ] || unavailable "kernel tests need a static libc (libc6-dev)"
 
 CACHE=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
 mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=$KROOT/cache
 mkdir -p "$CACHE" "$KROOT"
+if [ "$ARCH" = arm64 ]; then
+    why=$(foreign_ready)
+    [ -z "$why" ] || unavailable "arm64 kernel tests: $why"
+    BUSYBOX=$(foreign_busybox "$CACHE") || unavailable "could not fetch busybox-static:arm64"
+fi
 
 # Runs sharing a build folder (several 'make check' at once) take turns: they rebuild the
 # same copies. The kernel builds must not see the calling make's jobserver either.
@@ -101,7 +128,7 @@ fetch_image() {  # fetch_image ABI VERSION -> prints the vmlinuz path
             deb=
         fi
         if [ -z "$deb" ]; then
-            (cd "$dl" && apt-get download -q "$pkg=$ver" >/dev/null 2>&1) || continue
+            (cd "$dl" && apt-get download -q "$pkg$PKG_ARCH=$ver" >/dev/null 2>&1) || continue
             deb=$(ls "$dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
         fi
         [ -n "$deb" ] || continue
@@ -118,7 +145,7 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
     shift 4
     rm -rf "$dest" && mkdir -p "$dest" && cp -r "$src"/. "$dest"/ || return 1
     if [ -n "$extra" ]; then cp $extra "$dest"/ || return 1; fi
-    if ! make -j"$(nproc)" -C "$kdir" M="$dest" W=1 "$@" modules >"$dest.log" 2>&1; then
+    if ! make -j"$(nproc)" -C "$kdir" M="$dest" W=1 "${KMAKE[@]}" "$@" modules >"$dest.log" 2>&1; then
         return 1
     fi
     # Warnings fail the build: the compiler's (W=1 ones are not errors) and modpost's.
@@ -128,10 +155,10 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
 # ---- guest programs: static, built once for all kernels ------------------------------------
 GUEST=$KROOT/guest
 build_guest() {
-    local src out libs rc=0 cc=${CC:-cc} flags
+    local src out libs rc=0 flags
     mkdir -p "$GUEST"
-    if [ ! -f "$BUILD/lib/libgdrapi.a" ]; then
-        make -C "$REPO" BUILD="$BUILD" lib >"$GUEST/lib.log" 2>&1
+    if [ ! -f "$BUILD/lib/libgdrapi.a" ] || [ "$ARCH" != x86_64 ]; then
+        make -C "$REPO" -j2 CC="$GCC" BUILD="$LIBBUILD" lib >"$GUEST/lib.log" 2>&1
     fi
     # The top Makefile's flags for static guest programs (GUEST_CFLAGS, GUEST_CPPFLAGS).
     flags=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$REPO" \
@@ -140,9 +167,9 @@ build_guest() {
         case $src in */common.c|*/mmio.c) continue ;; esac      # helpers, linked into all
         out=$GUEST/$(basename "$src" .c)
         libs=
-        grep -q '<gdrapi.h>' "$src" && libs="$BUILD/lib/libgdrapi.a -ldl"
+        grep -q '<gdrapi.h>' "$src" && libs="$LIBBUILD/lib/libgdrapi.a -ldl"
         # shellcheck disable=SC2086 # flags: several words
-        if ! $cc $flags -o "$out" "$src" \
+        if ! $GCC $flags -o "$out" "$src" \
             tests/kernel/guest/common.c tests/kernel/guest/mmio.c $libs >"$out.log" 2>&1; then
             echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
             sed 's/^/    /' "$out.log" | head -n 30
@@ -163,7 +190,10 @@ collect_extras() {  # writes "name<TAB>command" lines for the guest, copies the 
         [ -f "$f" ] || continue
         while read -r name path args; do
             case "$name" in ''|'#'*) continue ;; esac
-            path=${path//\$BUILD/$BUILD}
+            path=${path//\$BUILD/$LIBBUILD}
+            # Another architecture's extras are built here, in its own build folder.
+            [ "$ARCH" = x86_64 ] || make -C "$REPO" -j2 CC="$GCC" BUILD="$LIBBUILD" "$path" \
+                >>"$KROOT/extra-build.log" 2>&1
             if [ ! -f "$path" ]; then
                 EXTRA_MISSING+=("$name: $path was not built")
                 continue
@@ -178,6 +208,10 @@ collect_extras() {  # writes "name<TAB>command" lines for the guest, copies the 
 run_kernel() {  # run_kernel LABEL ABI VERSION
     local label=$1 abi=$2 ver=$3 kdir out img root serial rc line have_driver=0
     kdir=/usr/lib/modules/$abi/build
+    if [ "$ARCH" = arm64 ] && ! kdir=$(foreign_headers "$CACHE" "$abi" "$ver" 2>"$KROOT/headers.log"); then
+        echo "not ok $label/headers: linux-headers-$abi:arm64=$ver: $(tail -n 1 "$KROOT/headers.log")"
+        return
+    fi
     out=$KROOT/$abi
     mkdir -p "$out"
     if [ ! -d "$kdir" ]; then
@@ -247,21 +281,25 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
     # (seen once: an int3 Oops in sched_clock_cpu during a TCG boot of 6.12): it is booted once
     # more, and says so. Anything after BOOTED counts as it is.
     for attempt in 1 2; do
-        timeout --kill-after=10 "$QEMU_TIMEOUT" qemu-system-x86_64 -machine pc,accel=tcg -cpu max \
+        timeout --kill-after=10 "$QEMU_TIMEOUT" $QEMU "${QEMU_MACHINE[@]}" \
             -m 512 -smp 2 -nodefaults -display none -serial stdio -no-reboot \
-            -device isa-debug-exit,iobase=0xf4,iosize=0x04 "${bar[@]}" \
+            "${bar[@]}" \
             -kernel "$img" -initrd "$out/initramfs.cpio.gz" \
-            -append 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 init_on_free=1 quiet' \
+            -append "console=$CONSOLE panic=-1 oops=panic panic_on_warn=1 init_on_free=1 quiet" \
             </dev/null >"$serial.raw" 2>&1
         rc=$?
         tr -d '\r' <"$serial.raw" >"$serial"
+        # No exit port on arm64: a power-off after "@@ DONE failed=N" stands for x86's 2N+33.
+        if [ "$ARCH" = arm64 ] && [ "$rc" = 0 ] && grep -qE '^@@ DONE failed=[01]$' "$serial"; then
+            rc=$((33 + 2 * $(sed -nE 's/^@@ DONE failed=([01])$/\1/p' "$serial" | tail -n 1)))
+        fi
         echo "# $label: qemu exited $rc after $((SECONDS - t0)) s"
         grep -q '^@@ BOOTED' "$serial" || [ "$attempt" = 2 ] && break
         echo "# $label: the guest died before /init started; its last lines, then one more boot:"
         tail -n 15 "$serial" | sed 's/^/#     /'
     done
 
-    sed -nE 's/^@@ (ok|not ok|skip) (.*)$/\1 '"$label"'\/\2/p' "$serial"
+    sed -nE 's#^@@ (ok|not ok|skip) (.*)$#\1 '"$label"'/\2#p' "$serial"
     if [ "${KEEP_LOGS:-0}" = 1 ]; then sed 's/^/    | /' "$serial"; fi
     if grep -q '^@@ DONE' "$serial" && [ "$rc" -eq 33 -o "$rc" -eq 35 ]; then
         [ "$rc" -eq 33 ] && echo "ok $label/boot: complete run" ||
@@ -273,8 +311,8 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
             *) why="qemu exited $rc without a final result line" ;;
         esac
         if grep -qE 'Kernel panic|Oops|BUG:|WARNING:' "$serial"; then
-            why="kernel panic/oops/warning at $(grep -m1 -oE 'RIP: 0010:[^ ]+' "$serial" |
-                cut -d: -f3) ($why)"
+            why="kernel panic/oops/warning at $(grep -m1 -oE 'RIP: 0010:[^ ]+|pc : [^ ]+' "$serial" |
+                sed -E 's/^(RIP: 0010:|pc : )//') ($why)"
         fi
         echo "not ok $label/boot: $why, during '${line:-boot}'"
         grep -v '^@@ ' "$serial" | tail -n 60 | sed 's/^/    /'
@@ -283,7 +321,7 @@ run_kernel() {  # run_kernel LABEL ABI VERSION
 }
 
 main() {
-    local s k found=0 t0
+    local s k a found=0 t0
     EXTRA_MISSING=()
     t0=$SECONDS
     build_guest
@@ -294,9 +332,18 @@ main() {
     for s in $SERIES; do
         k=$(resolve_kernel "$s")
         if [ -z "$k" ]; then
-            [ -n "${CI:-}" ] && echo "not ok $s/headers: no installed headers for the $s series" ||
-                echo "skip $s/headers: no installed headers for the $s series"
+            [ -n "${CI:-}" ] && echo "not ok $LP$s/headers: no installed headers for the $s series" ||
+                echo "skip $LP$s/headers: no installed headers for the $s series"
             continue
+        fi
+        if [ "$ARCH" = arm64 ]; then        # the arm64 build of the same kernel
+            set -- $k
+            a=$(foreign_abi "$2" "$3")
+            if [ -z "$a" ]; then
+                echo "not ok $LP$s/headers: apt knows no linux-headers-${2%-amd64}-arm64:arm64=$3"
+                continue
+            fi
+            k="$LP$s $a $3"
         fi
         found=1
         run_kernel $k

@@ -90,7 +90,17 @@ static int child_choice(const char *value, char name[64], int *warnings)
             setenv("GDRCOPY_COPY_KERNEL", value, 1);
         else
             unsetenv("GDRCOPY_COPY_KERNEL");
-        execl("/proc/self/exe", "copy_choice", "--report", (char *)NULL);
+        /* Under qemu-user (tests/cross/) the emulator named by VRAMIO_TEST_LAUNCHER runs it. */
+        const char *launcher = getenv("VRAMIO_TEST_LAUNCHER");
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (launcher && *launcher && n > 0) {
+            self[n] = '\0';
+            execlp(launcher, launcher, self, "--report", (char *)NULL);
+        } else {
+            execl("/proc/self/exe", "copy_choice", "--report", (char *)NULL);
+        }
         _exit(127);
     }
     close(fds[1]);

@@ -4,9 +4,8 @@
  * state whose teardown is unsafe there leaves through _exit() with the status it gave exit(),
  * stdio flushed, and without running the parent's exit handlers (the driver's teardown among
  * them); VRAMIO_FORK_CHILD_TEARDOWN=1 turns that off; a mutex held by another thread at fork
- * is free in the child; MADV_DONTFORK mappings fault in the child; fork waits for a call that
- * is inside the fork gate, and a fork from inside the gate neither waits nor leaves the gate
- * unusable. Every child is waited for with a bound.
+ * is free in the child; MADV_DONTFORK mappings fault in the child. Every child is waited for
+ * with a bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,72 +178,10 @@ static void test_dontfork(void)
     munmap(p, (size_t)pg * 2);
 }
 
-static _Atomic int in_call;
-static _Atomic int call_done;
-
-/* Stands for a pin: inside the gate, it takes 300 ms in "the driver". */
-static void *slow_call(void *arg)
-{
-    (void)arg;
-    vr_fork_gate_enter();
-    vr_fork_gate_enter(); /* nested, as a public call made from inside another */
-    in_call = 1;
-    usleep(300000);
-    call_done = 1;
-    vr_fork_gate_leave();
-    vr_fork_gate_leave();
-    return NULL;
-}
-
-static void test_gate(void)
-{
-    pthread_t t;
-    int status = 0, seen_done;
-    pid_t pid;
-
-    pthread_create(&t, NULL, slow_call, NULL);
-    while (!in_call)
-        usleep(1000);
-    fflush(NULL);
-    pid = fork(); /* must wait until slow_call has left the gate */
-    if (pid == 0) {
-        alarm(10);
-        /* The child can use the gate (the parent's reader is not inherited). */
-        vr_fork_gate_enter();
-        vr_fork_gate_leave();
-        exit(call_done ? 0 : 1);
-    }
-    seen_done = call_done;
-    pthread_join(t, NULL);
-    check(wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "gate_fork_waits_for_calls", "the child was forked while a call was inside the gate "
-          "(status %#x)", (unsigned)status);
-    check(seen_done, "gate_parent_after_call", "fork returned before the call had finished");
-
-    /* A fork from inside a call of ours must not wait for itself. */
-    vr_fork_gate_enter();
-    pid = fork();
-    if (pid == 0) {
-        alarm(10);
-        vr_fork_gate_leave(); /* the call the child was forked in returns */
-        vr_fork_gate_enter();
-        vr_fork_gate_leave();
-        exit(0);
-    }
-    vr_fork_gate_leave();
-    check(wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "gate_fork_from_inside", "the child hung or failed (status %#x)", (unsigned)status);
-    pid = fork(); /* and the parent's gate still works */
-    if (pid == 0)
-        exit(0);
-    check(wait_bounded(pid, &status, 30) == 0, "gate_usable_after", "second fork hung");
-}
-
 int main(void)
 {
     test_guard();
     test_protected_mutex();
     test_dontfork();
-    test_gate();
     return check_status();
 }

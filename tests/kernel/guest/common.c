@@ -207,6 +207,18 @@ void fill_pattern(void *buf, size_t len, uint32_t seed)
     }
 }
 
+int emu_coherent(void)
+{
+    FILE *f = fopen(NVP2P_EMU_COHERENT_PARAM, "r");
+    int c = 0;
+
+    if (f) {
+        c = fgetc(f);
+        fclose(f);
+    }
+    return c == 'Y';
+}
+
 uint64_t emu_live_pins(void)
 {
     struct nvp2p_emu_stats st = { 0 };

@@ -38,6 +38,9 @@ int emu_pte(const void *addr, uint64_t *pfn, uint32_t *cache_mode); /* our PTE o
 int emu_hold(uint64_t va, uint64_t len, unsigned mode); /* another owner's PAT entry */
 int emu_release(uint64_t va);
 
+/* Whether the provider is in its coherent mode (NVP2P_EMU_COHERENT_PARAM says Y). */
+int emu_coherent(void);
+
 /* The leak counter and the number of free callbacks fired so far (0 if unreadable). */
 uint64_t emu_live_pins(void);
 uint64_t emu_callbacks_fired(void);

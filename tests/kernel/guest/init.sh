@@ -205,6 +205,29 @@ if [ -f /modules/gdrdrv.ko ]; then
         done
         check_leaks leak/after-reloads "$BASE"
 
+        # Phase 5: a CPU-coherent platform (Grace in CDMM mode): the provider's page tables say
+        # CPU_CACHEABLE, so default mappings are CACHING; the extras run there as well.
+        coh=/sys/module/nvp2p_emu/parameters/coherent
+        if [ -w "$coh" ]; then
+            echo 1 >"$coh"
+            if load_gdrdrv load/gdrdrv-coherent; then
+                run_test coherent /tests/coherent_test
+                if [ -f /extra.list ]; then
+                    while IFS='	' read -r name cmd; do
+                        [ -n "$name" ] && run_test "coherent/extra/$name" sh -c "$cmd"
+                    done </extra.list
+                fi
+                unload_gdrdrv unload/after-coherent && check_leaks leak/after-coherent "$BASE"
+            fi
+            if load_gdrdrv load/gdrdrv-coherent-nonpersistent use_persistent_mapping=0; then
+                run_test np-coherent /tests/coherent_test
+                unload_gdrdrv unload/after-np-coherent && check_leaks leak/after-np-coherent "$BASE"
+            fi
+            echo 0 >"$coh"
+        else
+            res "not ok" "coherent: the provider has no coherent parameter ($coh)"
+        fi
+
         # Last, as a kernel WARN here ends the run: zap then munmap of a contiguous mapping,
         # and a free callback's zap racing munmap (gdrdrv bug seen: WARN in untrack_pfn).
         if load_gdrdrv load/gdrdrv-zap; then

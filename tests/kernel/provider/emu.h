@@ -90,7 +90,7 @@ int emu_bar_hold(phys_addr_t phys, u64 len, u32 mode, u64 va); /* a PAT entry, k
 int emu_bar_release(u64 va);
 void emu_bar_release_all_holds(void);
 
-/* emu_pte.c: the PTE ioctl (x86; EOPNOTSUPP elsewhere). */
+/* emu_pte.c: the PTE ioctl (x86 and arm64; EOPNOTSUPP elsewhere). */
 long emu_ioc_pte(void __user *uarg);
 
 #endif /* NVP2P_EMU_INTERNAL_H */

@@ -24,6 +24,17 @@
 static const u8 emu_uuid[16] = { 'v', 'r', 'a', 'm', 'i', 'o', '-', 'e',
 				 'm', 'u', '-', 'g', 'p', 'u', 0x00, 0x01 };
 
+/*
+ * coherent=1: the provider acts as NVIDIA's driver does on a CPU-coherent platform (Grace in
+ * CDMM mode): the page tables of RAM allocations say CPU_CACHEABLE, except those of pins made
+ * with FORCE_BAR1_MAPPING, which reach the memory through BAR1 and are not coherent. Writable
+ * at run time (/sys/module/nvp2p_emu/parameters/coherent): the guest switches platforms
+ * without reloading the provider, which gdrdrv depends on. Read when a pin is made.
+ */
+static bool emu_coherent;
+module_param_named(coherent, emu_coherent, bool, 0644);
+MODULE_PARM_DESC(coherent, "page tables of RAM allocations say CPU_CACHEABLE, except FORCE_BAR1 pins");
+
 static void emu_pin_free_struct(struct emu_pin *p)
 {
 	kfree(p->page_ptrs);
@@ -31,8 +42,8 @@ static void emu_pin_free_struct(struct emu_pin *p)
 	kfree(p);
 }
 
-/* Build a pin of [va, va + len); caller holds emu_lock. */
-static int emu_make_pin(u64 va, u64 len, bool persistent, struct emu_pin **out)
+/* Build a pin of [va, va + len); caller holds emu_lock. bar1: FORCE_BAR1_MAPPING was asked. */
+static int emu_make_pin(u64 va, u64 len, bool persistent, bool bar1, struct emu_pin **out)
 {
 	struct emu_alloc *a;
 	struct emu_pin *p;
@@ -65,7 +76,8 @@ static int emu_make_pin(u64 va, u64 len, bool persistent, struct emu_pin **out)
 	p->table.pages = p->page_ptrs;
 	p->table.entries = last - first + 1;
 	p->table.gpu_uuid = p->uuid;
-	p->table.flags = (a->flags & NVP2P_EMU_ALLOC_CPU_CACHEABLE) ?
+	p->table.flags = ((a->flags & NVP2P_EMU_ALLOC_CPU_CACHEABLE) ||
+			  (READ_ONCE(emu_coherent) && !a->bar && !bar1)) ?
 			 NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE : 0;
 	p->alloc = a;
 	p->va = va;
@@ -110,7 +122,7 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address, u64 l
 	mutex_lock(&emu_lock);
 	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES);
 	if (!ret)
-		ret = emu_make_pin(virtual_address, length, false, &p);
+		ret = emu_make_pin(virtual_address, length, false, false, &p);
 	if (!ret) {
 		p->free_callback = free_callback;
 		p->data = data;
@@ -132,7 +144,8 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 	mutex_lock(&emu_lock);
 	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT);
 	if (!ret)
-		ret = emu_make_pin(virtual_address, length, true, &p);
+		ret = emu_make_pin(virtual_address, length, true,
+				   flags & NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING, &p);
 	if (!ret)
 		*page_table = &p->table;
 	mutex_unlock(&emu_lock);

@@ -4,7 +4,8 @@
  * the caller's page table holds for one address of a VM_IO/VM_PFNMAP mapping. The guest tests
  * use it to see what gdrdrv really installed on BAR pages: the right page at each offset, and
  * WC bits where gdr_get_info says WC (x86 PAT silently turns an unreserved "WC" request into
- * UC-). The page walk helper differs between the two kernel series the harness runs.
+ * UC-). The page walk helper differs between the two kernel series the harness runs; x86 and
+ * arm64 guests (the cache-mode decoding is per architecture).
  */
 #include <linux/mm.h>
 #include <linux/uaccess.h>
@@ -13,7 +14,7 @@
 #include "emu.h"
 #include "nvp2p_emu.h"
 
-#ifdef CONFIG_X86
+#if defined(CONFIG_X86)
 /* The cache mode whose PTE encoding the bits are (cachemode2protval is the one export). */
 static u32 emu_cache_mode(pgprot_t prot)
 {
@@ -25,6 +26,31 @@ static u32 emu_cache_mode(pgprot_t prot)
 			return m;
 	return NVP2P_EMU_CACHE_UNKNOWN;
 }
+#define EMU_HAVE_PTE 1
+#elif defined(CONFIG_ARM64)
+/*
+ * arm64 has memory attribute indexes instead of cache modes; they are reported as the x86
+ * mode of the same use (nvp2p_emu.h): Normal (cacheable) as WB, Normal-NC (what
+ * pgprot_writecombine gives) as WC, Device-nGnRE/nGnRnE (pgprot_device, pgprot_noncached) as UC.
+ */
+static u32 emu_cache_mode(pgprot_t prot)
+{
+	switch (pgprot_val(prot) & PTE_ATTRINDX_MASK) {
+	case PTE_ATTRINDX(MT_NORMAL):
+	case PTE_ATTRINDX(MT_NORMAL_TAGGED):
+		return NVP2P_EMU_CACHE_WB;
+	case PTE_ATTRINDX(MT_NORMAL_NC):
+		return NVP2P_EMU_CACHE_WC;
+	case PTE_ATTRINDX(MT_DEVICE_nGnRE):
+	case PTE_ATTRINDX(MT_DEVICE_nGnRnE):
+		return NVP2P_EMU_CACHE_UC;
+	}
+	return NVP2P_EMU_CACHE_UNKNOWN;
+}
+#define EMU_HAVE_PTE 1
+#endif
+
+#ifdef EMU_HAVE_PTE
 
 /* Caller holds the mmap lock. */
 static int emu_read_pte(struct vm_area_struct *vma, unsigned long addr, u64 *pfn, u32 *mode)

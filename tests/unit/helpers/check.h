@@ -26,6 +26,7 @@ int check_status(void);
  * then the NAME=VALUE strings of env (NULL-terminated, may be NULL) set. Its stdout and stderr
  * together go to out (NUL-terminated, truncated to len). Returns its exit status, or -1 when it
  * did not exit normally (the signal number goes to *sig when sig is non-NULL).
+ * VRAMIO_TEST_LAUNCHER (e.g. qemu-ppc64le), when set, is the program that runs the child.
  */
 int run_self(const char *mode, const char *const *env, char *out, size_t len, int *sig);
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/cross/cross_user.sh ARCH - builds the library, the tools and the unit tests (black-box,
+# white-box and the copy engine's) with Debian's cross compiler for ARCH (aarch64 or ppc64le)
+# and runs them under qemu-user, so each architecture's copy kernels, store fences and
+# per-architecture build gating run on x86 CI. Result names get an "ARCH/" prefix. Called by
+# tests/cross/test_cross_<arch>.sh; skips (77) without the cross compiler or the emulator,
+# except under CI (CI set), which installs them (.ci/packages.d/cross.txt).
+#
+# The tests that re-run themselves in a child (tests/unit/helpers/check.c) get the emulator as
+# VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign program itself.
+# tools_selftest is not run: its checks are timings, which emulation does not preserve.
+set -u
+arch=$1
+case $arch in
+    aarch64) triplet=aarch64-linux-gnu; qemu=qemu-aarch64; pkg=gcc-aarch64-linux-gnu
+             fence='dmb[[:space:]]+oshst' ;;
+    ppc64le) triplet=powerpc64le-linux-gnu; qemu=qemu-ppc64le; pkg=gcc-powerpc64le-linux-gnu
+             fence='(hw)?sync' ;;
+    *) echo "cross_user.sh: unknown architecture '$arch'" >&2; exit 2 ;;
+esac
+cc=$triplet-gcc
+missing() {
+    if [ -n "${CI:-}" ]; then echo "not ok $arch/prerequisites: $1"; exit 1; fi
+    echo "$1"; exit 77
+}
+command -v "$cc" >/dev/null || missing "no $cc (Debian: $pkg)"
+command -v "$qemu" >/dev/null || missing "no $qemu (Debian: qemu-user)"
+[ -d "/usr/$triplet/lib" ] || missing "no /usr/$triplet/lib (Debian: the libc6-dev-*-cross package)"
+
+cd "$(dirname "$0")/../.." || exit 1
+out=${BUILD:-build}/$arch
+mkdir -p "$out"
+unset MAKEFLAGS MFLAGS MAKELEVEL
+if ! make -s --no-print-directory -j2 CC="$cc" BUILD="$out" lib tools tests >"$out.log" 2>&1; then
+    echo "not ok $arch/build: cross build of lib, tools and tests failed"
+    tail -n 20 "$out.log" | sed 's/^/    /'
+    exit 1
+fi
+echo "ok $arch/build"
+export QEMU_LD_PREFIX=/usr/$triplet VRAMIO_TEST_LAUNCHER=$qemu
+
+rc=0
+# The store fence that ends a copy to a WC mapping is this architecture's: a full sync on
+# POWER (orders cache-inhibited stores before later ones), dmb oshst on AArch64.
+if $triplet-objdump -d "$out/obj/src/copy/copy.o" | grep -qE "[[:space:]]$fence\b"; then
+    echo "ok $arch/store-fence"
+else
+    echo "not ok $arch/store-fence: no '$fence' in $out/obj/src/copy/copy.o"; rc=1
+fi
+
+# Cases that need what qemu-user does not emulate: it ignores madvise(), so a MADV_DONTFORK
+# mapping stays readable in a forked child. They become skips here (they run natively).
+emulation_gaps="dontfork_child_faults fork_child_refused_exit fork_child_refused__exit"
+gap_why="qemu-user ignores madvise(MADV_DONTFORK): the child keeps the mapping"
+
+# The unit tests of tests/tests.mk (not the guest programs that the arm64 QEMU run builds here).
+for t in "$out"/tests/test_* "$out"/tests/stress_* "$out"/tests/copy_* "$out"/tests/wb_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    timeout --kill-after=10 300 "$qemu" "$t" </dev/null >"$out/$name.out" 2>&1
+    st=$?
+    gaps=0
+    for g in $emulation_gaps; do
+        grep -q "^not ok $g:" "$out/$name.out" || continue
+        sed -i "s#^not ok $g:.*#skip $g: $gap_why#" "$out/$name.out"
+        gaps=1
+    done
+    # A program whose only failures were such cases exits 1 for them alone.
+    [ "$gaps" = 1 ] && [ "$st" = 1 ] && ! grep -q '^not ok ' "$out/$name.out" && st=0
+    sed -nE "s#^(ok|not ok|skip) #\\1 $arch/#p" "$out/$name.out"
+    if [ "$st" -eq 77 ]; then
+        echo "skip $arch/$name: $(grep -v '^$' "$out/$name.out" | tail -n 1)"
+    elif [ "$st" -ne 0 ]; then
+        echo "not ok $arch/$name: exited $st"
+        grep -vE '^(ok|skip) ' "$out/$name.out" | tail -n 10 | sed 's/^/    /'
+        rc=1
+    fi
+done
+
+# The tools start, and without a GPU say why they cannot run (exit 0, 1 or 2, never a signal).
+for t in "$out"/bin/gdrcopy_*; do
+    name=$(basename "$t")
+    timeout --kill-after=10 60 "$qemu" "$t" </dev/null >"$out/$name.out" 2>&1
+    st=$?
+    if [ "$st" -le 2 ] && grep -qE 'libcuda|gdrdrv|GPU' "$out/$name.out"; then
+        echo "ok $arch/tools/$name"
+    else
+        echo "not ok $arch/tools/$name: exited $st: $(tail -n 1 "$out/$name.out")"; rc=1
+    fi
+done
+exit $rc
