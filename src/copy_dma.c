@@ -21,12 +21,14 @@
  *
  * The crossover is per device and direction: VRAMIO_DMA_CROSSOVER_READ / _WRITE when set
  * (dma_policy.h), else measured once, by the first _auto read of at least VR_DMA_FLOOR bytes
- * and the first _auto write of at least CAL_BAR_BYTES: the copy engine's fixed and per-byte
- * cost on a scratch allocation of its own, and the BAR's per-byte cost on the pin's own
- * mapping: a read reads up to CAL_BAR_BYTES of it from the caller's range on (a read has no
- * side effect), a write times its own first CAL_BAR_BYTES, which are thereby written once and
- * not again. About a millisecond in all. Writes below CAL_BAR_BYTES always take the BAR: on
- * PCIe a copy-engine write has never won that small (the H200's crossover is about 256 KiB).
+ * and the first _auto write of at least CAL_BAR_BYTES. Both ways are timed alike, warm, the
+ * best of three at each of two sizes, and each makes a line, fixed cost + size / rate: the
+ * copy engine on a scratch allocation of its own, the BAR on the pin's own mapping (a read
+ * reads up to 16 KiB of it from the caller's range on, again and again: a read has no side
+ * effect; a write times its own first CAL_BAR_BYTES in chunks, each byte written once and not
+ * again). The crossover is where the lines meet. About a millisecond in all. Writes below
+ * CAL_BAR_BYTES always take the BAR: on PCIe a copy-engine write has never won that small
+ * (the H200's crossover is about 256 KiB).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/fence.h"
 #include "core.h"
 #include "copy/copy.h"
 #include "cuda_loader.h"
@@ -415,38 +418,113 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
     return rc;
 }
 
-/* The BAR's cost per byte of reading len bytes of the mapping at map: read twice (the first
- * pass faults the pages in), the second timed; into scratch host memory of our own, since
- * len may exceed the caller's copy. 0 when no memory. */
-static double bar_read_cost(gdr_mapping_type_t type, const unsigned char *map, size_t len)
+/*
+ * A timestamp taken only after every earlier load and store has completed: the clock read
+ * (rdtsc in the vDSO) does not wait for them, so a plain one taken right after slow uncached
+ * loads (the prefault below: about a microsecond each) is taken early, and the copy timed from
+ * it is charged with those loads; the one that ends a timed copy could likewise be read before
+ * the copy's last stores have left.
+ */
+static double fenced_now_ns(void)
 {
-    unsigned char *tmp = malloc(len);
-    double t0, t = 0;
+    vr_full_fence_wait();
+    return now_ns();
+}
+
+/*
+ * The BAR's side, timed like the copy engine's: warm, a few times at two sizes, the best of
+ * each (vr_dma_fit_best), so that both lines are fixed cost + size / rate and the crossover is
+ * where they meet. The plans: a warm-up first (its time is dropped: the first copy through a
+ * mapping pays one-time costs), then the small and the large size in turn. A write's plan
+ * covers exactly its first CAL_BAR_BYTES, each byte written once.
+ */
+#define CAL_RD_SMALL 1024u
+#define CAL_RD_LARGE 16384u       /* or less: what is mapped from the caller's address on */
+#define CAL_WR_SMALL 4096u
+#define CAL_WR_LARGE 16384u
+#define CAL_SAMPLES  7
+static const unsigned char cal_plan[CAL_SAMPLES] = { 0, 0, 1, 0, 1, 0, 1 };   /* 1: large */
+
+_Static_assert(4 * CAL_WR_SMALL + 3 * CAL_WR_LARGE == CAL_BAR_BYTES,
+               "the write plan covers the first CAL_BAR_BYTES exactly");
+
+/* The BAR's fixed and per-byte cost from the plan's samples, into c. Falls back to the large
+ * size's best time per byte (fixed 0: the BAR's cost overstated, so the copy engine is taken
+ * earlier, never later) when the samples make no rising line. */
+static void bar_fit(const struct vr_dma_sample *s, struct vr_dma_costs *c)
+{
+    double best = 0;
+
+    if (!vr_dma_fit_best(s, CAL_SAMPLES, &c->bar_fixed_ns, &c->bar_ns_per_byte))
+        return;
+    for (int i = 1; i < CAL_SAMPLES; i++)
+        if (s[i].n == s[2].n && (best == 0 || s[i].ns < best))
+            best = s[i].ns;
+    c->bar_fixed_ns = 0;
+    c->bar_ns_per_byte = best / (double)s[2].n;
+}
+
+/* Reads of the mapping at map (avail bytes mapped from there, at least VR_DMA_FLOOR) into
+ * scratch host memory of our own, since the plan may exceed the caller's copy; a read has no
+ * side effect, so it may read the same bytes again. 0, or ENOMEM. */
+static int bar_read_costs(gdr_mapping_type_t type, const unsigned char *map, size_t avail,
+                          struct vr_dma_costs *c)
+{
+    size_t large = avail < CAL_RD_LARGE ? avail : CAL_RD_LARGE;
+    struct vr_dma_sample s[CAL_SAMPLES];
+    unsigned char *tmp = malloc(large);
+    double t0;
 
     if (!tmp)
-        return 0;
-    for (int k = 0; k < 2; k++) {
-        t0 = now_ns();
-        vr_copy_from_mapping(type, tmp, map, len);
-        t = now_ns() - t0;
+        return ENOMEM;
+    s[0].n = large;             /* the warm-up: the large size, faulting the pages in */
+    for (int i = 0; i < CAL_SAMPLES; i++) {
+        if (i)
+            s[i].n = cal_plan[i] ? large : CAL_RD_SMALL;
+        t0 = fenced_now_ns();
+        vr_copy_from_mapping(type, tmp, map, s[i].n);
+        s[i].ns = fenced_now_ns() - t0;
     }
     free(tmp);
-    return t / (double)len;
+    bar_fit(s, c);
+    return 0;
+}
+
+/* The caller's first CAL_BAR_BYTES written through the BAR by the plan, each chunk timed (with
+ * the fence the copy ends with). Its pages are faulted in first, with one read per page (a
+ * write must not be repeated), so that a mapping filled on demand charges no fault to them. */
+static void bar_write_costs(gdr_mapping_type_t type, unsigned char *map,
+                            const unsigned char *host, struct vr_dma_costs *c)
+{
+    struct vr_dma_sample s[CAL_SAMPLES];
+    size_t off = 0;
+    double t0;
+
+    for (off = 0; off < CAL_BAR_BYTES; off += 4096)
+        (void)*(volatile unsigned char *)(map + off);
+    off = 0;
+    for (int i = 0; i < CAL_SAMPLES; i++) {
+        s[i].n = cal_plan[i] ? CAL_WR_LARGE : CAL_WR_SMALL;
+        t0 = fenced_now_ns();
+        vr_copy_to_mapping(type, map + off, host + off, s[i].n);
+        s[i].ns = fenced_now_ns() - t0;
+        off += s[i].n;
+    }
+    bar_fit(s, c);
 }
 
 /*
  * The crossover of d in direction dir, measuring it now if nobody has (see the top of the
- * file). A write faults the prefix's pages in with one read per page, then times the real
- * copy of its first CAL_BAR_BYTES. Returns how many bytes of the caller's copy are done (a
- * write's prefix; 0 for a read, or when nothing was measured).
+ * file). Returns how many bytes of the caller's copy are done (a write's first CAL_BAR_BYTES;
+ * 0 for a read, or when nothing was measured).
  */
 static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                         const struct vr_dma_range *r, unsigned char *map, unsigned char *host,
                         size_t n)
 {
-    struct vr_dma_costs c = { 0, 0, 0 };
-    size_t len = CAL_BAR_BYTES, done = 0, x;
-    double t0;
+    struct vr_dma_costs c = { 0, 0, 0, 0 };
+    size_t done = 0, x;
+    int rc = 0;
 
     if (dir == DIR_WRITE && n < CAL_BAR_BYTES)
         return 0;               /* the BAR for this one; a larger write measures */
@@ -456,22 +534,18 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
         return 0;
     }
     if (dir == DIR_READ) {
-        c.bar_ns_per_byte = bar_read_cost(r->type, map, r->avail < len ? r->avail : len);
+        rc = bar_read_costs(r->type, map, r->avail, &c);
     } else {
-        for (size_t off = 0; off < len; off += 4096)
-            (void)*(volatile unsigned char *)(map + off);
-        t0 = now_ns();
-        vr_copy_to_mapping(r->type, map, host, len);
-        c.bar_ns_per_byte = (now_ns() - t0) / (double)len;
-        done = len;
+        bar_write_costs(r->type, map, host, &c);
+        done = CAL_BAR_BYTES;
     }
-    x = measure_engine(cu, d, dir, &c) ? VR_DMA_NEVER : vr_dma_crossover(&c);
+    x = rc || measure_engine(cu, d, dir, &c) ? VR_DMA_NEVER : vr_dma_crossover(&c);
     atomic_store(&d->crossover[dir], x);
     note_crossover(dir, x);
     pthread_mutex_unlock(&setup_lock);
-    vr_info("copy engine %s crossover: %zu bytes (engine %.0f ns + %.3f ns/B, BAR %.3f ns/B)",
-            dir == DIR_WRITE ? "write" : "read", x, c.dma_fixed_ns, c.dma_ns_per_byte,
-            c.bar_ns_per_byte);
+    vr_info("copy engine %s crossover: %zu bytes (engine %.0f ns + %.4f ns/B, BAR %.0f ns + "
+            "%.4f ns/B)", dir == DIR_WRITE ? "write" : "read", x, c.dma_fixed_ns,
+            c.dma_ns_per_byte, c.bar_fixed_ns, c.bar_ns_per_byte);
     return done;
 }
 

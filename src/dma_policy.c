@@ -15,17 +15,20 @@ static int positive(double x)
 
 size_t vr_dma_crossover(const struct vr_dma_costs *c)
 {
-    double gain, n;
+    double gain, n, ahead;
     size_t r;
 
-    /* BAR time n*b against copy-engine time f + n*d: the engine wins from f / (b - d). */
+    /* BAR time g + n*b against copy-engine time f + n*d: the engine wins from
+     * (f - g) / (b - d), and from the floor on when its fixed cost is not the larger. */
     if (!positive(c->dma_ns_per_byte) || !positive(c->bar_ns_per_byte) ||
-        !(isfinite(c->dma_fixed_ns) && c->dma_fixed_ns >= 0))
+        !(isfinite(c->dma_fixed_ns) && c->dma_fixed_ns >= 0) ||
+        !(isfinite(c->bar_fixed_ns) && c->bar_fixed_ns >= 0))
         return VR_DMA_NEVER;
     gain = c->bar_ns_per_byte - c->dma_ns_per_byte;
     if (gain <= 0)
         return VR_DMA_NEVER;
-    n = c->dma_fixed_ns / gain;
+    ahead = c->dma_fixed_ns - c->bar_fixed_ns;
+    n = ahead > 0 ? ahead / gain : 0;
     if (n >= (double)(SIZE_MAX / 2))
         return VR_DMA_NEVER;
     r = (size_t)n;
@@ -46,6 +49,31 @@ int vr_dma_fit(size_t n1, double t1, size_t n2, double t2, double *fixed_ns, dou
     *fixed_ns = fixed > 0 ? fixed : 0;
     *per_byte_ns = slope;
     return 0;
+}
+
+int vr_dma_fit_best(const struct vr_dma_sample *s, size_t count, double *fixed_ns,
+                    double *per_byte_ns)
+{
+    size_t lo = SIZE_MAX, hi = 0, i;
+    double t_lo = 0, t_hi = 0;
+
+    for (i = 1; i < count; i++) {          /* s[0]: the warm-up */
+        if (s[i].n < lo)
+            lo = s[i].n;
+        if (s[i].n > hi)
+            hi = s[i].n;
+    }
+    for (i = 1; i < count; i++) {
+        if (!positive(s[i].ns))
+            return EINVAL;
+        if (s[i].n == lo && (t_lo == 0 || s[i].ns < t_lo))
+            t_lo = s[i].ns;
+        if (s[i].n == hi && (t_hi == 0 || s[i].ns < t_hi))
+            t_hi = s[i].ns;
+    }
+    if (count < 3 || hi <= lo)
+        return EINVAL;
+    return vr_dma_fit(lo, t_lo, hi, t_hi, fixed_ns, per_byte_ns);
 }
 
 int vr_dma_parse_crossover(const char *s, size_t *out)

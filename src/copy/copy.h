@@ -41,7 +41,9 @@ extern struct vr_copy_fast vr_copy_fast_from;
  * read stores only to host memory. So the one lever is length: whole blocks of the chosen
  * kernel at a block-aligned place (for avx512, whole 64-byte lines) go straight to its bulk
  * loop, with no frame, no shaping code and no second call level. WC and unknown (NONE)
- * mappings only; DEVICE and CACHING mappings and everything else take the general path.
+ * mappings only; DEVICE and CACHING mappings and everything else take the general path
+ * (where a WC read of at most 64 bytes is one streaming load of the aligned chunk that holds
+ * it, or one per line it straddles: one round trip, where scalar loads cost one each).
  *
  * Streaming loads from WC memory are weakly ordered against later loads: this path keeps the
  * contract the general path has always had (no load fence), so a caller that must order a

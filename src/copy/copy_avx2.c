@@ -5,6 +5,7 @@
  * with vzeroupper, so the SSE code around it pays no transition penalty.
  */
 #include <stdint.h>
+#include <string.h>
 #include <immintrin.h>
 
 #include "copy_kernels.h"
@@ -48,4 +49,29 @@ void vr_copy_avx2_load(void *dst, const void *src, size_t n)
     }
     for (; n; n -= 32, s++, d += 32)
         _mm256_storeu_si256((__m256i *)d, _mm256_stream_load_si256(s));
+}
+
+/* 1 <= n <= 64 bytes at any place (vr_small_span): one streaming load of the 16- or 32-byte
+ * chunk that holds them, or of each 32-byte chunk they touch (all issued before any store). */
+void vr_copy_avx2_small_load(void *dst, const void *src, size_t n)
+{
+    unsigned char buf[128] __attribute__((aligned(32)));
+    uintptr_t lo;
+    size_t w, len = vr_small_span((uintptr_t)src, n, 32, &lo, &w);
+    __m256i *s = (__m256i *)lo;
+
+    if (w == 16) {
+        _mm_store_si128((__m128i *)buf, _mm_stream_load_si128((__m128i *)s));
+    } else {
+        __m256i a = _mm256_stream_load_si256(s), b = a, c = a;
+
+        if (len > 32)
+            b = _mm256_stream_load_si256(s + 1);
+        if (len > 64)
+            c = _mm256_stream_load_si256(s + 2);
+        _mm256_store_si256((__m256i *)buf, a);
+        _mm256_store_si256((__m256i *)buf + 1, b);
+        _mm256_store_si256((__m256i *)buf + 2, c);
+    }
+    memcpy(dst, buf + ((uintptr_t)src - lo), n);
 }

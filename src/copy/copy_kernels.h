@@ -11,6 +11,7 @@
 #define VRAMIO_COPY_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "arch/cpu_features.h"
 #include "copy.h"
 
@@ -28,7 +29,29 @@ struct vr_copy_kernel {
     unsigned needs;              /* enum vr_cpu_feature bits */
     struct vr_copy_dir to_map;   /* WC writes: non-temporal stores */
     struct vr_copy_dir from_map; /* WC reads: streaming loads, normal stores to host */
+    vr_bulk_fn small_read;       /* WC reads of 1 to 64 bytes at any place; NULL: shaped */
 };
+
+/*
+ * What a small read (1 <= n <= 64 bytes at a) loads: aligned chunks of the smallest width of
+ * 16, 32 and 64 (at most max) whose one chunk holds the whole range, else of width max; *lo
+ * and *w the first chunk and the width, the span's length returned (at most 128). On a BAR a
+ * read is an uncached round trip, and one streaming load of a chunk costs one, where the
+ * scalar accesses of the shaped path cost one each. A chunk of at most 64 bytes at its own
+ * alignment never crosses a page, and a mapping is whole pages: a chunk that holds a byte of
+ * the range is mapped.
+ */
+static inline size_t vr_small_span(uintptr_t a, size_t n, size_t max, uintptr_t *lo, size_t *w)
+{
+    const uintptr_t last = a + n - 1;
+    size_t cw = 16;
+
+    while (cw < max && (a & ~(uintptr_t)(cw - 1)) != (last & ~(uintptr_t)(cw - 1)))
+        cw <<= 1;
+    *w = cw;
+    *lo = a & ~(uintptr_t)(cw - 1);
+    return (size_t)((last & ~(uintptr_t)(cw - 1)) + cw - *lo);
+}
 
 /* Bulk loops, one pair per ISA file. */
 void vr_copy_c_store(void *dst, const void *src, size_t n);
@@ -40,6 +63,9 @@ void vr_copy_avx2_store(void *dst, const void *src, size_t n);
 void vr_copy_avx2_load(void *dst, const void *src, size_t n);
 void vr_copy_avx512_store(void *dst, const void *src, size_t n);
 void vr_copy_avx512_load(void *dst, const void *src, size_t n);
+void vr_copy_sse41_small_load(void *dst, const void *src, size_t n);
+void vr_copy_avx2_small_load(void *dst, const void *src, size_t n);
+void vr_copy_avx512_small_load(void *dst, const void *src, size_t n);
 void vr_copy_movdir64b_store(void *dst, const void *src, size_t n);
 #elif defined(__aarch64__)
 void vr_copy_neon_store(void *dst, const void *src, size_t n);

@@ -5,6 +5,7 @@
  * Built with -msse4.1 only (copy.mk).
  */
 #include <stdint.h>
+#include <string.h>
 #include <immintrin.h>
 
 #include "copy_kernels.h"
@@ -48,4 +49,21 @@ void vr_copy_sse41_load(void *dst, const void *src, size_t n)
     }
     for (; n; n -= 16, s++, d += 16)
         _mm_storeu_si128((__m128i *)d, _mm_stream_load_si128(s));
+}
+
+/* 1 <= n <= 64 bytes at any place (vr_small_span): one streaming load of each 16-byte chunk
+ * they touch (one to five, all issued before any store). */
+void vr_copy_sse41_small_load(void *dst, const void *src, size_t n)
+{
+    unsigned char buf[80] __attribute__((aligned(16)));
+    uintptr_t lo;
+    size_t w, len = vr_small_span((uintptr_t)src, n, 16, &lo, &w), k;
+    __m128i *s = (__m128i *)lo, v[5];
+
+    (void)w;
+    for (k = 0; k < len / 16; k++)
+        v[k] = _mm_stream_load_si128(s + k);
+    for (k = 0; k < len / 16; k++)
+        _mm_store_si128((__m128i *)buf + k, v[k]);
+    memcpy(dst, buf + ((uintptr_t)src - lo), n);
 }

@@ -2,10 +2,12 @@
 /*
  * gpu_auto_test.c - vramio_copy_{to,from}_mapping_auto on a real GPU, every copy checked
  * against cuMemcpy: the crossover measured by the first large copy of each direction (and how
- * long that took), correct bytes for sizes around both crossovers and far from them, from and
- * to pageable and pinned host memory at two offsets; a thread with no CUDA context (left
- * without one); a copy while the legacy default stream is held up by a wait on a flag (as a
- * kernel spinning on a flag holds it), which must finish anyway; errors as gdr_copy's.
+ * long that took) and that it is where the BAR and cuMemcpy meet in this process (the BAR the
+ * faster at half of it, cuMemcpy at twice), correct bytes for sizes around both crossovers and
+ * far from them, from and to pageable and pinned host memory at two offsets; a thread with no
+ * CUDA context (left without one); a copy while the legacy default stream is held up by a wait
+ * on a flag (as a kernel spinning on a flag holds it), which must finish anyway; errors as
+ * gdr_copy's.
  * Every wait is bounded. Prints one line per case; exits 1 when any case failed.
  */
 #include <errno.h>
@@ -47,6 +49,61 @@ static int both_ways(unsigned char *h, unsigned char *check_buf, size_t n, size_
     memset(h, 0, n);
     rc = vramio_copy_from_mapping_auto(mh, h, map + off, n);
     return rc || memcmp(h, check_buf, n) != 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Median of 15 timed copies of n bytes, in us: through the BAR (gdr_copy_*) or by cuMemcpy
+ * from/to the pinned buffer h; -1 when a copy failed. */
+static double median_us(int write, int engine, unsigned char *h, size_t n)
+{
+    double t[15];
+    struct timespec t0;
+    int rc;
+
+    for (int k = 0; k < 15; k++) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (engine)
+            rc = write ? cuMemcpyHtoD(dev, h, n) != CUDA_SUCCESS
+                       : cuMemcpyDtoH(h, dev, n) != CUDA_SUCCESS;
+        else
+            rc = write ? gdr_copy_to_mapping(mh, map, h, n) : gdr_copy_from_mapping(mh, h, map, n);
+        t[k] = ms_since(&t0) * 1e3;
+        if (rc)
+            return -1;
+    }
+    qsort(t, 15, sizeof(t[0]), cmp_double);
+    return t[7];
+}
+
+/* The measured crossover x is where the two ways meet, in the same process: at x/2 the BAR is
+ * the faster (or within 5%), at 2x cuMemcpy. A crossover measured with a cold BAR side (the
+ * 31-40 KiB of writes once seen here, where the BAR wins up to 256 KiB) fails the second. */
+static void check_crossover_meets(int write, size_t x, unsigned char *pinned, size_t cap)
+{
+    const char *name = write ? "auto/write_crossover_where_bar_meets_cumemcpy"
+                             : "auto/read_crossover_where_bar_meets_cumemcpy";
+    double bar_lo, eng_lo, bar_hi, eng_hi;
+
+    if (x == SIZE_MAX || x > cap / 2) {
+        printf("skip %s: crossover %zu B (never, or above %zu B)\n", name, x, cap / 2);
+        return;
+    }
+    bar_lo = median_us(write, 0, pinned, x / 2);
+    eng_lo = median_us(write, 1, pinned, x / 2);
+    bar_hi = median_us(write, 0, pinned, 2 * x);
+    eng_hi = median_us(write, 1, pinned, 2 * x);
+    printf("# %s crossover %zu B: at %zu B BAR %.2f us, cuMemcpy %.2f us; at %zu B BAR %.2f us,"
+           " cuMemcpy %.2f us\n", write ? "write" : "read", x, x / 2, bar_lo, eng_lo, 2 * x,
+           bar_hi, eng_hi);
+    check(bar_lo > 0 && eng_lo > 0 && bar_hi > 0 && eng_hi > 0 && bar_lo <= 1.05 * eng_lo &&
+              eng_hi <= 1.05 * bar_hi, name, "x/2: BAR %.2f cuMemcpy %.2f us; 2x: BAR %.2f "
+          "cuMemcpy %.2f us", bar_lo, eng_lo, bar_hi, eng_hi);
 }
 
 static void test_crossover_and_data(void)
@@ -94,6 +151,8 @@ static void test_crossover_and_data(void)
                              p ? "pinned" : "pageable", sizes[k], off);
                 }
     check(bad == 0, "auto/data_around_crossover_pageable_and_pinned", "%d wrong:%s", bad, why);
+    check_crossover_meets(1, xw, pinned, big);
+    check_crossover_meets(0, xr, pinned, big);
     check(vramio_copy_to_mapping_auto(mh, map + AREA - 10, pinned, 4096 * 4) == EINVAL &&
               vramio_copy_from_mapping_auto(mh, NULL, map, 1u << 20) == EINVAL,
           "auto/errors_as_gdr_copy", "accepted");

@@ -110,6 +110,25 @@ int main(void)
                                      "page %s: %s", n, (where & 1) ? "end" : "start",
                                      (where & 2) ? "end" : "start", why);
                     }
+                /* Small reads (1-64 B, the small_read path) at every place in the first and
+                 * the last two lines of the page: with the guard page before and after. */
+                for (n = 1; n <= 64 && !dir->to_map; n++)
+                    for (where = 0; where < 256; where++) {
+                        size_t off = where < 128 ? where : page - n - (where - 128);
+                        const char *why = NULL;
+                        size_t b;
+
+                        for (b = 0; b < n; b++)
+                            map[off + b] = (unsigned char)(b * 7 + n + where);
+                        memset(host, 0, 64);
+                        if (guarded_copy(dir, &ks[i], copy_types[t].type, host, map + off, n))
+                            why = "access outside the page (SIGSEGV)";
+                        else if (memcmp(host, map + off, n) != 0)
+                            why = "wrong bytes";
+                        if (why && bad++ == 0)
+                            snprintf(first, sizeof(first), "small read n=%zu at page offset %zu:"
+                                     " %s", n, off, why);
+                    }
                 if (bad)
                     printf("not ok copy_guardpage/%s/%s/%s: %lu cases failed, first: %s\n",
                            ks[i].name, dir->name, copy_types[t].name, bad, first);

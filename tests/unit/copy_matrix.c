@@ -71,8 +71,10 @@ PROBE(probe16_store, 16, dst)
 PROBE(probe16_load, 16, src)
 
 static const struct vr_copy_kernel probes[] = {
-    { "probe64", 0, { probe64_store, probe16_store, 64 }, { probe64_load, probe16_load, 64 } },
-    { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 } },
+    { "probe64", 0, { probe64_store, probe16_store, 64 }, { probe64_load, probe16_load, 64 },
+      NULL },
+    { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 },
+      NULL },
 };
 
 struct result {

@@ -15,11 +15,11 @@ int main(void)
 {
     /* H200 reads: BAR 1 GB/s (1 ns/B), cuMemcpyDtoH 7 us + 41 GB/s: the engine wins from
      * 7000 / (1 - 0.0244) = 7175 bytes, where the benchmark saw it between 4 and 8 KiB. */
-    struct vr_dma_costs rd = { 7000, 1.0 / 41, 1.0 };
-    struct vr_dma_costs wr = { 8000, 1.0 / 40, 1.0 / 16.5 };    /* writes: BAR 16.5 GB/s */
-    struct vr_dma_costs slow = { 8000, 1.0 / 10, 1.0 / 16.5 };  /* engine slower per byte */
-    struct vr_dma_costs tiny = { 10, 1.0 / 41, 1.0 };           /* below the floor */
-    struct vr_dma_costs bad = { 7000, 0, 1.0 };
+    struct vr_dma_costs rd = { 7000, 1.0 / 41, 1.0, 0 };
+    struct vr_dma_costs wr = { 8000, 1.0 / 40, 1.0 / 16.5, 0 };    /* writes: BAR 16.5 GB/s */
+    struct vr_dma_costs slow = { 8000, 1.0 / 10, 1.0 / 16.5, 0 };  /* engine slower per byte */
+    struct vr_dma_costs tiny = { 10, 1.0 / 41, 1.0, 0 };           /* below the floor */
+    struct vr_dma_costs bad = { 7000, 0, 1.0, 0 };
     double f = 0, b = 0;
     size_t x = 0;
 
@@ -32,6 +32,55 @@ int main(void)
     check(vr_dma_crossover(&tiny) == VR_DMA_FLOOR, "wb_dma/floor", "%zu", vr_dma_crossover(&tiny));
     check(vr_dma_crossover(&bad) == VR_DMA_NEVER, "wb_dma/bad_figures_never", "%zu",
           vr_dma_crossover(&bad));
+
+    /* Both lines with their fixed costs (H200, 2026-12-03 benchmark): writes BAR 150 ns + size
+     * at 21 GB/s, engine 8.5 us + size at 50 GB/s: they meet at 8350 / (1/21 - 1/50) = 302330
+     * bytes (the benchmark: between 256 and 512 KiB, cuMemcpy level with the BAR at 256 KiB);
+     * reads BAR 1 us + 1 GB/s, engine 6.3 us + 50 GB/s: 5300 / 0.98 = 5409 bytes (4-8 KiB). */
+    {
+        struct vr_dma_costs w2 = { 8500, 1.0 / 50, 1.0 / 21, 150 };
+        struct vr_dma_costs r2 = { 6300, 1.0 / 50, 1.0, 1000 };
+        struct vr_dma_costs cheap = { 500, 1.0 / 50, 1.0, 1000 };   /* engine's fixed below */
+
+        x = vr_dma_crossover(&w2);
+        check(x >= 256 * 1024 && x <= 300 * 1024, "wb_dma/h200_write_lines_meet", "%zu", x);
+        x = vr_dma_crossover(&r2);
+        check(x >= 5400 && x <= 5420, "wb_dma/h200_read_lines_meet", "%zu", x);
+        check(vr_dma_crossover(&cheap) == VR_DMA_FLOOR, "wb_dma/engine_fixed_below_bar_floor",
+              "%zu", vr_dma_crossover(&cheap));
+    }
+
+    /* The BAR's line from the calibration's samples (copy_dma.c's write plan: 4 KiB warm-up,
+     * then 4 and 16 KiB in turn), with noise, and a first copy 40x slower than the rest, as
+     * the first write through a mapping was on the H200. The line must be the warm one, and
+     * the crossover against the engine where the warm lines meet (a fit that kept the cold
+     * sample, or that averaged, or one long first pass like the 64 KiB one this replaced, puts
+     * it at 30-40 KiB, as measured on the H200 then). */
+    {
+        const double s4 = 150 + 4096 / 21.0, s16 = 150 + 16384 / 21.0;
+        struct vr_dma_sample w[7] = { { 4096, 40 * s4 }, { 4096, s4 + 9 }, { 16384, s16 + 20 },
+                                      { 4096, s4 },      { 16384, s16 },    { 4096, s4 + 30 },
+                                      { 16384, s16 + 4 } };
+        struct vr_dma_sample onepass[7] = { { 65536, 17000 }, { 4096, s4 }, { 16384, s16 },
+                                            { 4096, s4 },     { 16384, s16 }, { 4096, s4 },
+                                            { 16384, s16 } };
+        struct vr_dma_sample one_size[7] = { { 4096, s4 }, { 4096, s4 }, { 4096, s4 },
+                                             { 4096, s4 }, { 4096, s4 }, { 4096, s4 },
+                                             { 4096, s4 } };
+        struct vr_dma_costs c = { 8500, 1.0 / 50, 0, 0 };
+
+        check(vr_dma_fit_best(w, 7, &c.bar_fixed_ns, &c.bar_ns_per_byte) == 0 &&
+                  c.bar_fixed_ns > 140 && c.bar_fixed_ns < 160 &&
+                  c.bar_ns_per_byte > 1 / 21.2 && c.bar_ns_per_byte < 1 / 20.8,
+              "wb_dma/fit_best_drops_cold_first", "fixed %.1f per byte %.5f", c.bar_fixed_ns,
+              c.bar_ns_per_byte);
+        x = vr_dma_crossover(&c);
+        check(x >= 256 * 1024 && x <= 300 * 1024, "wb_dma/fit_best_write_crossover", "%zu", x);
+        check(vr_dma_fit_best(onepass, 7, &f, &b) == 0 && b > 1 / 21.2 && b < 1 / 20.8,
+              "wb_dma/fit_best_ignores_first_size", "per byte %.5f", b);
+        check(vr_dma_fit_best(one_size, 7, &f, &b) == EINVAL && vr_dma_fit_best(w, 2, &f, &b) ==
+                  EINVAL, "wb_dma/fit_best_needs_two_sizes", "accepted");
+    }
 
     check(vr_dma_fit(4096, 7100, 1 << 20, 7000 + (1 << 20) / 41.0, &f, &b) == 0 &&
               b > 0.0243 && b < 0.0245 && f > 6990 && f < 7010,
