@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -242,4 +244,37 @@ int wait_child(pid_t pid)
     if (waitpid(pid, &st, 0) != pid)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int send_fd(int sock, int fd, uint64_t handle)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+    struct iovec iov = { .iov_base = &handle, .iov_len = sizeof(handle) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &msg, 0) == (ssize_t)sizeof(handle) ? 0 : -1;
+}
+
+int recv_fd(int sock, uint64_t *handle)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+    struct iovec iov = { .iov_base = handle, .iov_len = sizeof(*handle) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *c;
+    int fd;
+
+    if (recvmsg(sock, &msg, 0) != (ssize_t)sizeof(*handle))
+        return -1;
+    c = CMSG_FIRSTHDR(&msg);
+    if (!c || c->cmsg_type != SCM_RIGHTS)
+        return -1;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
 }

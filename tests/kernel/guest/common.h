@@ -54,4 +54,9 @@ int read_faults(const volatile void *p);
 /* Deterministic fill pattern: byte i of a buffer tagged `seed`. */
 void fill_pattern(void *buf, size_t len, uint32_t seed);
 
+/* Pass fd with a 64-bit handle over a UNIX socket (SCM_RIGHTS): 0 or -1. */
+int send_fd(int sock, int fd, uint64_t handle);
+/* Receive what send_fd sent: the fd, or -1 (also when no fd came with the message). */
+int recv_fd(int sock, uint64_t *handle);
+
 #endif /* VRAMIO_GUEST_COMMON_H */

@@ -176,39 +176,6 @@ out:
 }
 
 /* ---- an fd passed over a UNIX socket is refused ------------------------------------------- */
-static int send_fd(int sock, int fd, uint64_t handle)
-{
-    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-    struct iovec iov = { .iov_base = &handle, .iov_len = sizeof(handle) };
-    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                          .msg_controllen = sizeof(cbuf) };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(sock, &msg, 0) == sizeof(handle) ? 0 : -1;
-}
-
-static int recv_fd(int sock, uint64_t *handle)
-{
-    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-    struct iovec iov = { .iov_base = handle, .iov_len = sizeof(*handle) };
-    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                          .msg_controllen = sizeof(cbuf) };
-    struct cmsghdr *c;
-    int fd;
-
-    if (recvmsg(sock, &msg, 0) != sizeof(*handle))
-        return -1;
-    c = CMSG_FIRSTHDR(&msg);
-    if (!c || c->cmsg_type != SCM_RIGHTS)
-        return -1;
-    memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    return fd;
-}
-
 static void test_socket_passing(void)
 {
     uint64_t va = 0, handle = 0, base = emu_live_pins();
