@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <string.h>
 #include <unistd.h>
 #include "handles.h"
 

@@ -306,7 +306,27 @@ void raw_store_small(void *dst, const void *src, size_t n)
         memcpy(&v, s + i, 8);
         *d = v;
     }
-    for (; i < n; i++)
-        ((volatile char *)dst)[i] = s[i];
+    /* The tail as the widest stores its place and length allow (a 2- or 4-byte flag is one
+     * store, as the library's), bytes only where nothing wider fits. */
+    while (i < n) {
+        uintptr_t a = (uintptr_t)dst + i;
+
+        if (n - i >= 4 && !(a & 3)) {
+            uint32_t v;
+
+            memcpy(&v, s + i, 4);
+            *(volatile uint32_t *)a = v;
+            i += 4;
+        } else if (n - i >= 2 && !(a & 1)) {
+            uint16_t v;
+
+            memcpy(&v, s + i, 2);
+            *(volatile uint16_t *)a = v;
+            i += 2;
+        } else {
+            *(volatile char *)a = s[i];
+            i++;
+        }
+    }
     sfence();
 }
