@@ -59,4 +59,22 @@ if python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); asser
 else
     fail report/svg "not well-formed or fewer than 14 curves"
 fi
+# tools/bench/small_writes.py (run_bench_on_gpu.sh SMALL_WRITES=N): one run that meets the
+# small-write targets and one that misses at 64 B must be told apart, and the exit says so.
+python3 - "$tmp" <<'PY'
+import json, sys, os
+d = sys.argv[1]
+def st(v): return {"min": v, "p50": v, "p99": v, "max": v, "avg": v, "n": 1000}
+for name, bad in (("s1.json", 1.0), ("s2.json", 1.05)):
+    w = [{"size": 1 << i, "vramio": st(0.14), "raw": st(0.139), "cumemcpy": st(6.5),
+          "ratio": bad if (1 << i) == 64 else 1.01, "ratio_p25": 0.99, "ratio_p75": 1.02,
+          "raw_seq": "nt"} for i in range(0, 13)]
+    json.dump({"write": w, "read": []}, open(os.path.join(d, name), "w"))
+PY
+out=$(python3 tools/bench/small_writes.py "$tmp/s1.json" "$tmp/s2.json"); rc=$?
+grep -q '^ok small_writes_8_256_within_3pct run 1: worst 1.010' <<<"$out" &&
+grep -q '^not ok small_writes_8_256_within_3pct run 2: worst 1.050 at 64 B' <<<"$out" &&
+grep -q '^ok cumemcpy_40x_upto_1k_and_within_2pct run 1' <<<"$out" &&
+grep -q '^     64  1.000-1.050' <<<"$out" && [ $rc -eq 1 ] &&
+    ok small_writes/verdicts || fail small_writes/verdicts "rc $rc: $(head -c 600 <<<"$out")"
 exit 0

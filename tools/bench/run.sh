@@ -39,7 +39,7 @@ if ! grep -qE '"usable":1' "$OUT/info.json"; then
     echo "bench: no backend can map GPU memory here; see $OUT/info.log" >&2
     exit 1
 fi
-run copylat "$BIN/gdrcopy_copylat" -s 64M -c -A -w 10000 -r 200 "${CPUOPT[@]}" -d "$GPU" -a "$KIND" --json "$OUT/copylat.json"
+run copylat "$BIN/gdrcopy_copylat" -s 64M -c -A -w 100000 -r 200 "${CPUOPT[@]}" -d "$GPU" -a "$KIND" --json "$OUT/copylat.json"
 run copybw  "$BIN/gdrcopy_copybw" -s 16M -l -w 10000 -r 100 "${CPUOPT[@]}" -d "$GPU" -a "$KIND" --json "$OUT/copybw.json"
 run apiperf "$BIN/gdrcopy_apiperf" -s 16M -n 50 -w 5 -d "$GPU" -a "$KIND" --json "$OUT/apiperf.json"
 if "$BIN/gdrcopy_pplat" -t 10000 "${CPUOPT[@]}" -d "$GPU" -G "$KIND" --json "$OUT/pplat.json" >"$OUT/pplat.log" 2>&1; then
