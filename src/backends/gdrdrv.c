@@ -414,6 +414,8 @@ static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
     return 0;
 }
 
+/* Everything gdr_get_attribute, gdr_driver_get_version and the mapping types depend on is
+ * the module at hand, so the table's data stays at its defaults and the ops ask the module. */
 const struct vr_backend_ops vr_backend_gdrdrv = {
     .id = VRAMIO_BACKEND_GDRDRV,
     .name = "gdrdrv",

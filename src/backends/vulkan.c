@@ -323,11 +323,8 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
 {
     struct vk_pin *p = pin;
 
-    (void)ctx; (void)size; /* the core checked size against mapped_size */
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
-        snprintf(why, len, "the vulkan backend maps write-combined only (a BAR1 window)");
-        return EINVAL;
-    }
+    /* The core checked size against mapped_size, and want against the table's map_types. */
+    (void)ctx; (void)size; (void)want; (void)why; (void)len;
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
@@ -381,30 +378,17 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     return 0;
 }
 
-static int vulkan_get_attr(void *ctx, gdr_attr_t attr, int *value)
-{
-    (void)ctx;
-    switch (attr) {
-    case GDR_ATTR_USE_PERSISTENT_MAPPING:
-        *value = 1; /* the import keeps the pages until unpin */
-        return 0;
-    case GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE:
-        *value = 1; /* always BAR1 over PCIe: the flag is satisfied by construction */
-        return 0;
-    case GDR_ATTR_USING_DMA_BUF_MMAP:
-        *value = 0;
-        return 0;
-    default:
-        *value = 0;
-        return EINVAL;
-    }
-}
-
 const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
     .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
+    /* The import keeps the pages until unpin (persistent); the mapping is always BAR1 over
+     * PCIe, so FORCE_PCIE is satisfied by construction. */
+    .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
+    /* .version left out: gdrdrv 2.6. */
+    .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
+    .map_types_why = "the vulkan backend maps write-combined only (a BAR1 window)",
     .probe = vulkan_probe,
     .open = vulkan_open,
     .close = vulkan_close,
@@ -414,6 +398,4 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .unmap = vulkan_unmap,
     .info = vulkan_info,
     .callback_flag = vulkan_cb_flag,
-    .get_attr = vulkan_get_attr,
-    .driver_version = vr_backend_compat_version,
 };
