@@ -26,12 +26,6 @@
 #include "dmabuf_policy.h"
 #include "fork.h"
 
-/* A forked child never reaches a backend with its parent's gdr_t: the core refuses it
- * (instance.c, vr_gdr_get). */
-struct dmabuf_ctx {
-    pid_t pid;
-};
-
 struct dmabuf_pin {
     int fd;
     uint64_t va, len;
@@ -155,24 +149,6 @@ static int dmabuf_probe(char *why, size_t len)
     if (atomic_load_explicit(&mmap_state, memory_order_acquire) == 0)
         return mmap_trial(cu, why, len);
     return 0;
-}
-
-static int dmabuf_open(void **ctx, char *why, size_t len)
-{
-    struct dmabuf_ctx *c = calloc(1, sizeof(*c));
-
-    if (!c) {
-        snprintf(why, len, "out of memory");
-        return ENOMEM;
-    }
-    c->pid = getpid();
-    *ctx = c;
-    return 0;
-}
-
-static void dmabuf_close(void *ctx)
-{
-    free(ctx);
 }
 
 static int dmabuf_export(const struct vr_cuda *cu, uint64_t va, uint64_t len, uint32_t flags,
@@ -306,9 +282,7 @@ const struct vr_backend_ops vr_backend_dmabuf = {
     /* .version left out: gdrdrv 2.6 (upstream aborts in gdr_driver_get_version here). */
     .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
     .map_types_why = "the dma-buf exporter maps BAR1 write-combined only",
-    .probe = dmabuf_probe,
-    .open = dmabuf_open,
-    .close = dmabuf_close,
+    .probe = dmabuf_probe,               /* no per-gdr_t state: open and close left out */
     .pin = dmabuf_pin,
     .unpin = dmabuf_unpin,
     .map = dmabuf_map,

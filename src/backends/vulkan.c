@@ -32,7 +32,6 @@
 #include "vulkan_loader.h"
 
 struct vk_ctx {
-    pid_t pid;                  /* a forked child must not use its parent's driver objects */
     struct vr_icache cache;
 };
 
@@ -66,31 +65,25 @@ static int vulkan_open(void **ctx, char *why, size_t len)
         snprintf(why, len, "out of memory");
         return ENOMEM;
     }
-    c->pid = getpid();
     vr_icache_init(&c->cache);
     *ctx = c;
     return 0;
 }
 
-static int forked(const struct vk_ctx *c)
-{
-    return c->pid != getpid();
-}
-
-/* Free an import's Vulkan memory and our reference on the CUDA allocation. */
-static void import_release(struct vr_import *e, int in_owner_process)
+/* Free an import's Vulkan memory and our reference on the CUDA allocation. Only ever in the
+ * process that made them: the core never passes a forked child's call on to a backend. */
+static void import_release(struct vr_import *e)
 {
     const struct vr_vk_gpu *gpu = e->owner;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
 
-    /* In a forked child the driver objects belong to the parent: touch nothing. */
-    if (in_owner_process && gpu) {
+    if (gpu) {
         VkDeviceMemory mem = (VkDeviceMemory)(uintptr_t)e->mem;
 
         gpu->fn.vkUnmapMemory(gpu->dev, mem);
         gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
     }
-    if (in_owner_process && cu)
+    if (cu)
         cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
     vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
            (unsigned long long)e->key.size);
@@ -105,7 +98,7 @@ static void vulkan_close(void *ctx)
     /* The core unpinned everything first; whatever is left would be a leak, so free it. */
     for (e = vr_icache_take_all(&c->cache); e; e = next) {
         next = e->next;
-        import_release(e, !forked(c));
+        import_release(e);
     }
     vr_icache_destroy(&c->cache);
     free(c);
@@ -313,7 +306,7 @@ static int vulkan_unpin(void *ctx, void *pin)
     struct vk_pin *p = pin;
 
     if (vr_icache_release(&c->cache, p->imp))
-        import_release(p->imp, !forked(c));
+        import_release(p->imp);
     free(p);
     return 0;
 }
@@ -361,13 +354,13 @@ static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
  * reference keeps the handle value from being reused, so comparing it is sound. */
 static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 {
-    struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUmemGenericAllocationHandle h;
 
+    (void)ctx;
     *flag = 0;
-    if (forked(c) || !cu)
+    if (!cu)
         return 0;
     if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
         *flag = 1;
