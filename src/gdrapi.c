@@ -286,6 +286,8 @@ VR_EXPORT int gdr_driver_get_version(gdr_t g, int *major, int *minor)
     rc = vr_gdr_get(g, "gdr_driver_get_version", &gdr);
     if (rc)
         return rc;
+    *major = gdr->active[0].ops->version.major;
+    *minor = gdr->active[0].ops->version.minor;
     rc = gdr->active[0].ops->driver_version(gdr->active[0].ctx, major, minor);
     vr_gdr_put(gdr);
     return rc ? vr_fail(rc, "gdr_driver_get_version: %s", vramio_strerror(rc)) : 0;
@@ -303,6 +305,7 @@ VR_EXPORT int gdr_get_attribute(gdr_t g, gdr_attr_t attr, int *v)
     rc = vr_gdr_get(g, "gdr_get_attribute", &gdr);
     if (rc)
         return rc;
+    *v = gdr->active[0].ops->attr[attr];
     rc = gdr->active[0].ops->get_attr(gdr->active[0].ctx, attr, v);
     vr_gdr_put(gdr);
     return rc ? vr_fail(rc, "gdr_get_attribute: %s", vramio_strerror(rc)) : 0;
