@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_bench_report.sh - tools/bench/report.py turns benchmark JSON into the Markdown report and
+# test_bench_report.sh - bench/report.py turns benchmark JSON into the Markdown report and
 # the SVG plot: crossover size, targets met/missed, tables, a well-formed SVG. Fed with
 # synthetic JSON in a temporary folder (never with docs/), so it runs without a GPU.
 set -u
@@ -35,7 +35,7 @@ b = [{"size": s, "write_vramio": 18000, "write_raw": 19500, "write_cumemcpy": 30
 json.dump({"tool": "copybw", "backend": "vulkan", "kind": "vramio", "results": b}, open(os.path.join(d, "copybw.json"), "w"))
 json.dump({"gdr": st(2.3), "rawmap": st(2.2), "host": st(3.0), "size": 4}, open(os.path.join(d, "pplat.json"), "w"))
 PY
-if ! python3 tools/bench/report.py --dir "$tmp" --md "$tmp/b.md" --svg "$tmp/b.svg" --command "make bench TEST" 2>"$tmp/err"; then
+if ! python3 bench/report.py --dir "$tmp" --md "$tmp/b.md" --svg "$tmp/b.svg" --command "make bench TEST" 2>"$tmp/err"; then
     fail report/runs "$(head -c 300 "$tmp/err")"; exit 0
 fi
 ok report/runs
