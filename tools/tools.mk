@@ -4,6 +4,9 @@
 #   $(BUILD)/bin/gdrcopy_{sanity,copybw,copylat,apiperf,pplat,info}   linked with libgdrapi.so
 #   $(BUILD)/bin/gdrcopy_sanity_static   the same sanity suite, static, for the QEMU guest
 #
+# A new sanity test is one T_CASE in a tools/sanity/t_*.c file (tools/sanity/sanity.h); a new
+# test file is found by the wildcard below.
+#
 # CUDA is reached only through dlopen (util/cuda_loader.c, linked from util's archive), so every tool starts
 # on a machine without a GPU and says what is missing. pplat's GPU kernel is built with nvcc
 # when nvcc is found; otherwise pplat is still built and says why its kernel is missing.
