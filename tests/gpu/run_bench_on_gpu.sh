@@ -11,7 +11,7 @@
 # SMALL_WRITES=N (under a minute a run): instead of all that, only copylat's sizes 1 B-4 KiB, N
 # times (1000 alternating rounds of 200 calls each), to see the small-write targets and how
 # far they move from run to run: small1.json .. smallN.json (N <= 8) and one line per run
-# and size (tools/bench/small_writes.py).
+# and size (bench/small_writes.py).
 set -u
 OUT=${OUT:-/tmp/vramio-bench}
 mkdir -p "$OUT"
@@ -34,7 +34,7 @@ if [ "${SMALL_WRITES:-0}" -gt 0 ]; then
     grep -E 'CPU binding|copy kernel' "$W/small1.log"
     set -- "$OUT"/small*.json
     [ -f "$1" ] || { echo "not ok small_writes: no run gave results"; exit 1; }
-    python3 tools/bench/small_writes.py "$@"
+    python3 bench/small_writes.py "$@"
     exit $?
 fi
 timeout 120 build/gpu/gpu_auto_test > "$OUT/auto.log" 2>&1

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""report.py - turn the benchmark JSON of tools/bench/run.sh into docs/benchmarks.md (tables,
+"""report.py - turn the benchmark JSON of bench/run.sh into docs/benchmarks.md (tables,
 the crossover size where cuMemcpy wins, the project's targets met or missed) and
 docs/benchmarks.svg (latency and bandwidth against size, drawn by hand: no plotting package)."""
 import argparse
@@ -149,7 +149,7 @@ def write_md(args, info, lat, bw, api, pp):
     gpu = info["gpus"][0] if info and info.get("gpus") else {}
     backend = (lat or bw or {}).get("backend", "?")
     L = ["# vramio benchmarks", "",
-         "Made by `%s` on %s UTC (tools/bench/run.sh, tools/bench/report.py). Single runs on a shared" %
+         "Made by `%s` on %s UTC (bench/run.sh, bench/report.py). Single runs on a shared" %
          (args.command, args.when or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
          "machine: treat differences of a few percent as noise.", "",
          "- GPU: %s, PCI %s, BAR1 %s" % (gpu.get("name", "?"), gpu.get("pci", "?"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/bench/run.sh - the benchmark suite behind 'make bench' (a GPU machine with a usable
+# bench/run.sh - the benchmark suite behind 'make bench' (a GPU machine with a usable
 # backend): runs copylat (with cuMemcpy), copybw (size sweep), apiperf and pplat with --json,
 # keeps their logs, then writes docs/benchmarks.md and docs/benchmarks.svg with report.py.
 #
@@ -9,7 +9,7 @@
 # the measuring thread to; default: the tools pick the first CPU local to the GPU and print it),
 # BENCH_DOCS (where the report goes, default docs).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin
 OUT=${BENCH_OUT:-$BUILD/bench}
@@ -48,6 +48,6 @@ else
     echo "== pplat: did not run (exit $?): $(tail -n 1 "$OUT/pplat.log")"
     rm -f "$OUT/pplat.json"
 fi
-python3 tools/bench/report.py --dir "$OUT" --md "$DOCS/benchmarks.md" --svg "$DOCS/benchmarks.svg" \
+python3 bench/report.py --dir "$OUT" --md "$DOCS/benchmarks.md" --svg "$DOCS/benchmarks.svg" \
     --command "make bench BENCH_KIND=$KIND BENCH_GPU=$GPU${CPU:+ BENCH_CPU=$CPU}"
 echo "bench: wrote $DOCS/benchmarks.md and $DOCS/benchmarks.svg (logs and JSON in $OUT)"
