@@ -523,7 +523,7 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                         const struct vr_dma_range *r, unsigned char *map, unsigned char *host,
                         size_t n)
 {
-    struct vr_dma_sample s[CAL_SAMPLES];
+    struct vr_dma_sample s[CAL_SAMPLES] = { { 0, 0 } };
     struct vr_dma_curve bar = { 0 }, eng[2] = { { 0 }, { 0 } };
     char bs[160], es[2][240];
     size_t done = 0, x = VR_DMA_NEVER, xp = VR_DMA_NEVER;
