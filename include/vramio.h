@@ -62,7 +62,7 @@ const char *vramio_copy_kernel(void);
  * and the same errors (plus a positive errno when the copy engine fails). From a crossover size
  * up (per GPU and direction; VRAMIO_DMA_CROSSOVER_READ / _WRITE, in bytes with an optional
  * K/M/G suffix or "never", else measured once per process by the first such read of at least
- * 4 KiB or write of at least 64 KiB, in about a millisecond; smaller writes always take the
+ * 4 KiB or write of at least 64 KiB, in one to two milliseconds; smaller writes always take the
  * BAR) the copy runs on a private non-blocking stream of the pin's GPU, so it neither waits
  * for the program's kernels nor blocks them; pageable host memory goes through pinned bounce
  * buffers; the thread's current CUDA context is left as it was.
@@ -73,8 +73,10 @@ int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_
 int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
                                   size_t size);
 
-/* The crossovers of the _auto copies for a mapped pin's GPU, in bytes: 0 while not yet set
- * or measured, SIZE_MAX when the copy engine is not used (never faster, or no CUDA). */
+/* The crossovers of the _auto copies for a mapped pin's GPU, in bytes, for page-locked host
+ * memory (pageable memory, copied through bounce buffers, crosses later: the info-level log
+ * shows both): 0 while not yet set or measured, SIZE_MAX when the copy engine is not used
+ * (never faster, or no CUDA). */
 int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *write_bytes);
 
 /*

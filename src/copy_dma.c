@@ -21,19 +21,22 @@
  *
  * The crossover is per device and direction: VRAMIO_DMA_CROSSOVER_READ / _WRITE when set
  * (dma_policy.h), else measured once, by the first _auto read of at least VR_DMA_FLOOR bytes
- * and the first _auto write of at least CAL_BAR_BYTES. Both ways are timed alike, warm, the
- * best of three at each of two sizes, and each makes a line, fixed cost + size / rate: the
- * copy engine on a scratch allocation of its own, the BAR on the pin's own mapping (a read
- * reads up to 16 KiB of it from the caller's range on, again and again: a read has no side
- * effect; a write times its own first CAL_BAR_BYTES in chunks, each byte written once and not
- * again). The crossover is where the lines meet. About a millisecond in all. Writes below
- * CAL_BAR_BYTES always take the BAR: on PCIe a copy-engine write has never won that small
- * (the H200's crossover is about 256 KiB).
+ * and the first _auto write of at least VR_DMA_BAR_WRITE_MIN. Both ways are timed warm, a few
+ * times per size, the median kept: the copy engine on a scratch allocation of its own at each
+ * size from 4 KiB to 1 MiB where a crossover may lie (its cost is no straight line in the
+ * size, so it is timed there, not extrapolated from two far-apart sizes); the BAR, whose cost
+ * is a straight line, at two sizes on the pin's own mapping (a read reads up to 16 KiB of it
+ * from the caller's range on, again and again: a read has no side effect; a write times its
+ * own first bytes in chunks of up to 64 and 256 KiB, each byte written once and not again).
+ * The crossover is where the engine's curve goes below the BAR's for good. One to two
+ * milliseconds per direction. Writes below VR_DMA_BAR_WRITE_MIN always take the BAR: on PCIe
+ * a copy-engine write has never won that small (the H200's crossover is about 256 KiB).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,10 +50,7 @@
 
 #define DMA_MAX_DEVICES 64
 #define BOUNCE_BYTES    (2u << 20)    /* per bounce buffer; two per device */
-#define CAL_BAR_BYTES   (64u << 10)   /* the BAR's per-byte cost from this much */
-#define CAL_SMALL       4096u         /* the copy engine's cost from these two sizes */
-#define CAL_LARGE       (1u << 20)
-#define CAL_REPEAT      3             /* best of */
+#define CAL_ROUNDS      5             /* the copy engine's median of */
 
 enum { DIR_READ = 0, DIR_WRITE = 1 };
 
@@ -61,17 +61,19 @@ struct dma_dev {
     pthread_mutex_t bounce_lock;  /* the bounce buffers and their events */
     unsigned char *bounce[2];
     CUevent done[2];
-    _Atomic size_t crossover[2];  /* by direction; 0 until set or measured */
+    _Atomic size_t crossover[2];  /* by direction, pinned host memory; 0 until set or measured */
+    _Atomic size_t pageable_x[2]; /* pageable host memory (the bounce buffers' memcpy too);
+                                   * stored before crossover[], valid once that is not 0 */
 };
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;   /* setup and calibration */
 
 /* The smallest crossover of any device, per direction (0 while none is known; writes start at
- * CAL_BAR_BYTES, see above): a copy below it goes straight to the BAR copy, without the
+ * VR_DMA_BAR_WRITE_MIN, see above): a copy below it goes straight to the BAR copy, without the
  * handle's lock or a question to the driver, so that an _auto copy costs what a gdr_ copy costs
  * wherever the BAR is the better way. */
-static _Atomic size_t min_crossover[2] = { 0, CAL_BAR_BYTES };
+static _Atomic size_t min_crossover[2] = { 0, VR_DMA_BAR_WRITE_MIN };
 
 /* VRAMIO_DMA_CROSSOVER_READ / _WRITE, read once when the library is loaded (0: not set). */
 static size_t env_x[2];
@@ -151,7 +153,7 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
     CUdevice dev;
     CUcontext popped;
     CUresult r = cu->cuDeviceGet(&dev, ord);
-    int rc;
+    int rc, i;
 
     if (r == CUDA_SUCCESS)
         r = cu->cuDevicePrimaryCtxRetain(&d->ctx, dev);
@@ -165,8 +167,10 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
     if (rc)
         return rc;
     pthread_mutex_init(&d->bounce_lock, NULL);
-    atomic_store(&d->crossover[DIR_READ], env_x[DIR_READ]);
-    atomic_store(&d->crossover[DIR_WRITE], env_x[DIR_WRITE]);
+    for (i = 0; i < 2; i++) {
+        atomic_store(&d->pageable_x[i], env_x[i]);
+        atomic_store(&d->crossover[i], env_x[i]);
+    }
     return 0;
 }
 
@@ -374,47 +378,55 @@ static int dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64
 
 /* ---- calibration ----------------------------------------------------------------------- */
 
-/* Best of CAL_REPEAT copy-engine copies of n bytes between scratch and the pinned bounce
- * buffer, in ns; 0 on failure. In d's context. */
-static double time_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
-                          CUdeviceptr scratch, size_t n)
-{
-    double best = 0;
-
-    for (int k = 0; k < CAL_REPEAT; k++) {
-        double t0 = now_ns(), t;
-
-        if (engine(cu, d, dir, scratch, d->bounce[0], n) != CUDA_SUCCESS ||
-            cu->cuStreamSynchronize(d->stream) != CUDA_SUCCESS)
-            return 0;
-        t = now_ns() - t0;
-        if (best == 0 || t < best)
-            best = t;
-    }
-    return best;
-}
-
-/* The copy engine's fixed and per-byte cost in one direction, on a scratch allocation. */
+/* The copy engine's curves in one direction, eng[0] from pinned host memory (the bounce
+ * buffer), eng[1] from pageable memory (through the bounce buffers, as dma_copy does it:
+ * the memcpy is part of the cost). Each size of vr_dma_engine_sizes copied between a scratch
+ * allocation and the host memory once to warm up (the first copies pay one-time costs), then
+ * CAL_ROUNDS times, the sizes and kinds in turn in each round (so that a slow moment falls on
+ * all of them alike), each copy waited for as dma_copy waits for it. In d's context; 0, or
+ * EIO (ENOMEM). */
 static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
-                          struct vr_dma_costs *c)
+                          struct vr_dma_curve eng[2])
 {
+    struct vr_dma_sample s[2][CAL_ROUNDS * VR_DMA_ENGINE_POINTS];
+    unsigned char *pageable = malloc(VR_DMA_ENGINE_LARGEST);
     CUdeviceptr scratch = 0;
     CUcontext popped;
-    double t1 = 0, t2 = 0;
+    size_t k = 0;
     int rc = EIO;
 
-    if (cu->cuCtxPushCurrent(d->ctx) != CUDA_SUCCESS)
+    if (!pageable)
+        return ENOMEM;
+    memset(pageable, 0x5a, VR_DMA_ENGINE_LARGEST);     /* its pages present, as a caller's are */
+    if (cu->cuCtxPushCurrent(d->ctx) != CUDA_SUCCESS) {
+        free(pageable);
         return EIO;
-    if (cu->cuMemAlloc(&scratch, CAL_LARGE) == CUDA_SUCCESS) {
+    }
+    if (cu->cuMemAlloc(&scratch, VR_DMA_ENGINE_LARGEST) == CUDA_SUCCESS) {
         pthread_mutex_lock(&d->bounce_lock);
-        time_engine(cu, d, dir, scratch, CAL_SMALL);        /* warm-up: first use */
-        t1 = time_engine(cu, d, dir, scratch, CAL_SMALL);
-        t2 = time_engine(cu, d, dir, scratch, CAL_LARGE);
+        for (int round = -1; round < CAL_ROUNDS; round++) {
+            for (int i = 0; i < VR_DMA_ENGINE_POINTS; i++) {
+                for (int pg = 0; pg < 2; pg++) {
+                    size_t n = vr_dma_engine_sizes[i];
+                    double t0 = now_ns();
+                    CUresult r = pg ? bounced(cu, d, dir, scratch, pageable, n)
+                                    : engine(cu, d, dir, scratch, d->bounce[0], n);
+
+                    if (cu->cuStreamSynchronize(d->stream) != CUDA_SUCCESS || r != CUDA_SUCCESS)
+                        goto out;
+                    if (round >= 0)
+                        s[pg][k] = (struct vr_dma_sample){ n, now_ns() - t0 };
+                }
+                k += round >= 0;
+            }
+        }
+        rc = vr_dma_curve(s[0], k, &eng[0]) || vr_dma_curve(s[1], k, &eng[1]) ? EIO : 0;
+out:
         pthread_mutex_unlock(&d->bounce_lock);
         cu->cuMemFree(scratch);
-        rc = vr_dma_fit(CAL_SMALL, t1, CAL_LARGE, t2, &c->dma_fixed_ns, &c->dma_ns_per_byte);
     }
     cu->cuCtxPopCurrent(&popped);
+    free(pageable);
     return rc;
 }
 
@@ -432,120 +444,117 @@ static double fenced_now_ns(void)
 }
 
 /*
- * The BAR's side, timed like the copy engine's: warm, a few times at two sizes, the best of
- * each (vr_dma_fit_best), so that both lines are fixed cost + size / rate and the crossover is
- * where they meet. The plans: a warm-up first (its time is dropped: the first copy through a
- * mapping pays one-time costs), then the small and the large size in turn. A write's plan
- * covers exactly its first CAL_BAR_BYTES, each byte written once.
+ * The BAR's side: a warm-up whose time is dropped (the first copy through a mapping pays
+ * one-time costs), then a small and a large size in turn, three times each; per size the
+ * median (vr_dma_curve). A BAR copy's time is a straight line in its size (posted writes at
+ * the link's rate, reads one uncached round trip per few lines), so two sizes make its curve.
  */
 #define CAL_RD_SMALL 1024u
 #define CAL_RD_LARGE 16384u       /* or less: what is mapped from the caller's address on */
-#define CAL_WR_SMALL 4096u
-#define CAL_WR_LARGE 16384u
 #define CAL_SAMPLES  7
-static const unsigned char cal_plan[CAL_SAMPLES] = { 0, 0, 1, 0, 1, 0, 1 };   /* 1: large */
-
-_Static_assert(4 * CAL_WR_SMALL + 3 * CAL_WR_LARGE == CAL_BAR_BYTES,
-               "the write plan covers the first CAL_BAR_BYTES exactly");
-
-/* The BAR's fixed and per-byte cost from the plan's samples, into c. Falls back to the large
- * size's best time per byte (fixed 0: the BAR's cost overstated, so the copy engine is taken
- * earlier, never later) when the samples make no rising line. */
-static void bar_fit(const struct vr_dma_sample *s, struct vr_dma_costs *c)
-{
-    double best = 0;
-
-    if (!vr_dma_fit_best(s, CAL_SAMPLES, &c->bar_fixed_ns, &c->bar_ns_per_byte))
-        return;
-    for (int i = 1; i < CAL_SAMPLES; i++)
-        if (s[i].n == s[2].n && (best == 0 || s[i].ns < best))
-            best = s[i].ns;
-    c->bar_fixed_ns = 0;
-    c->bar_ns_per_byte = best / (double)s[2].n;
-}
+static const unsigned char cal_plan[CAL_SAMPLES] = { 1, 0, 1, 0, 1, 0, 1 };   /* 1: large */
 
 /* Reads of the mapping at map (avail bytes mapped from there, at least VR_DMA_FLOOR) into
  * scratch host memory of our own, since the plan may exceed the caller's copy; a read has no
- * side effect, so it may read the same bytes again. 0, or ENOMEM. */
-static int bar_read_costs(gdr_mapping_type_t type, const unsigned char *map, size_t avail,
-                          struct vr_dma_costs *c)
+ * side effect, so it may read the same bytes again. 0, ENOMEM, or EIO. */
+static int bar_read_curve(gdr_mapping_type_t type, const unsigned char *map, size_t avail,
+                          struct vr_dma_sample *s, struct vr_dma_curve *curve)
 {
     size_t large = avail < CAL_RD_LARGE ? avail : CAL_RD_LARGE;
-    struct vr_dma_sample s[CAL_SAMPLES];
     unsigned char *tmp = malloc(large);
     double t0;
 
     if (!tmp)
         return ENOMEM;
-    s[0].n = large;             /* the warm-up: the large size, faulting the pages in */
     for (int i = 0; i < CAL_SAMPLES; i++) {
-        if (i)
-            s[i].n = cal_plan[i] ? large : CAL_RD_SMALL;
+        s[i].n = cal_plan[i] ? large : CAL_RD_SMALL;
         t0 = fenced_now_ns();
         vr_copy_from_mapping(type, tmp, map, s[i].n);
         s[i].ns = fenced_now_ns() - t0;
     }
     free(tmp);
-    bar_fit(s, c);
-    return 0;
+    return vr_dma_curve(s + 1, CAL_SAMPLES - 1, curve) ? EIO : 0;
 }
 
-/* The caller's first CAL_BAR_BYTES written through the BAR by the plan, each chunk timed (with
- * the fence the copy ends with). Its pages are faulted in first, with one read per page (a
- * write must not be repeated), so that a mapping filled on demand charges no fault to them. */
-static void bar_write_costs(gdr_mapping_type_t type, unsigned char *map,
-                            const unsigned char *host, struct vr_dma_costs *c)
+/* The caller's first 16 units (vr_dma_bar_write_unit of its size n) written through the BAR
+ * by the plan (unit, then 4 units and unit in turn), each chunk timed with the fence the copy
+ * ends with. Its pages are faulted in first, with one read per page (a write must not be
+ * repeated), so that a mapping filled on demand charges no fault to them. Returns how many
+ * bytes are written; 0, or EIO, in *rc. */
+static size_t bar_write_curve(gdr_mapping_type_t type, unsigned char *map,
+                              const unsigned char *host, size_t n, struct vr_dma_sample *s,
+                              struct vr_dma_curve *curve, int *rc)
 {
-    struct vr_dma_sample s[CAL_SAMPLES];
-    size_t off = 0;
+    size_t unit = vr_dma_bar_write_unit(n), off;
     double t0;
 
-    for (off = 0; off < CAL_BAR_BYTES; off += 4096)
+    for (off = 0; off < 16 * unit; off += 4096)
         (void)*(volatile unsigned char *)(map + off);
     off = 0;
     for (int i = 0; i < CAL_SAMPLES; i++) {
-        s[i].n = cal_plan[i] ? CAL_WR_LARGE : CAL_WR_SMALL;
+        s[i].n = i && cal_plan[i] ? 4 * unit : unit;
         t0 = fenced_now_ns();
         vr_copy_to_mapping(type, map + off, host + off, s[i].n);
         s[i].ns = fenced_now_ns() - t0;
         off += s[i].n;
     }
-    bar_fit(s, c);
+    *rc = vr_dma_curve(s + 1, CAL_SAMPLES - 1, curve) ? EIO : 0;
+    return off;
+}
+
+/* "n:ns n:ns ..." of a curve, into buf. */
+static const char *curve_str(const struct vr_dma_curve *c, char *buf, size_t len)
+{
+    size_t at = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->count && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%zu:%.0f", i ? " " : "", c->p[i].n,
+                               c->p[i].ns);
+    return buf;
 }
 
 /*
- * The crossover of d in direction dir, measuring it now if nobody has (see the top of the
- * file). Returns how many bytes of the caller's copy are done (a write's first CAL_BAR_BYTES;
- * 0 for a read, or when nothing was measured).
+ * The crossovers of d in direction dir, measuring them now if nobody has (see the top of the
+ * file). Returns how many bytes of the caller's copy are done (a write's first 16 units; 0
+ * for a read, or when nothing was measured).
  */
 static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                         const struct vr_dma_range *r, unsigned char *map, unsigned char *host,
                         size_t n)
 {
-    struct vr_dma_costs c = { 0, 0, 0, 0 };
-    size_t done = 0, x;
+    struct vr_dma_sample s[CAL_SAMPLES] = { { 0, 0 } };
+    struct vr_dma_curve bar = { 0 }, eng[2] = { { 0 }, { 0 } };
+    char bs[160], es[2][240];
+    size_t done = 0, x = VR_DMA_NEVER, xp = VR_DMA_NEVER;
     int rc = 0;
 
-    if (dir == DIR_WRITE && n < CAL_BAR_BYTES)
+    if (dir == DIR_WRITE && n < VR_DMA_BAR_WRITE_MIN)
         return 0;               /* the BAR for this one; a larger write measures */
     pthread_mutex_lock(&setup_lock);
     if (atomic_load(&d->crossover[dir])) {
         pthread_mutex_unlock(&setup_lock);
         return 0;
     }
-    if (dir == DIR_READ) {
-        rc = bar_read_costs(r->type, map, r->avail, &c);
-    } else {
-        bar_write_costs(r->type, map, host, &c);
-        done = CAL_BAR_BYTES;
+    if (dir == DIR_READ)
+        rc = bar_read_curve(r->type, map, r->avail, s, &bar);
+    else
+        done = bar_write_curve(r->type, map, host, n, s, &bar, &rc);
+    if (!rc && !measure_engine(cu, d, dir, eng)) {
+        x = vr_dma_crossover(&bar, &eng[0]);
+        xp = vr_dma_crossover(&bar, &eng[1]);
+        if (xp < x)             /* the memcpy cannot make it cheaper: noise */
+            xp = x;
     }
-    x = rc || measure_engine(cu, d, dir, &c) ? VR_DMA_NEVER : vr_dma_crossover(&c);
+    atomic_store(&d->pageable_x[dir], xp);
     atomic_store(&d->crossover[dir], x);
     note_crossover(dir, x);
     pthread_mutex_unlock(&setup_lock);
-    vr_info("copy engine %s crossover: %zu bytes (engine %.0f ns + %.4f ns/B, BAR %.0f ns + "
-            "%.4f ns/B)", dir == DIR_WRITE ? "write" : "read", x, c.dma_fixed_ns,
-            c.dma_ns_per_byte, c.bar_fixed_ns, c.bar_ns_per_byte);
+    vr_info("copy engine %s crossover: %zu bytes from pinned memory, %zu from pageable (median "
+            "ns by size: BAR %s, warm-up %zu:%.0f; engine pinned %s; pageable %s)",
+            dir == DIR_WRITE ? "write" : "read", x, xp, curve_str(&bar, bs, sizeof(bs)), s[0].n,
+            s[0].ns, curve_str(&eng[0], es[0], sizeof(es[0])),
+            curve_str(&eng[1], es[1], sizeof(es[1])));
     return done;
 }
 
@@ -570,6 +579,9 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
             done = calibrate(cu, d, dir, &r, map, host, n);
             x = atomic_load(&d->crossover[dir]);
         }
+        /* Pageable memory crosses later (dma_copy asks the same, remembered, question). */
+        if (x && n - done >= x && !host_pinned(cu, host + done, n - done))
+            x = atomic_load(&d->pageable_x[dir]);
         if (x && n - done >= x)
             return dma_copy(cu, d, dir, r.dev_addr + done, host + done, n - done, fn);
     }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dma_policy.h - when the _auto copies (copy_dma.c) use the GPU's copy engine instead of the
- * BAR: the crossover size from measured costs, and its setting from the environment. Pure
- * functions, unit-tested without a GPU (tests/unit/wb_dma_policy.c).
+ * BAR: the sizes the calibration times, the crossover from those timings, and its setting from
+ * the environment. Pure functions, unit-tested without a GPU (tests/unit/wb_dma_policy.c).
  */
 #ifndef VRAMIO_DMA_POLICY_H
 #define VRAMIO_DMA_POLICY_H
@@ -17,19 +17,21 @@
  * several microseconds of fixed overhead, more than a BAR copy of that size anywhere. */
 #define VR_DMA_FLOOR 4096u
 
-/* What a calibration measured: each way's cost as fixed + per byte (the BAR's fixed cost is one
- * fence or one uncached round trip; 0 when not measured). */
-struct vr_dma_costs {
-    double dma_fixed_ns;
-    double dma_ns_per_byte;
-    double bar_ns_per_byte;
-    double bar_fixed_ns;
-};
+/* The sizes at which the calibration times the copy engine, both directions: around every
+ * crossover plausible on PCIe (reads cross at 4-16 KiB, writes at 64 KiB-1 MiB). Timed, not
+ * extrapolated: a copy-engine copy is no straight line in its size (on the H200 a 4 KiB
+ * write can cost a fraction of a 64 KiB one's 9.9 us, and 64 to 128 KiB adds 0.7 us), so a
+ * line through a small and a large size puts the write crossover at a tenth of its place. */
+#define VR_DMA_ENGINE_POINTS 6
+extern const size_t vr_dma_engine_sizes[VR_DMA_ENGINE_POINTS];
+#define VR_DMA_ENGINE_LARGEST ((size_t)1 << 20)
 
-/* The smallest size from which the copy engine is faster, where the two lines meet: at least
- * VR_DMA_FLOOR, VR_DMA_NEVER when its per-byte cost is not below the BAR's (or a figure is not
- * a positive number). */
-size_t vr_dma_crossover(const struct vr_dma_costs *c);
+/* The calibration's BAR writes: the caller's own first bytes, each written once, in chunks of
+ * unit and 4 * unit bytes (a warm-up of unit, then three of each in turn: 16 * unit in all).
+ * The unit for a first write of n bytes (at least 16 * 4 KiB): the largest of 4, 16 and
+ * 64 KiB that the write covers, so that the chunks are as near the crossover as it allows. */
+#define VR_DMA_BAR_WRITE_MIN (16u * 4096u)
+size_t vr_dma_bar_write_unit(size_t n);
 
 /* One timed copy of n bytes that took ns. */
 struct vr_dma_sample {
@@ -37,16 +39,28 @@ struct vr_dma_sample {
     double ns;
 };
 
-/* Fixed and per-byte costs from timed copies of (at least) two sizes: the first sample is a
- * warm-up and ignored (the first access through a mapping pays one-time costs that no later
- * copy pays), then the best time of the smallest and of the largest size make the line.
- * 0, or EINVAL as vr_dma_fit (also when fewer than two sizes remain). */
-int vr_dma_fit_best(const struct vr_dma_sample *s, size_t count, double *fixed_ns,
-                    double *per_byte_ns);
+/* One way's cost as measured: per size, the median of its timings, by ascending size; between
+ * and beyond the sizes, straight lines through the neighbouring (or the two end) points. */
+#define VR_DMA_MAX_POINTS  8
+#define VR_DMA_MAX_SAMPLES 64
+struct vr_dma_curve {
+    size_t count;
+    struct vr_dma_sample p[VR_DMA_MAX_POINTS];
+};
 
-/* Fixed and per-byte costs from two timed sizes n1 < n2 (t1, t2 in ns). 0, or EINVAL when the
- * figures do not make a line with a positive slope. */
-int vr_dma_fit(size_t n1, double t1, size_t n2, double t2, double *fixed_ns, double *per_byte_ns);
+/* The curve of count samples (any order, sizes repeated; a warm-up is left out by the
+ * caller). 0, or EINVAL when a time is not a positive number, a size is 0, there are more
+ * than VR_DMA_MAX_SAMPLES samples, or fewer than two or more than VR_DMA_MAX_POINTS sizes. */
+int vr_dma_curve(const struct vr_dma_sample *s, size_t count, struct vr_dma_curve *c);
+
+/* The curve's cost at n bytes, in ns (a curve of vr_dma_curve). */
+double vr_dma_curve_at(const struct vr_dma_curve *c, size_t n);
+
+/* The smallest size from which the copy engine stays the faster way (the last place where the
+ * two curves cross), at least VR_DMA_FLOOR; VR_DMA_NEVER when the BAR is faster at the largest
+ * size and the engine's end slope does not bring it ahead, or a curve has fewer than two
+ * points. Beyond both curves' largest sizes their end segments decide. */
+size_t vr_dma_crossover(const struct vr_dma_curve *bar, const struct vr_dma_curve *dma);
 
 /* A VRAMIO_DMA_CROSSOVER_READ/_WRITE value: a size in bytes with an optional K, M or G suffix
  * (powers of 1024), or "never"/"off". 0 on success, EINVAL for anything else (*out untouched).

@@ -7,7 +7,8 @@
  * far from them, from and to pageable and pinned host memory at two offsets; a thread with no
  * CUDA context (left without one); a copy while the legacy default stream is held up by a wait
  * on a flag (as a kernel spinning on a flag holds it), which must finish anyway; errors as
- * gdr_copy's.
+ * gdr_copy's; the crossover against one timed directly here (check_against_direct), and the
+ * library's own calibration timings, logged at info level (stderr).
  * Every wait is bounded. Prints one line per case; exits 1 when any case failed.
  */
 #include <errno.h>
@@ -58,9 +59,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of 15 timed copies of n bytes, in us: through the BAR (gdr_copy_*) or by cuMemcpy
- * from/to the pinned buffer h; -1 when a copy failed. */
-static double median_us(int write, int engine, unsigned char *h, size_t n)
+enum { BY_BAR = 0, BY_CUMEMCPY = 1, BY_AUTO = 2 };
+
+/* Median of 15 timed copies of n bytes, in us: through the BAR (gdr_copy_*), by cuMemcpy, or
+ * by the _auto call, from/to the pinned buffer h; -1 when a copy failed. */
+static double median_us(int write, int how, unsigned char *h, size_t n)
 {
     double t[15];
     struct timespec t0;
@@ -68,7 +71,10 @@ static double median_us(int write, int engine, unsigned char *h, size_t n)
 
     for (int k = 0; k < 15; k++) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (engine)
+        if (how == BY_AUTO)
+            rc = write ? vramio_copy_to_mapping_auto(mh, map, h, n)
+                       : vramio_copy_from_mapping_auto(mh, h, map, n);
+        else if (how == BY_CUMEMCPY)
             rc = write ? cuMemcpyHtoD(dev, h, n) != CUDA_SUCCESS
                        : cuMemcpyDtoH(h, dev, n) != CUDA_SUCCESS;
         else
@@ -94,16 +100,72 @@ static void check_crossover_meets(int write, size_t x, unsigned char *pinned, si
         printf("skip %s: crossover %zu B (never, or above %zu B)\n", name, x, cap / 2);
         return;
     }
-    bar_lo = median_us(write, 0, pinned, x / 2);
-    eng_lo = median_us(write, 1, pinned, x / 2);
-    bar_hi = median_us(write, 0, pinned, 2 * x);
-    eng_hi = median_us(write, 1, pinned, 2 * x);
+    bar_lo = median_us(write, BY_BAR, pinned, x / 2);
+    eng_lo = median_us(write, BY_CUMEMCPY, pinned, x / 2);
+    bar_hi = median_us(write, BY_BAR, pinned, 2 * x);
+    eng_hi = median_us(write, BY_CUMEMCPY, pinned, 2 * x);
     printf("# %s crossover %zu B: at %zu B BAR %.2f us, cuMemcpy %.2f us; at %zu B BAR %.2f us,"
            " cuMemcpy %.2f us\n", write ? "write" : "read", x, x / 2, bar_lo, eng_lo, 2 * x,
            bar_hi, eng_hi);
     check(bar_lo > 0 && eng_lo > 0 && bar_hi > 0 && eng_hi > 0 && bar_lo <= 1.05 * eng_lo &&
               eng_hi <= 1.05 * bar_hi, name, "x/2: BAR %.2f cuMemcpy %.2f us; 2x: BAR %.2f "
           "cuMemcpy %.2f us", bar_lo, eng_lo, bar_hi, eng_hi);
+}
+
+/*
+ * The library's crossover x against one timed here, directly: BAR and cuMemcpy at five sizes
+ * around where it is expected (writes 32-512 KiB, reads 2-32 KiB), each the median of 15; the
+ * direct crossover is where cuMemcpy goes below the BAR for good, between the two sizes around
+ * it by a straight line. x must be within 2x of it (when cuMemcpy wins at every size, x at
+ * most twice the smallest; when the BAR does, x at least half the largest). Also prints the
+ * _auto call's time at each size, against the better of the two. The library's own raw
+ * timings are its info line "copy engine ... crossover" (logging is on in this test).
+ */
+static void check_against_direct(int write, size_t x, unsigned char *pinned)
+{
+    static const size_t wr[5] = { 32768, 65536, 131072, 262144, 524288 };
+    static const size_t rd[5] = { 2048, 4096, 8192, 16384, 32768 };
+    const size_t *sz = write ? wr : rd;
+    const char *dir = write ? "write" : "read";
+    const char *where = "between timed sizes";
+    double bar[5], eng[5], lo = 0, hi = 0;
+    char name[96];
+    int i;
+
+    snprintf(name, sizeof(name), "auto/%s_crossover_within_2x_of_direct", dir);
+    for (i = 0; i < 5; i++) {
+        double au;
+
+        bar[i] = median_us(write, BY_BAR, pinned, sz[i]);
+        eng[i] = median_us(write, BY_CUMEMCPY, pinned, sz[i]);
+        au = median_us(write, BY_AUTO, pinned, sz[i]);
+        if (bar[i] <= 0 || eng[i] <= 0 || au <= 0) {
+            check(0, name, "a timed %s of %zu B failed", dir, sz[i]);
+            return;
+        }
+        printf("# direct %s %7zu B: BAR %8.2f us, cuMemcpy %8.2f us, _auto %8.2f us (%.2fx the "
+               "better)\n", dir, sz[i], bar[i], eng[i], au,
+               (bar[i] < eng[i] ? bar[i] : eng[i]) / au);
+    }
+    if (eng[4] >= bar[4]) {
+        lo = (double)sz[4];             /* the BAR wins throughout: the crossover is above */
+        hi = (double)SIZE_MAX;
+        where = "above the largest size timed";
+    } else {
+        for (i = 3; i >= 0 && eng[i] < bar[i]; i--)
+            ;
+        if (i < 0) {
+            hi = (double)sz[0];         /* cuMemcpy wins throughout: the crossover is below */
+            where = "below the smallest size timed";
+        } else {
+            double d0 = eng[i] - bar[i], d1 = eng[i + 1] - bar[i + 1];
+
+            lo = hi = (double)sz[i] + d0 / (d0 - d1) * (double)(sz[i + 1] - sz[i]);
+        }
+    }
+    printf("# %s crossover: library %zu B, direct %.0f-%.0f B (%s)\n", dir, x, lo, hi, where);
+    check((double)x >= lo / 2 && (double)x <= 2 * hi, name, "library %zu B, direct %.0f-%.0f B",
+          x, lo, hi);
 }
 
 static void test_crossover_and_data(void)
@@ -153,6 +215,8 @@ static void test_crossover_and_data(void)
     check(bad == 0, "auto/data_around_crossover_pageable_and_pinned", "%d wrong:%s", bad, why);
     check_crossover_meets(1, xw, pinned, big);
     check_crossover_meets(0, xr, pinned, big);
+    check_against_direct(1, xw, pinned);
+    check_against_direct(0, xr, pinned);
     check(vramio_copy_to_mapping_auto(mh, map + AREA - 10, pinned, 4096 * 4) == EINVAL &&
               vramio_copy_from_mapping_auto(mh, NULL, map, 1u << 20) == EINVAL,
           "auto/errors_as_gdr_copy", "accepted");
@@ -267,6 +331,7 @@ int main(void)
     size_t mlen = 0;
 
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);     /* our memory is VMM with a POSIX-fd handle */
+    setenv("GDRCOPY_ENABLE_LOGGING", "1", 0);   /* the calibration's timings (info level) */
     gpu_cuda_setup();
     g = gdr_open();
     if (!g || gpu_vmm_alloc(AREA, &v)) {
