@@ -331,7 +331,6 @@ int main(void)
     size_t mlen = 0;
 
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);     /* our memory is VMM with a POSIX-fd handle */
-    setenv("GDRCOPY_ENABLE_LOGGING", "1", 0);   /* the calibration's timings (info level) */
     gpu_cuda_setup();
     g = gdr_open();
     if (!g || gpu_vmm_alloc(AREA, &v)) {

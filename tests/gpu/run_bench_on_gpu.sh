@@ -37,7 +37,7 @@ if [ "${SMALL_WRITES:-0}" -gt 0 ]; then
     python3 bench/small_writes.py "$@"
     exit $?
 fi
-timeout 120 build/gpu/gpu_auto_test > "$OUT/auto.log" 2>&1
+GDRCOPY_ENABLE_LOGGING=1 timeout 120 build/gpu/gpu_auto_test > "$OUT/auto.log" 2>&1
 echo "exit $?" >> "$OUT/auto.log"
 # The calibration's own timings (the library's info line) and the test's direct ones.
 grep -E '^(#|not ok|skip)|copy engine .* crossover' "$OUT/auto.log" | cut -c1-400
