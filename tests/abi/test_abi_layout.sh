@@ -11,7 +11,7 @@ mkdir -p "$(dirname "$out")"
 if [ "$("$CC" -dumpmachine | cut -d- -f1)" = "i686" ]; then
     echo "the ABI document gives LP64 layouts"; exit 77
 fi
-if ! "$CC" -std=gnu11 -Wall -Wextra -Werror -Iinclude -Idriver -o "$out" tests/abi/layout.c 2>&1; then
+if ! "$CC" -std=gnu11 -Wall -Wextra -Werror -Iinclude -Idriver -Itests/lib -o "$out" tests/abi/layout.c 2>&1; then
     echo "not ok abi_layout_compiles: a size, offset or value differs from the 2.6 ABI"
     exit 1
 fi

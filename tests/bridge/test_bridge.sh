@@ -22,8 +22,8 @@ if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsy
     echo "not ok bridge/build_fake_cuda: compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
-if ! $CC -O1 -g $warn -Iinclude -Itests/unit -I"$CUDA_INC" -o "$dir/client" \
-        tests/bridge/bridge_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+if ! $CC -O1 -g $warn -Iinclude -Itests/lib -I"$CUDA_INC" -o "$dir/client" \
+        tests/bridge/bridge_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
         -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
     echo "not ok bridge/build_client: compiler failed"; exit 1
 fi

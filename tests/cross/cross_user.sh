@@ -7,8 +7,9 @@
 # tests/cross/test_cross_<arch>.sh; skips (77) without the cross compiler or the emulator,
 # except under CI (CI set), which installs them (.ci/packages.d/cross.txt).
 #
-# The tests that re-run themselves in a child (tests/unit/helpers/check.c) get the emulator as
-# VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign program itself.
+# The tests that re-run themselves in a child (t_run_self, tests/lib/t_proc.c) get the
+# emulator as VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign
+# program itself.
 # tools_selftest is not run: its checks are timings, which emulation does not preserve.
 set -u
 arch=$1

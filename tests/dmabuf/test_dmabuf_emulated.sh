@@ -20,8 +20,8 @@ fi
 build_client() { # prog source libdir cflags...: 0 when built
     local prog=$1 src=$2 lib=$3
     shift 3
-    $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" "$src" \
-        tests/unit/helpers/check.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
+    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" "$src" \
+        tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
 }
 
 run_client() { # name prog mode env...: run with the stand-in, one result line per case

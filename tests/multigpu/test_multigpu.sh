@@ -25,8 +25,8 @@ fi
 run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
     shift 2
-    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
-            tests/multigpu/multigpu_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" \
+            tests/multigpu/multigpu_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
             -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
         echo "not ok multigpu/$label/build_client: compiler failed"; return
     fi

@@ -16,7 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -437,5 +438,5 @@ int main(void)
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     for (int k = 0; k < 3; k++)
         emu_free(vas[k]);
-    return t_exit_status();
+    return t_status();
 }

@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -199,5 +200,5 @@ int main(int argc, char **argv)
         test_free_races(0);
     }
     close(fd);
-    return t_exit_status();
+    return t_status();
 }

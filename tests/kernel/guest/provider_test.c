@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 
 static const unsigned long kind_bytes[3] = { 4096, 65536, 131072 };
 
@@ -35,7 +36,7 @@ static void test_alloc_rw(unsigned int kind)
 
     /* Whole range, then a short unaligned piece straddling a GPU page boundary. */
     snprintf(name, sizeof(name), "write_read_kind%u", kind);
-    fill_pattern(in, size, kind + 1);
+    t_pattern(in, size, kind + 1);
     ret = emu_write(va, in, size);
     if (!ret)
         ret = emu_read(va, out, size);
@@ -46,7 +47,7 @@ static void test_alloc_rw(unsigned int kind)
         uint64_t off = kind_bytes[kind] - 7;
         unsigned char piece[64], back[64];
 
-        fill_pattern(piece, sizeof(piece), 99 + kind);
+        t_pattern(piece, sizeof(piece), 99 + kind);
         ret = emu_write(va + off, piece, sizeof(piece));
         if (!ret)
             ret = emu_read(va + off, back, sizeof(back));
@@ -177,5 +178,5 @@ int main(void)
             "counters_balanced", "allocs %llu -> %llu, pins %llu -> %llu",
             (unsigned long long)before.live_allocs, (unsigned long long)after.live_allocs,
             (unsigned long long)before.live_pins, (unsigned long long)after.live_pins);
-    return t_exit_status();
+    return t_status();
 }
