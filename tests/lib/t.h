@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t.h - the test kit every C test program of vramio uses (unit, white-box, guest, dma-buf,
- * multi-GPU, bridge and GPU tests): result lines in the protocol of tests/run.sh and of the
+ * multi-GPU, bridge and GPU tests, the CUDA programs of tests/gpu/bridge too): result lines in the protocol of tests/run.sh and of the
  * QEMU guest's /init (ok NAME / not ok NAME: why / skip NAME: why), the exit codes, one
  * deterministic pattern generator, and the process helpers (re-running this program in a
  * child, bounded waits, reading a byte that may fault, passing an fd over a socket).
@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#ifdef __cplusplus      /* the bridge's GPU programs (tests/gpu/bridge, CUDA) are C++ */
+extern "C" {
+#endif
 
 /* Exit codes of a test program: T_SKIP means "nothing to test here", its last line says why. */
 enum { T_PASS = 0, T_FAIL = 1, T_SKIP = 77 };
@@ -63,5 +67,9 @@ int t_touch_faults(const volatile void *p);
 int t_send_fd(int sock, int fd, uint64_t handle);
 /* Receive what t_send_fd sent: the fd, or -1 (also when no fd came with the message). */
 int t_recv_fd(int sock, uint64_t *handle);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* VRAMIO_TEST_T_H */
