@@ -25,7 +25,7 @@ static void primary_fork_child(void)
 static void primary_fork_register(void)
 {
     vr_fork_protect_mutex(&primary_lock);
-    pthread_atfork(NULL, NULL, primary_fork_child);
+    vr_fork_on_child(primary_fork_child);
 }
 
 static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *why, size_t len)

@@ -26,54 +26,28 @@
 #include "log.h"
 
 static _Atomic int guard_teardown;
-static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
 #define VR_FORK_MAX_LOCKS 16
+#define VR_FORK_MAX_HOOKS 8
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t *locks[VR_FORK_MAX_LOCKS];
 static int nlocks;
-static pthread_once_t locks_once = PTHREAD_ONCE_INIT;
+static void (*hooks[VR_FORK_MAX_HOOKS])(void);
+static int nhooks;
 
-static void locks_prepare(void)
+static void fork_prepare(void)
 {
     pthread_mutex_lock(&reg_lock);
     for (int i = 0; i < nlocks; i++)
         pthread_mutex_lock(locks[i]);
 }
 
-static void locks_parent(void)
+static void fork_parent(void)
 {
     for (int i = nlocks - 1; i >= 0; i--)
         pthread_mutex_unlock(locks[i]);
     pthread_mutex_unlock(&reg_lock);
-}
-
-/* Only the forking thread exists in the child; it held every lock through the fork. */
-static void locks_child(void)
-{
-    for (int i = 0; i < nlocks; i++)
-        pthread_mutex_init(locks[i], NULL);
-    pthread_mutex_init(&reg_lock, NULL);
-}
-
-static void locks_register(void)
-{
-    pthread_atfork(locks_prepare, locks_parent, locks_child);
-}
-
-int vr_fork_protect_mutex(pthread_mutex_t *m)
-{
-    int rc = 0;
-
-    pthread_once(&locks_once, locks_register);
-    pthread_mutex_lock(&reg_lock);
-    if (nlocks < VR_FORK_MAX_LOCKS)
-        locks[nlocks++] = m;
-    else
-        rc = ENOSPC;
-    pthread_mutex_unlock(&reg_lock);
-    return rc;
 }
 
 static void leave_without_teardown(int status, void *arg)
@@ -83,11 +57,17 @@ static void leave_without_teardown(int status, void *arg)
     _exit(status);
 }
 
-static void child_after_fork(void)
+/* Only the forking thread exists in the child; it held every lock through the fork. */
+static void fork_child(void)
 {
     const char *keep;
 
-    if (!atomic_load_explicit(&guard_teardown, memory_order_relaxed))
+    for (int i = 0; i < nlocks; i++)
+        pthread_mutex_init(locks[i], NULL);
+    pthread_mutex_init(&reg_lock, NULL);
+    for (int i = 0; i < nhooks; i++)
+        hooks[i]();
+    if (!atomic_load(&guard_teardown))
         return;
     keep = getenv("VRAMIO_FORK_CHILD_TEARDOWN");
     if (keep && atoi(keep) != 0)
@@ -95,16 +75,48 @@ static void child_after_fork(void)
     on_exit(leave_without_teardown, NULL);
 }
 
-static void guard_register(void)
+/*
+ * One set of handlers, registered when the library is loaded, before any thread can be
+ * inside it. glibc runs the parent and child handlers of a fork only for the handlers that
+ * were registered when its prepare phase began: registered later (say by the thread whose
+ * first pin starts the driver, while the fork waits in our prepare handler for that thread's
+ * lock), they would be skipped in exactly the child that needs them. Locks and child hooks
+ * are therefore entries in tables that the handlers read, under reg_lock: one added while a
+ * fork is under way is either in that fork's child or was added after the fork.
+ */
+__attribute__((constructor)) static void fork_register(void)
 {
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int vr_fork_protect_mutex(pthread_mutex_t *m)
+{
+    int rc;
+
+    pthread_mutex_lock(&reg_lock);
+    rc = nlocks < VR_FORK_MAX_LOCKS ? 0 : ENOSPC;
+    if (!rc)
+        locks[nlocks++] = m;
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
+}
+
+int vr_fork_on_child(void (*fn)(void))
+{
+    int rc;
+
+    pthread_mutex_lock(&reg_lock);
+    rc = nhooks < VR_FORK_MAX_HOOKS ? 0 : ENOSPC;
+    if (!rc)
+        hooks[nhooks++] = fn;
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
 }
 
 void vr_fork_guard_teardown(const char *what)
 {
-    pthread_once(&guard_once, guard_register);
-    if (!atomic_exchange_explicit(&guard_teardown, 1, memory_order_relaxed))
-        vr_dbg("fork: %s made: a forked child of this process will leave through _exit() "
+    if (!atomic_exchange(&guard_teardown, 1))
+        vr_dbg("fork: %s starts: a forked child of this process will leave through _exit() "
                "(VRAMIO_FORK_CHILD_TEARDOWN=1 to run the driver's teardown there)", what);
 }
 

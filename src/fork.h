@@ -5,7 +5,8 @@
  * Some GPU-driver state (a Vulkan device of the NVIDIA driver) cannot survive its own
  * teardown in a forked child: run from the child's exit(), that teardown crashes, and the
  * parent then hangs at its own exit. A module that creates such state calls
- * vr_fork_guard_teardown(); from then on a child forked from this process leaves through
+ * vr_fork_guard_teardown() before its first call into the driver (the driver registers exit
+ * handlers as it loads, so a fork during that first call counts too); from then on a child forked from this process leaves through
  * _exit() when it calls exit() or returns from main, after flushing stdio, so the inherited
  * teardown never runs there. VRAMIO_FORK_CHILD_TEARDOWN=1 turns this off.
  */
@@ -24,6 +25,11 @@ void vr_fork_guard_teardown(const char *what);
  * Call once per mutex (under the module's pthread_once), before the first use of it that a
  * fork could interrupt. At most 16 mutexes; 0 or ENOSPC. */
 int vr_fork_protect_mutex(pthread_mutex_t *m);
+
+/* Run fn in every child forked from now on, after the protected mutexes are fresh again, in
+ * the order of these calls. Use this, not pthread_atfork(): glibc skips, in a fork's child,
+ * the handlers registered while that fork was under way (fork.c). At most 8; 0 or ENOSPC. */
+int vr_fork_on_child(void (*fn)(void));
 
 /* Mark the CPU mapping [p, p+len) as not inherited by fork (MADV_DONTFORK), as gdrdrv marks
  * its own: a forked child then faults on the address instead of reaching the parent's GPU

@@ -51,7 +51,7 @@ static void vk_fork_child(void)
 static void vk_fork_register(void)
 {
     vr_fork_protect_mutex(&vk_lock);
-    pthread_atfork(NULL, NULL, vk_fork_child);
+    vr_fork_on_child(vk_fork_child);
 }
 
 static int instance_start(void)
@@ -73,6 +73,10 @@ static int instance_start(void)
     if (!loaded)
         return ENODEV;
     vk = *loaded;
+    /* Before the first call that loads the driver, not after vkCreateInstance returns: the
+     * driver registers its exit handlers as it loads, so a fork by another thread during
+     * vkCreateInstance already gives a child that must leave through _exit(). */
+    vr_fork_guard_teardown("the Vulkan driver");
     if (vk.vkEnumerateInstanceVersion)
         vk.vkEnumerateInstanceVersion(&ver);
     if (ver < VK_API_VERSION_1_1) {
@@ -82,8 +86,6 @@ static int instance_start(void)
         return ENOTSUP;
     }
     r = vk.vkCreateInstance(&ci, NULL, &vk_instance);
-    if (r == VK_SUCCESS)
-        vr_fork_guard_teardown("a Vulkan instance");
     if (r != VK_SUCCESS) {
         snprintf(vk_instance_why, sizeof(vk_instance_why),
                  "vkCreateInstance failed: %s (is a Vulkan driver installed? VK_DRIVER_FILES "

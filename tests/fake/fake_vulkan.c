@@ -15,10 +15,15 @@
  *
  * Environment: FAKE_VK_GPUS=N (physical devices for CUDA devices 0..N-1; default 1),
  * FAKE_VK_ACCEPT_FOREIGN=1 (import another GPU's memory anyway: lets a test show that its
- * own check of which device served an import catches a wrong choice).
+ * own check of which device served an import catches a wrong choice), FAKE_VK_START_MS=N
+ * (vkCreateInstance takes N ms after it has registered its exit handler, as a real driver
+ * registers its handlers while it loads and starts).
+ * Like the NVIDIA driver, the first vkCreateInstance registers an exit handler that cannot
+ * run in a forked child: there it aborts, naming itself.
  * Exported for the tests: fake_vk_served_by(p, uuid) (the UUID of the physical device whose
  * VkDevice imported the memory mapped at p; the CUDA ordinal it mirrors, or -1 when p is in
- * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts).
+ * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts),
+ * fake_vk_starting() (1 while a vkCreateInstance is under way).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -81,14 +86,41 @@ static VkResult VKAPI_CALL fake_EnumerateInstanceVersion(uint32_t *v)
     return VK_SUCCESS;
 }
 
+static pid_t driver_pid;
+static int starting;
+
+/* The driver's teardown: run in a forked child it would use the parent's device. */
+static void driver_teardown(void)
+{
+    static const char msg[] = "fake_vulkan: the driver's exit handler ran in a forked child\n";
+
+    if (getpid() != driver_pid) {
+        if (write(2, msg, sizeof(msg) - 1) < 0) {
+        }
+        abort();
+    }
+}
+
 static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
                                                const VkAllocationCallbacks *a, VkInstance *inst)
 {
+    const char *ms = getenv("FAKE_VK_START_MS");
     int i;
 
     (void)a;
     if (!ci || ci->sType != VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
+    pthread_mutex_lock(&lock);
+    if (!driver_pid) {
+        driver_pid = getpid();
+        atexit(driver_teardown);
+    }
+    pthread_mutex_unlock(&lock);
+    if (ms && atoi(ms) > 0) {
+        __atomic_store_n(&starting, 1, __ATOMIC_RELEASE);
+        usleep((useconds_t)atoi(ms) * 1000);
+        __atomic_store_n(&starting, 0, __ATOMIC_RELEASE);
+    }
     for (i = 0; i < FAKE_GPU_MAX; i++)
         phys[i].gpu = nphys() - 1 - i;
     *inst = (VkInstance)&instance_dummy;
@@ -390,3 +422,4 @@ FAKE_VK_EXPORT int fake_vk_served_by(const void *p, unsigned char uuid[16])
 FAKE_VK_EXPORT int fake_vk_imports(void) { return __atomic_load_n(&n_imports, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_refused(void) { return __atomic_load_n(&n_refused, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }
+FAKE_VK_EXPORT int fake_vk_starting(void) { return __atomic_load_n(&starting, __ATOMIC_ACQUIRE); }

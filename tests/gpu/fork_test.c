@@ -196,6 +196,31 @@ static int run_scenario(const struct scenario *sc)
     return t_status(); /* then a normal exit, which must not hang */
 }
 
+/* Forks a child that leaves at once through exit() after one refused call on the parent's
+ * gdr_t (whatever another thread was doing, the parent's objects are refused); a crash in
+ * the child prints its backtrace. 0 when the child ended well within the bound, else 1. */
+static int fork_quick_child(gdr_t g)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        gdr_mh_t mh = { 0 };
+
+        alarm(20);
+        signal(SIGABRT, crash_report);
+        signal(SIGSEGV, crash_report);
+        signal(SIGBUS, crash_report);
+        exit(gdr_unpin_buffer(g, mh) == EACCES ? 0 : 1);
+    }
+    if (pid < 0)
+        return 1;
+    return t_wait_bounded(pid, &status, 30) != 0 || !WIFEXITED(status) ||
+           WEXITSTATUS(status) != 0;
+}
+
 /* Forks while another thread pins, maps, unmaps and unpins: children leave at once through
  * exit(); none may hang or crash, and the parent goes on. */
 static _Atomic int stop;
@@ -217,51 +242,93 @@ static void *churn(void *arg)
     return NULL;
 }
 
+/* The setup of the scenarios below: VMM memory (its address in churn_ptr) and an open
+ * gdr_t. -1 when ready, else the scenario's exit code (0 after a skip). */
+static int setup_threaded(struct gpu_vmm *v, gdr_t *g)
+{
+    void *f[2];
+
+    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
+    gpu_cuda_setup();
+    if (gpu_vmm_alloc(SIZE, v)) {
+        t_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
+        return 0;
+    }
+    churn_ptr = v->ptr;
+    *g = gdr_open();
+    if (!t_check(*g != NULL, nm("open"), "%s", vramio_last_error()))
+        return 1;
+    backtrace(f, 2); /* loads libgcc's unwinder now: the report must not dlopen in a dying child */
+    return -1;
+}
+
 static int run_fork_while_unpinning(void)
 {
     struct gpu_vmm v;
     pthread_t t;
-    int i, bad = 0, status, rounds;
-    pid_t pid;
+    int i, bad = 0, rounds, rc;
     gdr_t g;
 
     snprintf(prefix, sizeof(prefix), "fork_while_unpinning");
-    setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
-    gpu_cuda_setup();
-    if (gpu_vmm_alloc(SIZE, &v)) {
-        t_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
-        return 0;
-    }
-    churn_ptr = v.ptr;
-    g = gdr_open();
-    if (!t_check(g != NULL, nm("open"), "%s", vramio_last_error()))
-        return 1;
+    rc = setup_threaded(&v, &g);
+    if (rc >= 0)
+        return rc;
     rounds = getenv("FORK_TEST_ROUNDS") ? atoi(getenv("FORK_TEST_ROUNDS")) : 20;
-    {   /* load libgcc's unwinder now: the report must not dlopen in a dying child */
-        void *f[2];
-        backtrace(f, 2);
-    }
     pthread_create(&t, NULL, churn, g);
     for (i = 0; i < rounds; i++) {
         usleep(3000);
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            gdr_mh_t mh = { 0 };
-
-            alarm(20);
-            signal(SIGABRT, crash_report);
-            signal(SIGSEGV, crash_report);
-            signal(SIGBUS, crash_report);
-            /* Whatever the other thread was doing, the parent's objects are refused. */
-            exit(gdr_unpin_buffer(g, mh) == EACCES ? 0 : 1);
-        }
-        bad += t_wait_bounded(pid, &status, 30) != 0 || !WIFEXITED(status) ||
-               WEXITSTATUS(status) != 0;
+        bad += fork_quick_child(g);
     }
     stop = 1;
     pthread_join(t, NULL);
     t_check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, rounds);
+    t_check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
+    gpu_vmm_free(&v);
+    return t_status();
+}
+
+/* Forks back to back while another thread makes the process's first pin, which loads the
+ * GPU driver (hundreds of milliseconds of vkCreateInstance and device creation): a child
+ * forked then inherits a driver part-way through its start, exit handlers included, and must
+ * still leave cleanly through exit(). */
+static _Atomic int first_pin_state; /* 0 running, 1 pinned, -1 failed */
+
+static void *first_pin(void *arg)
+{
+    gdr_t g = arg;
+    gdr_mh_t mh;
+    void *map, *at;
+    size_t len;
+
+    gpu_cuda_thread();
+    if (gpu_pin_map(g, churn_ptr, SIZE, &mh, &map, &len, &at) != 0) {
+        first_pin_state = -1;
+        return NULL;
+    }
+    first_pin_state = 1;
+    gdr_unmap(g, mh, map, len);
+    gdr_unpin_buffer(g, mh);
+    return NULL;
+}
+
+static int run_fork_during_start(void)
+{
+    struct gpu_vmm v;
+    pthread_t t;
+    int n, bad = 0, rc;
+    gdr_t g;
+
+    snprintf(prefix, sizeof(prefix), "fork_during_start");
+    rc = setup_threaded(&v, &g);
+    if (rc >= 0)
+        return rc;
+    pthread_create(&t, NULL, first_pin, g);
+    for (n = 0; n < 2000 && first_pin_state == 0; n++)
+        bad += fork_quick_child(g);
+    pthread_join(t, NULL);
+    printf("# %d children forked while the first pin started the driver\n", n);
+    t_check(first_pin_state == 1, nm("first_pin"), "%s", vramio_last_error());
+    t_check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, n);
     t_check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
     gpu_vmm_free(&v);
     return t_status();
@@ -337,6 +404,8 @@ int main(int argc, char **argv)
             return run_default_open();
         if (strcmp(argv[2], "fork_while_unpinning") == 0)
             return run_fork_while_unpinning();
+        if (strcmp(argv[2], "fork_during_start") == 0)
+            return run_fork_during_start();
         for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
             if (strcmp(argv[2], scenarios[i].name) == 0)
                 return run_scenario(&scenarios[i]);
@@ -353,6 +422,8 @@ int main(int argc, char **argv)
     for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
         bad += drive(self, scenarios[i].name, 90);
     bad += drive(self, "fork_while_unpinning", 120);
+    for (i = 0; i < 3; i++) /* a fresh process each: the driver starts once per process */
+        bad += drive(self, "fork_during_start", 60);
     printf("# fork_test: %d scenario process(es) failed\n", bad);
     return bad ? 1 : 0;
 }

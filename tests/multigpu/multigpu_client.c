@@ -12,7 +12,9 @@
  * GPU from a thread whose context is the other's), missing (a GPU without a Vulkan device is
  * refused with a reason; the others still work), fork (a child is refused the parent's
  * handles with EACCES and leaves through exit() or _exit()), foreign (the stand-in Vulkan
- * refuses memory of another GPU, as the real driver does: what makes the other modes honest).
+ * refuses memory of another GPU, as the real driver does: what makes the other modes honest),
+ * fork_start (a fork while another thread's first pin starts the driver: the child's exit()
+ * must not run the driver's exit handler, registered already).
  * "MODE real" runs both, cross, alloc and fork on real GPUs (tests/gpu/run_multigpu_on_gpu.sh),
  * without the stand-ins' records.
  */
@@ -497,6 +499,61 @@ static int mode_fork(void)
     return 0;
 }
 
+/* A fork while another thread's first pin is starting the driver (FAKE_VK_START_MS): the
+ * driver's exit handler is registered already, so a child that leaves through exit() must
+ * not run it. The stand-in's handler aborts in a child, as the real driver's crashes. */
+struct first_pin { gdr_t g; struct vmm v; struct pin p; int rc; };
+
+static void *first_pin_thread(void *arg)
+{
+    struct first_pin *f = arg;
+
+    f->rc = pin_map(f->g, f->v.ptr, SZ, 0, &f->p);
+    return NULL;
+}
+
+static int mode_fork_start(void)
+{
+    static int (*starting)(void);
+    struct first_pin f;
+    pthread_t t;
+    int status, waited;
+    pid_t pid;
+
+    starting = (int (*)(void))dlsym(dlopen("libvulkan.so.1", RTLD_NOW), "fake_vk_starting");
+    memset(&f, 0, sizeof(f));
+    f.g = gdr_open();
+    if (!t_check(f.g != NULL && starting, "fork_start/open", "gdr_open: %s",
+                 vramio_last_error()))
+        return 1;
+    vmm_alloc(0, &f.v);
+    pthread_create(&t, NULL, first_pin_thread, &f);
+    for (waited = 0; !starting() && waited < 10000; waited++)
+        usleep(1000);
+    if (!t_check(starting(), "fork_start/driver_starting", "vkCreateInstance never started"))
+        return 1;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        gdr_mh_t none = { 0 };
+
+        alarm(30);
+        exit(gdr_unpin_buffer(f.g, none) == EACCES ? 0 : 3);
+    }
+    if (t_wait_bounded(pid, &status, 60) != 0)
+        t_check(0, "fork_start/child_exits", "the child hung (killed after 60 s)");
+    else
+        t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_start/child_exits",
+                "child status %#x (signal 6: the driver's exit handler ran in the child)", status);
+    pthread_join(t, NULL);
+    t_check(f.rc == 0, "fork_start/first_pin", "%s", vramio_last_error());
+    if (f.rc == 0)
+        unpin(f.g, &f.p);
+    vmm_free(&f.v);
+    t_check(gdr_close(f.g) == 0, "fork_start/close", "%s", vramio_last_error());
+    return 0;
+}
+
 /* The stand-in Vulkan itself refuses GPU 1's memory on GPU 0's device. */
 static int mode_foreign(void)
 {
@@ -567,6 +624,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*fn)(void); } modes[] = {
         { "both", mode_both }, { "cross", mode_cross }, { "alloc", mode_alloc },
         { "missing", mode_missing }, { "fork", mode_fork }, { "foreign", mode_foreign },
+        { "fork_start", mode_fork_start },
     };
     size_t i;
     int rc;

@@ -31,11 +31,12 @@ run_modes() { # label libdir [cflags]
             -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
         t_fail "multigpu/$label/build_client" "compiler failed"; return
     fi
-    for mode in both cross alloc missing fork foreign both:optin fork:optin; do
+    for mode in both cross alloc missing fork foreign both:optin fork:optin fork_start; do
         sel=GDRCOPY_BACKEND=vulkan tag=
         case $mode in *:optin) sel=VRAMIO_ENABLE_VULKAN=1 tag=optin/ ;; esac
         set -- FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
         [ "${mode%:*}" = missing ] && set -- FAKE_CUDA_DEVICES=3 FAKE_VK_GPUS=2
+        [ "$mode" = fork_start ] && set -- "$@" FAKE_VK_START_MS=300
         out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_USE_DMABUF_MMAP \
               -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NOCTX -u FAKE_VK_ACCEPT_FOREIGN \
               LD_LIBRARY_PATH="$dir/fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
