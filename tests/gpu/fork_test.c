@@ -369,6 +369,7 @@ static int run_default_open(void)
 /* Run this program with --scenario name within a bound; print its lines. */
 static int drive(const char *self, const char *name, unsigned seconds)
 {
+    char result[128];
     int status = -1;
     pid_t pid;
 
@@ -378,17 +379,13 @@ static int drive(const char *self, const char *name, unsigned seconds)
         execl(self, self, "--scenario", name, (char *)NULL);
         _exit(127);
     }
+    snprintf(result, sizeof(result), "fork/%s/process_ends", name);
     if (t_wait_bounded(pid, &status, seconds) != 0) {
-        printf("not ok fork/%s/process_ends: did not end within %u s (a hang, at exit or "
-               "before): killed\n", name, seconds);
+        t_fail(result, "did not end within %u s (a hang, at exit or before): killed", seconds);
         return 1;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        printf("not ok fork/%s/process_ends: status %#x\n", name, (unsigned)status);
-        return 1;
-    }
-    printf("ok fork/%s/process_ends\n", name);
-    return 0;
+    return !t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, result, "status %#x",
+                    (unsigned)status);
 }
 
 int main(int argc, char **argv)
@@ -409,12 +406,12 @@ int main(int argc, char **argv)
         for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
             if (strcmp(argv[2], scenarios[i].name) == 0)
                 return run_scenario(&scenarios[i]);
-        printf("not ok fork/%s: no such scenario\n", argv[2]);
+        t_fail("fork/scenario", "no scenario %s", argv[2]);
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
-        printf("not ok fork/self: cannot find this program\n");
+        t_fail("fork/self", "cannot find this program");
         return 1;
     }
     self[n] = '\0';

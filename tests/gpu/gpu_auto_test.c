@@ -91,7 +91,7 @@ static void check_crossover_meets(int write, size_t x, unsigned char *pinned, si
     double bar_lo, eng_lo, bar_hi, eng_hi;
 
     if (x == SIZE_MAX || x > cap / 2) {
-        printf("skip %s: crossover %zu B (never, or above %zu B)\n", name, x, cap / 2);
+        t_skip(name, "crossover %zu B (never, or above %zu B)", x, cap / 2);
         return;
     }
     bar_lo = median_us(write, 0, pinned, x / 2);

@@ -17,7 +17,7 @@ void gpu_cu_must(CUresult r, const char *what, const char *file, int line)
     if (r == CUDA_SUCCESS)
         return;
     cuGetErrorName(r, &name);
-    printf("not ok setup: %s:%d: %s failed: %s\n", file, line, what, name ? name : "?");
+    t_fail("setup", "%s:%d: %s failed: %s", file, line, what, name ? name : "?");
     fflush(stdout);
     exit(1);
 }
