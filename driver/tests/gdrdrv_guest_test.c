@@ -308,12 +308,12 @@ int main(void)
     }
     if (emu_alloc(16 * GPU_PAGE, 1, 0, &va) ||
         emu_alloc(GPU_PAGE, 1, NVP2P_EMU_ALLOC_CPU_CACHEABLE, &va_cached)) {
-        printf("not ok setup: provider ALLOC failed\n");
+        t_fail("setup", "provider ALLOC failed");
         return 1;
     }
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        printf("not ok setup: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("setup", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     test_params_file();

@@ -235,7 +235,7 @@ int main(int argc, char **argv)
         !SYM(dma_legacy, "fake_cuda_dma_legacy_stream") ||
         !SYM(dma_pageable, "fake_cuda_dma_pageable") ||
         !SYM(dma_blocking, "fake_cuda_dma_blocking_stream")) {
-        printf("not ok setup: libcuda.so.1 is not the stand-in driver\n");
+        t_fail("setup", "libcuda.so.1 is not the stand-in driver");
         return 1;
     }
     if (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "noctx") == 0)

@@ -254,7 +254,7 @@ int main(int argc, char **argv)
     fake_alloc = lib ? (CUresult (*)(CUdeviceptr *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
     fake_exports = lib ? (int (*)(void))dlsym(lib, "fake_cuda_exports") : NULL;
     if (!fake_alloc || !fake_exports) {
-        printf("not ok setup: libcuda.so.1 is not the stand-in driver\n");
+        t_fail("setup", "libcuda.so.1 is not the stand-in driver");
         return 1;
     }
     if (strcmp(argv[1], "main") == 0)

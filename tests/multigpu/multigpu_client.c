@@ -40,7 +40,7 @@ static void cu_must(CUresult r, const char *what, int line)
 {
     if (r == CUDA_SUCCESS)
         return;
-    printf("not ok setup: line %d: %s failed: %d\n", line, what, (int)r);
+    t_fail("setup", "line %d: %s failed: %d", line, what, (int)r);
     exit(1);
 }
 
@@ -57,13 +57,13 @@ static int setup(int real)
     served_by = vk ? (int (*)(const void *, unsigned char *))dlsym(vk, "fake_vk_served_by") : NULL;
     vk_live = vk ? (int (*)(void))dlsym(vk, "fake_vk_live") : NULL;
     if (!real && (!served_by || !vk_live)) {
-        printf("not ok setup: libvulkan.so.1 is not the stand-in (tests/fake/fake_vulkan.c)\n");
+        t_fail("setup", "libvulkan.so.1 is not the stand-in (tests/fake/fake_vulkan.c)");
         exit(1);
     }
     CU_MUST(cuInit(0));
     CU_MUST(cuDeviceGetCount(&n));
     if (n < 2) {
-        printf("skip multigpu: %d CUDA device%s here, 2 needed\n", n, n == 1 ? "" : "s");
+        t_skip("multigpu", "%d CUDA device%s here, 2 needed", n, n == 1 ? "" : "s");
         return 77;
     }
     return 0;

@@ -314,7 +314,7 @@ int main(int argc, char **argv)
         return 77;
     }
     if (emu_alloc(SZ, 1, 0, &dva) != 0) {
-        printf("not ok emu_alloc: cannot allocate emulated GPU memory\n");
+        t_fail("emu_alloc", "cannot allocate emulated GPU memory");
         return 1;
     }
     base = emu_live_pins();

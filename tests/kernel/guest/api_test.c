@@ -370,13 +370,13 @@ int main(int argc, char **argv)
     static const char *kinds[] = { "4k", "64k", "128k" };
 
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     persistent = read_persistent_param();
     g = gdr_open();
     if (!g) {
-        printf("not ok gdr_open: returned NULL with gdrdrv loaded\n");
+        t_fail("gdr_open", "returned NULL with gdrdrv loaded");
         return 1;
     }
     if (quick) {

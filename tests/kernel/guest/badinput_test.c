@@ -411,18 +411,18 @@ int main(void)
     uint64_t vas[3] = { 0 }, base;
 
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     base = emu_live_pins();
     for (int k = 0; k < 3; k++)
         if (emu_alloc(8 * GPU_PAGE, k, 0, &vas[k])) {
-            printf("not ok setup: ALLOC failed\n");
+            t_fail("setup", "ALLOC failed");
             return 1;
         }
     fd = open("/dev/gdrdrv", O_RDWR);
     if (fd < 0) {
-        printf("not ok open: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("open", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     test_bad_pointers();

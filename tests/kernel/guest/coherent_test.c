@@ -261,7 +261,7 @@ int main(void)
     }
     g = gdr_open();
     if (!g) {
-        printf("not ok open: gdr_open failed\n");
+        t_fail("open", "gdr_open failed");
         return 1;
     }
     ret = emu_alloc(BUF, 1, 0, &va);

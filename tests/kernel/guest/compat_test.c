@@ -144,7 +144,7 @@ int main(void)
 
     fd = open("/dev/gdrdrv", O_RDWR);
     if (fd < 0) {
-        printf("not ok open: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("open", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     struct abi_version v = { 0 };
@@ -161,7 +161,7 @@ int main(void)
     t_check(!e && a.val <= 1, "get_attr_force_pcie", "ret %d val %u", e, a.val);
 
     if (emu_alloc(4 * GPU_PAGE, 1, 0, &va)) {
-        printf("not ok setup: ALLOC failed\n");
+        t_fail("setup", "ALLOC failed");
         return 1;
     }
     unsigned char *fill = malloc(4 * GPU_PAGE);

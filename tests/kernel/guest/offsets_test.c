@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     uint64_t base = emu_live_pins();
 
     if (argc < 2 || emu_fd() < 0) {
-        printf("not ok setup: usage offsets_test CAP, and the provider\n");
+        t_fail("setup", "usage offsets_test CAP, and the provider");
         return 1;
     }
     test_detached_pin_zaps_only_its_own();

@@ -95,7 +95,7 @@ int main(void)
     CPU_SET(0, &one);
     sched_setaffinity(0, sizeof(one), &one);      /* the opener's mm is freed on this CPU */
     if (emu_alloc(GPU_PAGE, 1, 0, &va)) {
-        printf("not ok opener_setup: provider ALLOC failed\n");
+        t_fail("opener_setup", "provider ALLOC failed");
         return 1;
     }
     for (int i = 0; i < 30 && !bypassed; i++) {

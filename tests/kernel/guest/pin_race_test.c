@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     if (fd < 0 || emu_fd() < 0) {
-        printf("not ok setup: /dev/gdrdrv or the provider: %s\n", strerror(errno));
+        t_fail("setup", "/dev/gdrdrv or the provider: %s", strerror(errno));
         return 1;
     }
     test_pin_vs_unpin();

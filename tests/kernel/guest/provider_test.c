@@ -159,11 +159,11 @@ int main(void)
     struct nvp2p_emu_stats before, after;
 
     if (emu_fd() < 0) {
-        printf("not ok open: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("open", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     if (emu_stats(&before)) {
-        printf("not ok stats: %s\n", strerror(errno));
+        t_fail("stats", "%s", strerror(errno));
         return 1;
     }
     for (unsigned int kind = 0; kind < 3; kind++)

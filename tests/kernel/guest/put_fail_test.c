@@ -44,12 +44,12 @@ int main(void)
     struct timespec tick = { 0, 50 * 1000 * 1000 };
 
     if (fd < 0 || emu_alloc(GPU_PAGE, 1, 0, &va)) {
-        printf("not ok setup: %s\n", strerror(errno));
+        t_fail("setup", "%s", strerror(errno));
         return 1;
     }
     p.addr = va;
     if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p) || emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 1, EIO)) {
-        printf("not ok setup: pin/inject: %s\n", strerror(errno));
+        t_fail("setup", "pin/inject: %s", strerror(errno));
         return 1;
     }
     struct gdrdrv_unpin_buffer u = { .handle = p.handle };

@@ -372,7 +372,7 @@ static int hold(void)
 int main(int argc, char **argv)
 {
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     if (argc > 1 && !strcmp(argv[1], "--hold"))

@@ -79,17 +79,17 @@ int main(int argc, char **argv)
     int faulted = 0, e;
 
     if (fd < 0 || emu_alloc(SZ128K, 2, 0, &va)) {
-        printf("not ok %s: setup: %s\n", name, strerror(errno));
+        t_fail(name, "setup: %s", strerror(errno));
         return 1;
     }
     p.addr = va;
     if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
-        printf("not ok %s: pin: %s\n", name, strerror(errno));
+        t_fail(name, "pin: %s", strerror(errno));
         return 1;
     }
     m = mmap(NULL, SZ128K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)(p.handle << 12));
     if (m == MAP_FAILED) {
-        printf("not ok %s: mmap: %s\n", name, strerror(errno));
+        t_fail(name, "mmap: %s", strerror(errno));
         return 1;
     }
     m[5] = 0x5a;                                /* the PTEs are there */
