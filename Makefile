@@ -7,7 +7,7 @@
 #
 # Sources are found by wildcard, so adding a file needs no edit here. Each area may add its own
 # rules in a fragment included below (src/copy/copy.mk, tools/tools.mk, bridge/bridge.mk,
-# tests/tests.mk, driver/driver.mk, packaging/install.mk).
+# tests/tests.mk, driver/driver.mk, packaging/install.mk, bench/bench.mk).
 
 .DEFAULT_GOAL := all
 
@@ -127,13 +127,14 @@ $(LIB_STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 
-# ---- tools, tests, module, packaging: one fragment each ---------------------------------
+# ---- tools, tests, module, packaging, benchmarks: one fragment each ---------------------
 TEST_PROGS :=          # executables run by 'make check' (appended to by the fragments)
 -include tools/tools.mk
 -include bridge/bridge.mk
 -include tests/tests.mk
 -include driver/driver.mk
 -include packaging/install.mk
+-include bench/bench.mk
 
 tests: $(TEST_PROGS)
 

@@ -3,9 +3,19 @@
  * backend.h - the interface between the gdrapi core (gdrapi.c) and a backend.
  *
  * A backend is one way of giving the CPU a mapping of GPU memory. Each backend file defines
- * one `const struct vr_backend_ops` with every slot filled (no NULLs: the core never tests
- * for them). The core owns handles, argument checks, locking and the copy engine; a backend
- * owns its per-gdr_t context and its per-pin state, and is told only about valid objects.
+ * one `const struct vr_backend_ops`: what it can do that never changes as data (the attribute
+ * answers, the gdrdrv version it behaves like, the mapping types it grants), and the ops it
+ * implements. A slot it leaves out (NULL, 0) takes the default of backend_ops.c: the core
+ * merges each table over the defaults once, when it opens a gdr_t, and calls only merged
+ * tables, so no call site tests a slot for NULL (rdma-core's verbs_set_ops does the same).
+ * The core owns handles, argument checks, locking and the copy engine; a backend owns its
+ * per-gdr_t context and its per-pin state, and is told only about valid objects.
+ *
+ * The core, not the backend: rounds the range to whole GPU pages (vr_pin_req.va, .len);
+ * refuses a forked child's use of its parent's gdr_t and pins (instance.c, vr_gdr_get), so
+ * every op runs in the process that opened the context it is given; times each pin call
+ * (tm_cycles, unless the backend measured it); refuses a mapping type the table's map_types
+ * does not list.
  *
  * Conventions: every int-returning op returns 0 or a positive errno. Ops that can fail for a
  * reason worth telling the user take (why, len) and write one line there. Ops may be called
@@ -41,6 +51,12 @@ struct vr_pin_info {
     gdr_mapping_type_t mapping_type; /* GDR_MAPPING_TYPE_NONE while not mapped */
 };
 
+/* vr_backend_ops.map_types: a set of gdr_mapping_type_t, bit (1 << type). */
+#define VR_MAP_TYPE_BIT(t) (1u << (t))
+#define VR_MAP_TYPES_ALL   (VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC) | \
+                            VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_CACHING) | \
+                            VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_DEVICE))
+
 struct vr_backend_ops {
     vramio_backend_t id;
     const char *name;
@@ -53,11 +69,27 @@ struct vr_backend_ops {
     const char *opt_in_env;
     const char *serves;
 
+    /* ---- static capabilities (data) ---- */
+
+    /* gdr_get_attribute's answer for each attribute; 0 where left out. */
+    int attr[GDR_ATTR_MAX];
+    /* gdr_driver_get_version's answer: the kernel module version this backend behaves like.
+     * Left out ({0, 0}): 2.6, a persistent-mode gdrdrv, so that clients comparing the version
+     * against 2.1 / 2.5 take modern paths. */
+    struct { int major, minor; } version;
+    /* The mapping types map can grant when asked for one (VR_MAP_TYPE_BIT); the core refuses
+     * the others with EINVAL and map_types_why. Left out (0): all of them, map decides. */
+    unsigned map_types;
+    const char *map_types_why;
+
+    /* ---- ops ---- */
+
     /* Is this backend usable in this process? Cheap (no GPU context creation where avoidable);
      * the backend may cache the answer. 0 if usable, else an errno and why. */
     int (*probe)(char *why, size_t len);
 
-    /* Per-gdr_t state, made by gdr_open after a successful probe; *ctx may be NULL. */
+    /* Per-gdr_t state, made by gdr_open after a successful probe; *ctx may be NULL.
+     * Left out: no state (*ctx NULL, close does nothing). */
     int (*open)(void **ctx, char *why, size_t len);
     void (*close)(void *ctx);
 
@@ -69,34 +101,34 @@ struct vr_backend_ops {
     int (*unpin)(void *ctx, void *pin);
 
     /* Map the pinned range for the CPU: size is what the caller passed (the core checks it
-     * against mapped_size), want is the requested type (NONE = backend's choice). Returns the
-     * pointer that corresponds to info.va and the type granted; EINVAL if want cannot be had.
-     * A failure may say why (one line in why, as pin does); the core logs it. */
+     * against mapped_size), want is the requested type (NONE = backend's choice; otherwise
+     * one of map_types). Returns the pointer that corresponds to info.va and the type
+     * granted; EINVAL if want cannot be had. A failure may say why (one line in why, as pin
+     * does); the core logs it. */
     int (*map)(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
                void **ptr, gdr_mapping_type_t *granted, char *why, size_t len);
     int (*unmap)(void *ctx, void *pin, void *ptr, size_t size);
 
     int (*info)(void *ctx, void *pin, struct vr_pin_info *info);
-    /* 1 in *flag when the memory was invalidated under the pin. */
+    /* 1 in *flag when the memory was invalidated under the pin.
+     * Left out: pins are never invalidated (0). */
     int (*callback_flag)(void *ctx, void *pin, int *flag);
 
-    /* gdr_get_attribute for a known attribute (the core rejects unknown ones). */
+    /* For answers that depend on the driver at hand rather than the backend: called with
+     * the table's attr[attr] (a known attribute: the core rejects unknown ones), or its
+     * version, already in the outputs, to change them. Must leave sensible values even when
+     * returning an error (clients ignore driver_version's return code).
+     * Left out: the table's answers stand. */
     int (*get_attr)(void *ctx, gdr_attr_t attr, int *value);
-
-    /* The kernel module version, or the gdrdrv version this backend behaves like; must fill
-     * sensible values even when it returns an error (clients ignore the return code). */
     int (*driver_version)(void *ctx, int *major, int *minor);
 };
 
-/* driver_version of a backend without the kernel module: it behaves like a persistent-mode
- * gdrdrv 2.6, so that clients comparing the version against 2.1 / 2.5 take modern paths. */
-static inline int vr_backend_compat_version(void *ctx, int *major, int *minor)
-{
-    (void)ctx;
-    *major = 2;
-    *minor = 6;
-    return 0;
-}
+/*
+ * backend_ops.c: *out = *in with every slot that in leaves out set to its default (above);
+ * the op slots a backend must fill (probe, pin, unpin, map, unmap, info) default to a refusal
+ * (ENOTSUP), so that even a partial table cannot make the core call through NULL.
+ */
+void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *in);
 
 /* The backends, defined one per file; each is always compiled in and reports itself
  * unusable (with the reason) where its requirements are missing. */

@@ -18,7 +18,7 @@
 
 #define VR_REASON_LEN 256
 
-/* One usable backend of an open gdr_t. */
+/* One usable backend of an open gdr_t: ops is one of the instance's merged tables. */
 struct vr_active {
     const struct vr_backend_ops *ops;
     void *ctx;
@@ -31,13 +31,16 @@ struct vr_gdr {
     struct vr_slot *slot;                  /* its slot in vr_gdrs */
     int nactive;
     struct vr_active active[VRAMIO_BACKEND_COUNT];   /* usable backends, in priority order */
-    int status[VRAMIO_BACKEND_COUNT];      /* by vramio_backend_t: 0 usable, else an errno */
+    /* By vramio_backend_t: each backend's table merged over the defaults (backend.h), what
+     * every call on this instance and its pins goes through; 0 usable, else an errno. */
+    struct vr_backend_ops ops[VRAMIO_BACKEND_COUNT];
+    int status[VRAMIO_BACKEND_COUNT];
     char why[VRAMIO_BACKEND_COUNT][VR_REASON_LEN];
 };
 
 /* What a pin handle names; every field is under the pin slot's lock. */
 struct vr_pin {
-    const struct vr_backend_ops *ops;
+    const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
     void *bpin;                            /* the backend's pin */
     uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
@@ -64,9 +67,9 @@ int vr_gdr_get(gdr_t g, const char *fn, struct vr_gdr **gdr);
 void vr_gdr_put(struct vr_gdr *gdr);
 
 /*
- * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): fills
- * gdr->status and gdr->why for every backend and, when open is set, the usable ones' contexts
- * in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
+ * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): merges
+ * each table into gdr->ops, fills gdr->status and gdr->why for every backend and, when open
+ * is set, the usable ones' contexts in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
  * GDRCOPY_BACKEND (the reason in reason).
  */
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],

@@ -7,6 +7,8 @@
  * its generation could come round again.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <string.h>
 #include <unistd.h>
 #include "handles.h"
 
@@ -103,11 +105,13 @@ struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index)
 
 static int add_chunk(struct vr_table *t, uint32_t first)
 {
-    struct vr_slot *chunk = calloc(VR_CHUNK_SLOTS, sizeof(*chunk));
+    struct vr_slot *chunk;
     uint32_t i;
 
-    if (!chunk)
+    /* Aligned as the type says (handles.h): calloc promises only 16 bytes. */
+    if (posix_memalign((void **)&chunk, _Alignof(struct vr_slot), VR_CHUNK_SLOTS * sizeof(*chunk)))
         return ENOMEM;
+    memset(chunk, 0, VR_CHUNK_SLOTS * sizeof(*chunk));
     for (i = 0; i < VR_CHUNK_SLOTS; i++) {
         pthread_mutex_init(&chunk[i].lock, NULL);
         pthread_cond_init(&chunk[i].idle, NULL);

@@ -92,8 +92,10 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
         vr_copy_reason(reason, len, off);
         return EINVAL;
     }
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+        vr_backend_merge(&gdr->ops[b], table[b]);
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b];
+        const struct vr_backend_ops *ops = &gdr->ops[b];
 
         gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
                                           VR_REASON_LEN);
@@ -104,7 +106,7 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
      * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
      * broad backend it stays as the fall-through for memory that one refuses. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-        const struct vr_backend_ops *ops = table[b];
+        const struct vr_backend_ops *ops = &gdr->ops[b];
 
         if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
             continue;
@@ -119,7 +121,7 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
     gdr->nactive = 0;
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (ok[b] && open)
-            gdr->active[gdr->nactive++] = (struct vr_active){ table[b], ctx[b] };
+            gdr->active[gdr->nactive++] = (struct vr_active){ &gdr->ops[b], ctx[b] };
     return 0;
 }
 
@@ -141,14 +143,14 @@ int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
             vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
-                   backends[b]->name, gdr->why[b]);
+                   gdr->ops[b].name, gdr->why[b]);
     if (gdr->nactive == 0) {
         char all[VRAMIO_BACKEND_COUNT * (VR_REASON_LEN + 16)];
         size_t used = 0;
 
         for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
             used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s: %s",
-                                     used ? "; " : "", backends[b]->name, gdr->why[b]);
+                                     used ? "; " : "", gdr->ops[b].name, gdr->why[b]);
         free(gdr);
         return vr_fail_err(ENODEV, "gdr_open: no usable backend (%s)", all);
     }

@@ -272,6 +272,10 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
     else if (a->size > pin->mapped_size)
         rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
                      (unsigned long long)pin->mapped_size);
+    else if (a->want != GDR_MAPPING_TYPE_NONE &&
+             !(pin->ops->map_types & VR_MAP_TYPE_BIT(a->want)))
+        rc = vr_fail_err(EINVAL, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name,
+                         a->size, pin->ops->map_types_why);
     else if ((rc = pin->ops->map(pin->ctx, pin->bpin, a->size, a->want, &ptr, &granted, why,
                                  sizeof(why))))
         vr_fail_err(rc, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name, a->size,

@@ -57,5 +57,4 @@ check-unit: all tests
 
 # GPU-only programs (tests/gpu): built by "make gpu-tests", never run by "make check".
 -include tests/gpu/gpu.mk
--include tests/bench/bench.mk
 -include tests/kernel/guest.mk

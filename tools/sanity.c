@@ -25,38 +25,32 @@
 
 static const char *prog = "gdrcopy_sanity";
 
-const struct t_case t_cases[] = {
-    { "basic", test_basic, T_UPSTREAM, "pin with gdr_pin_buffer, unpin, close" },
-    { "basic_v2", test_basic_v2, 0, "pin with gdr_pin_buffer_v2; info of an unmapped pin" },
-    { "basic_v2_forcepci", test_basic_v2_forcepci, 0, "FORCE_PCIE works where supported, is refused cleanly elsewhere" },
-    { "basic_with_tokens", test_basic_with_tokens, 0, "legacy pin with CUDA P2P tokens" },
-    { "basic_unaligned_mapping", test_basic_unaligned_mapping, 0, "a pin off a GPU page boundary; a hand-aligned pin maps" },
-    { "basic_small_buffers_mapping", test_basic_small_buffers_mapping, 0, "small buffers sharing a GPU page map independently" },
-    { "basic_child_thread_pins_buffer", test_basic_child_thread_pins_buffer, T_UPSTREAM, "a pin made by another thread is usable after it exits" },
-    { "data_validation", test_data_validation, T_UPSTREAM, "data through the mapping, checked through the GPU side (legacy pin)" },
-    { "data_validation_v2", test_data_validation_v2, 0, "the same with gdr_pin_buffer_v2" },
-    { "data_validation_forcepci", test_data_validation_forcepci, 0, "the same with GDR_PIN_FLAG_FORCE_PCIE" },
-    { "data_validation_mix_mappings", test_data_validation_mix_mappings, 0, "buffers mapped with different mapping types used in turn" },
-    { "invalidation_access_after_gdr_close", test_invalidation_access_after_gdr_close, T_UPSTREAM, "a mapping faults after gdr_close" },
-    { "invalidation_access_after_free", test_invalidation_access_after_free, T_UPSTREAM, "freeing GPU memory under a mapping: invalidated or persistent" },
-    { "invalidation_two_mappings", test_invalidation_two_mappings, T_UPSTREAM, "two gdr_t map the same memory; closing one spares the other" },
-    { "invalidation_fork_access_after_free", test_invalidation_fork_access_after_free, T_UPSTREAM, "a child's exit spares the parent; then free under the mapping" },
-    { "invalidation_fork_after_gdr_map", test_invalidation_fork_after_gdr_map, T_UPSTREAM, "a forked child cannot use its parent's gdr_t or mappings" },
-    { "invalidation_fork_child_gdr_map_parent", test_invalidation_fork_child_gdr_map_parent, T_UPSTREAM, "a child's refused gdr_map leaves the parent's pin usable" },
-    { "invalidation_fork_child_gdr_open", test_invalidation_fork_child_gdr_open, 0, "a forked child opens its own gdr_t and maps" },
-    { "invalidation_fork_map_and_free", test_invalidation_fork_map_and_free, T_UPSTREAM | T_FORK_FIRST, "a child's free under its own mapping spares the parent's" },
-    { "invalidation_fork_child_gdr_pin_parent_with_tokens", test_invalidation_fork_child_gdr_pin_parent_with_tokens, T_FORK_FIRST, "a child cannot pin its parent's memory with the parent's P2P tokens" },
-    { "invalidation_unix_sock_shared_fd_gdr_pin_buffer", test_invalidation_unix_sock_shared_fd_gdr_pin_buffer, T_UPSTREAM, "a /dev/gdrdrv fd passed to another process cannot pin" },
-    { "invalidation_unix_sock_shared_fd_gdr_map", test_invalidation_unix_sock_shared_fd_gdr_map, T_UPSTREAM, "a /dev/gdrdrv fd passed to another process cannot map" },
-    { "attributes_sanity", test_attributes_sanity, T_ONCE, "attributes, mapping type names, versions, unknown values" },
-    { "leakage_extended", test_leakage_extended, 0, "no fd, mapping or provider pin leaks over open/pin/map/close cycles" },
-    { "leakage_pin_pages_fork", test_leakage_pin_pages_fork, T_EXTENDED, "pinned pages across many forks: nothing leaks, the parent's data stays" },
-    { "thread_stress", test_thread_stress, 0, "many threads pin, map, copy and release on one gdr_t" },
-    { "stale_handles", test_stale_handles, 0, "released handles and closed gdr_t are refused, never aliased" },
-    { "foreign_handles", test_foreign_handles, 0, "handles of another gdr_t, pointers outside the mapping" },
-    { "bad_arguments", test_bad_arguments, 0, "NULL, zero, unknown flags and sizes get EINVAL" },
-};
-const size_t t_case_count = sizeof(t_cases) / sizeof(t_cases[0]);
+/* The tests that the test files registered with T_CASE (tools/sanity/sanity.h), in the order
+ * of their file names, then of their lines: the same order however the linker laid them out. */
+extern const struct t_case *const __start_t_cases[];
+extern const struct t_case *const __stop_t_cases[];
+static const struct t_case **cases;
+static size_t ncases;
+
+static int case_order(const void *a, const void *b)
+{
+    const struct t_case *x = *(const struct t_case *const *)a;
+    const struct t_case *y = *(const struct t_case *const *)b;
+    int c = strcmp(x->file, y->file);
+
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+static void load_cases(void)
+{
+    ncases = (size_t)(__stop_t_cases - __start_t_cases);
+    cases = malloc(ncases * sizeof(*cases));
+    if (!cases && ncases)
+        die(prog, "out of memory");
+    for (size_t i = 0; i < ncases; i++)
+        cases[i] = __start_t_cases[i];
+    qsort(cases, ncases, sizeof(*cases), case_order);
+}
 
 struct opts {
     int verbose, silent, gpu, extended, list;
@@ -179,10 +173,27 @@ static int selected(const struct opts *o, const struct t_case *tc, const char *f
     return 0;
 }
 
+/* The reports of a test and of its children, each ended by a NUL on the pipe (a report may
+ * span lines), joined with "; " into why. */
+static size_t join_reports(const char *raw, size_t got, char *why, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < got && n + 1 < len; i++) {
+        if (raw[i] != '\0')
+            why[n++] = raw[i];
+        else if (i + 1 < got && n && n + 3 < len)
+            n += (size_t)snprintf(why + n, len - n, "; ");
+    }
+    why[n] = '\0';
+    return n;
+}
+
 /* Run fn in a child with its report pipe; returns 0 pass, 77 skip, else fail, and the
  * reported line in why. */
 static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *why, size_t len)
 {
+    char raw[1024];
     int pfd[2], status;
     size_t got = 0;
     ssize_t n;
@@ -199,13 +210,14 @@ static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *
         T.report_fd = pfd[1];
         alarm(o->timeout_s);
         fn(arg);
-        exit(0); /* the normal exit path, as a program using the library takes it */
+        /* the normal exit path, as a program using the library takes it */
+        exit(t_report_recorded() ? 1 : 0);
     }
     close(pfd[1]);
-    while (got + 1 < len && (n = read(pfd[0], why + got, len - 1 - got)) > 0)
+    while (got < sizeof(raw) && (n = read(pfd[0], raw + got, sizeof(raw) - got)) > 0)
         got += (size_t)n;
-    why[got] = '\0';
     close(pfd[0]);
+    got = join_reports(raw, got, why, len);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (WIFSIGNALED(status)) {
@@ -224,8 +236,8 @@ static int run_child(void (*fn)(void *), void *arg, const struct opts *o, char *
 /* -l: every test with its upstream names; with -t, the NAME.KIND runs the filters select. */
 static void list_tests(const struct opts *o)
 {
-    for (size_t i = 0; i < t_case_count; i++) {
-        const struct t_case *tc = &t_cases[i];
+    for (size_t i = 0; i < ncases; i++) {
+        const struct t_case *tc = cases[i];
 
         if (o->nfilters) {
             if (tc->flags & T_ONCE) {
@@ -348,6 +360,7 @@ int main(int argc, char **argv)
     tool_enable_backends();
 
     parse_args(argc, argv, &o);
+    load_cases();
     if (o.list) {
         list_tests(&o);
         return 0;
@@ -378,8 +391,8 @@ int main(int argc, char **argv)
             printf("# kind %-8s %s\n", gm_kind_name((enum gm_kind)k), rc ? kind_skip[k] : "usable");
     }
 
-    for (size_t i = 0; i < t_case_count; i++) {
-        const struct t_case *tc = &t_cases[i];
+    for (size_t i = 0; i < ncases; i++) {
+        const struct t_case *tc = cases[i];
 
         if (tc->flags & T_ONCE) {
             if (!selected(&o, tc, tc->name, -1))

@@ -3,7 +3,9 @@
 #
 #   $(BUILD)/bin/gdrcopy_{sanity,copybw,copylat,apiperf,pplat,info}   linked with libgdrapi.so
 #   $(BUILD)/bin/gdrcopy_sanity_static   the same sanity suite, static, for the QEMU guest
-#   make bench    runs the benchmarks on a GPU machine, writes docs/benchmarks.{md,svg}
+#
+# A new sanity test is one T_CASE in a tools/sanity/t_*.c file (tools/sanity/sanity.h); a new
+# test file is found by the wildcard below.
 #
 # CUDA is reached only through dlopen (util/cuda_loader.c, linked from util's archive), so every tool starts
 # on a machine without a GPU and says what is missing. pplat's GPU kernel is built with nvcc
@@ -23,7 +25,6 @@ TOOL_LIBS   := -ldl -lpthread -lm
 NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
 
-.PHONY: bench
 .SECONDARY: $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/*.c))
 tools: $(TOOL_BINS) $(TOOL_STATIC)
 
@@ -49,9 +50,6 @@ $(PPLAT_GEN): tools/pplat_kernel.cu tools/gen_fatbin.sh
 $(BUILD)/obj/gen/pplat_kernel.o: $(PPLAT_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
-
-bench: lib tools
-	BUILD=$(BUILD) tools/bench/run.sh
 
 # The tools' own helpers, tested without a GPU by 'make check'.
 $(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TEST_KIT_SRCS) $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so

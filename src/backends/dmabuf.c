@@ -26,12 +26,6 @@
 #include "dmabuf_policy.h"
 #include "fork.h"
 
-/* A forked child never reaches a backend with its parent's gdr_t: the core refuses it
- * (instance.c, vr_gdr_get). */
-struct dmabuf_ctx {
-    pid_t pid;
-};
-
 struct dmabuf_pin {
     int fd;
     uint64_t va, len;
@@ -157,24 +151,6 @@ static int dmabuf_probe(char *why, size_t len)
     return 0;
 }
 
-static int dmabuf_open(void **ctx, char *why, size_t len)
-{
-    struct dmabuf_ctx *c = calloc(1, sizeof(*c));
-
-    if (!c) {
-        snprintf(why, len, "out of memory");
-        return ENOMEM;
-    }
-    c->pid = getpid();
-    *ctx = c;
-    return 0;
-}
-
-static void dmabuf_close(void *ctx)
-{
-    free(ctx);
-}
-
 static int dmabuf_export(const struct vr_cuda *cu, uint64_t va, uint64_t len, uint32_t flags,
                          int *fd, char *why, size_t wlen)
 {
@@ -258,11 +234,7 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     struct dmabuf_pin *p = pin;
     void *m;
 
-    (void)ctx; (void)size;
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
-        snprintf(why, len, "the dma-buf exporter maps BAR1 write-combined only");
-        return EINVAL;
-    }
+    (void)ctx; (void)size; (void)want; /* want is NONE or WC: the table's map_types */
     m = mmap(NULL, (size_t)p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (m == MAP_FAILED)
         return vr_dmabuf_mmap_error(errno, 0, why, len);
@@ -300,40 +272,20 @@ static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
     return 0;
 }
 
-static int dmabuf_cb_flag(void *ctx, void *pin, int *flag)
-{
-    (void)ctx; (void)pin;
-    *flag = 0; /* an export holds its pages until the fd is closed: never invalidated */
-    return 0;
-}
-
-static int dmabuf_get_attr(void *ctx, gdr_attr_t attr, int *value)
-{
-    (void)ctx;
-    switch (attr) {
-    case GDR_ATTR_USE_PERSISTENT_MAPPING:
-    case GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE:
-    case GDR_ATTR_USING_DMA_BUF_MMAP:
-        *value = 1;
-        return 0;
-    default:
-        *value = 0;
-        return EINVAL;
-    }
-}
-
 const struct vr_backend_ops vr_backend_dmabuf = {
     .id = VRAMIO_BACKEND_DMABUF,
     .name = "dmabuf",
-    .probe = dmabuf_probe,
-    .open = dmabuf_open,
-    .close = dmabuf_close,
+    /* An export holds its pages until its fd is closed: pins are persistent, never
+     * invalidated (callback_flag left out), and FORCE_PCIE is passed to the export. */
+    .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1,
+              [GDR_ATTR_USING_DMA_BUF_MMAP] = 1 },
+    /* .version left out: gdrdrv 2.6 (upstream aborts in gdr_driver_get_version here). */
+    .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
+    .map_types_why = "the dma-buf exporter maps BAR1 write-combined only",
+    .probe = dmabuf_probe,               /* no per-gdr_t state: open and close left out */
     .pin = dmabuf_pin,
     .unpin = dmabuf_unpin,
     .map = dmabuf_map,
     .unmap = dmabuf_unmap,
     .info = dmabuf_info,
-    .callback_flag = dmabuf_cb_flag,
-    .get_attr = dmabuf_get_attr,
-    .driver_version = vr_backend_compat_version, /* upstream aborts here */
 };

@@ -14,8 +14,8 @@
  * from memory the module does serve, or from the module itself, and is final.
  *
  * Fork: the module refuses ioctls and mmap from any process but the opener (EACCES), and
- * mappings are not inherited. A child using its parent's gdr_t gets EACCES with a reason;
- * it never munmaps addresses that belong to the parent's mappings.
+ * mappings are not inherited. The core refuses a child's use of its parent's gdr_t before
+ * it gets here (instance.c, vr_gdr_get), so every call below runs in the opener.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,12 +38,11 @@
 struct gd_ctx {
     int fd;
     uint32_t version;        /* the module's, major << 16 | minor */
-    pid_t owner;             /* the process that opened fd */
 };
 
 struct gd_pin {
     uint64_t handle;         /* the module's 64-bit handle, kept whole */
-    uint64_t va, mapped_size;
+    uint64_t mapped_size;    /* the pinned range's, in whole GPU pages */
     void *map_ptr;           /* NULL when not mapped */
     size_t map_len;          /* what was mmapped: the pinned pages */
     gdr_mapping_type_t req;  /* last REQ_MAPPING_TYPE sent: the module keeps it */
@@ -141,7 +140,6 @@ static int gdrdrv_open(void **ctx, char *why, size_t len)
         free(c);
         return rc;
     }
-    c->owner = getpid();
     vr_dbg("gdrdrv: module version %u.%u on fd %d", c->version >> 16, c->version & 0xffff, c->fd);
     *ctx = c;
     return 0;
@@ -161,15 +159,6 @@ static void gdrdrv_close(void *ctx)
 static int gd_ioctl(const struct gd_ctx *c, unsigned long cmd, void *arg)
 {
     return ioctl(c->fd, cmd, arg) == 0 ? 0 : errno;
-}
-
-static void gd_explain_eacces(const struct gd_ctx *c, char *why, size_t len)
-{
-    if (getpid() != c->owner)
-        snprintf(why, len, "this gdr_t's " GD_DEVICE " belongs to process %d; a forked child "
-                 "must call gdr_open itself", (int)c->owner);
-    else
-        snprintf(why, len, "the gdrdrv module refused access (EACCES)");
 }
 
 static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char *why, size_t len)
@@ -208,7 +197,7 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
         snprintf(why, len, "not GPU memory the gdrdrv module can pin");
         return ENOTSUP;
     case EACCES:
-        gd_explain_eacces(c, why, len);
+        snprintf(why, len, "the gdrdrv module refused access (EACCES)");
         return EACCES;
     case EOPNOTSUPP:    /* FORCE_PCIE refused after all: an error of this memory, final */
         snprintf(why, len, "the gdrdrv module refused the pin flags");
@@ -226,16 +215,14 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
         return ENOMEM;
     }
     p->handle = handle;
-    p->va = req->va;
     p->mapped_size = req->len;
     *pinp = p;
     return 0;
 }
 
-/* munmap only in the opener: in a fork child the address belongs to nothing of ours. */
-static void gd_drop_mapping(const struct gd_ctx *c, struct gd_pin *p)
+static void gd_drop_mapping(struct gd_pin *p)
 {
-    if (p->map_ptr && getpid() == c->owner)
+    if (p->map_ptr)
         munmap(p->map_ptr, p->map_len);
     p->map_ptr = NULL;
     p->map_len = 0;
@@ -248,7 +235,7 @@ static int gdrdrv_unpin(void *ctx, void *pin)
     struct gdrdrv_unpin_buffer u = { p->handle };
     int rc;
 
-    gd_drop_mapping(c, p);
+    gd_drop_mapping(p);
     rc = gd_ioctl(c, GDRDRV_IOC_UNPIN_BUFFER, &u);
     if (rc)
         vr_dbg("gdrdrv: UNPIN_BUFFER %#llx: %s", (unsigned long long)p->handle, strerror(rc));
@@ -342,7 +329,7 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     if (rc == 0 && want != GDR_MAPPING_TYPE_NONE && info.mapping_type != want)
         rc = EINVAL;                     /* the module gave another type than asked */
     if (rc) {
-        gd_drop_mapping(c, p);
+        gd_drop_mapping(p);
         return rc;
     }
     *ptr = va;
@@ -354,26 +341,16 @@ static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
     struct gd_pin *p = pin;
 
-    (void)size;                          /* we mapped the whole pin, so that is what goes */
+    (void)ctx; (void)size;               /* we mapped the whole pin, so that is what goes */
     if (!p->map_ptr || ptr != p->map_ptr)
         return EINVAL;
-    gd_drop_mapping(ctx, p);
+    gd_drop_mapping(p);
     return 0;
 }
 
 static int gdrdrv_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
-    struct gd_pin *p = pin;
-    int rc = gd_query(ctx, p, info);
-
-    if (rc == EACCES) {
-        /* A fork child cannot ask the module; what we know locally is still true. */
-        memset(info, 0, sizeof(*info));
-        info->va = p->va;
-        info->mapped_size = p->mapped_size;
-        info->page_size = GPU_PAGE_SIZE;
-    }
-    return rc;
+    return gd_query(ctx, pin, info);
 }
 
 static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
@@ -414,6 +391,8 @@ static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
     return 0;
 }
 
+/* Everything gdr_get_attribute, gdr_driver_get_version and the mapping types depend on is
+ * the module at hand, so the table's data stays at its defaults and the ops ask the module. */
 const struct vr_backend_ops vr_backend_gdrdrv = {
     .id = VRAMIO_BACKEND_GDRDRV,
     .name = "gdrdrv",

@@ -32,7 +32,6 @@
 #include "vulkan_loader.h"
 
 struct vk_ctx {
-    pid_t pid;                  /* a forked child must not use its parent's driver objects */
     struct vr_icache cache;
 };
 
@@ -66,31 +65,25 @@ static int vulkan_open(void **ctx, char *why, size_t len)
         snprintf(why, len, "out of memory");
         return ENOMEM;
     }
-    c->pid = getpid();
     vr_icache_init(&c->cache);
     *ctx = c;
     return 0;
 }
 
-static int forked(const struct vk_ctx *c)
-{
-    return c->pid != getpid();
-}
-
-/* Free an import's Vulkan memory and our reference on the CUDA allocation. */
-static void import_release(struct vr_import *e, int in_owner_process)
+/* Free an import's Vulkan memory and our reference on the CUDA allocation. Only ever in the
+ * process that made them: the core never passes a forked child's call on to a backend. */
+static void import_release(struct vr_import *e)
 {
     const struct vr_vk_gpu *gpu = e->owner;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
 
-    /* In a forked child the driver objects belong to the parent: touch nothing. */
-    if (in_owner_process && gpu) {
+    if (gpu) {
         VkDeviceMemory mem = (VkDeviceMemory)(uintptr_t)e->mem;
 
         gpu->fn.vkUnmapMemory(gpu->dev, mem);
         gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
     }
-    if (in_owner_process && cu)
+    if (cu)
         cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
     vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
            (unsigned long long)e->key.size);
@@ -105,7 +98,7 @@ static void vulkan_close(void *ctx)
     /* The core unpinned everything first; whatever is left would be a leak, so free it. */
     for (e = vr_icache_take_all(&c->cache); e; e = next) {
         next = e->next;
-        import_release(e, !forked(c));
+        import_release(e);
     }
     vr_icache_destroy(&c->cache);
     free(c);
@@ -313,7 +306,7 @@ static int vulkan_unpin(void *ctx, void *pin)
     struct vk_pin *p = pin;
 
     if (vr_icache_release(&c->cache, p->imp))
-        import_release(p->imp, !forked(c));
+        import_release(p->imp);
     free(p);
     return 0;
 }
@@ -323,11 +316,8 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
 {
     struct vk_pin *p = pin;
 
-    (void)ctx; (void)size; /* the core checked size against mapped_size */
-    if (want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
-        snprintf(why, len, "the vulkan backend maps write-combined only (a BAR1 window)");
-        return EINVAL;
-    }
+    /* The core checked size against mapped_size, and want against the table's map_types. */
+    (void)ctx; (void)size; (void)want; (void)why; (void)len;
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
@@ -364,13 +354,13 @@ static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
  * reference keeps the handle value from being reused, so comparing it is sound. */
 static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 {
-    struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUmemGenericAllocationHandle h;
 
+    (void)ctx;
     *flag = 0;
-    if (forked(c) || !cu)
+    if (!cu)
         return 0;
     if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
         *flag = 1;
@@ -381,30 +371,17 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     return 0;
 }
 
-static int vulkan_get_attr(void *ctx, gdr_attr_t attr, int *value)
-{
-    (void)ctx;
-    switch (attr) {
-    case GDR_ATTR_USE_PERSISTENT_MAPPING:
-        *value = 1; /* the import keeps the pages until unpin */
-        return 0;
-    case GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE:
-        *value = 1; /* always BAR1 over PCIe: the flag is satisfied by construction */
-        return 0;
-    case GDR_ATTR_USING_DMA_BUF_MMAP:
-        *value = 0;
-        return 0;
-    default:
-        *value = 0;
-        return EINVAL;
-    }
-}
-
 const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
     .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
+    /* The import keeps the pages until unpin (persistent); the mapping is always BAR1 over
+     * PCIe, so FORCE_PCIE is satisfied by construction. */
+    .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
+    /* .version left out: gdrdrv 2.6. */
+    .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
+    .map_types_why = "the vulkan backend maps write-combined only (a BAR1 window)",
     .probe = vulkan_probe,
     .open = vulkan_open,
     .close = vulkan_close,
@@ -414,6 +391,4 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .unmap = vulkan_unmap,
     .info = vulkan_info,
     .callback_flag = vulkan_cb_flag,
-    .get_attr = vulkan_get_attr,
-    .driver_version = vr_backend_compat_version,
 };

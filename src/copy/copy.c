@@ -46,30 +46,30 @@
 static const struct vr_copy_kernel kernels[] = {
     { "avx512", VR_CPU_AVX512F | VR_CPU_SSE41,
       { vr_copy_avx512_store, VR_STEP16_STORE, 64 }, { vr_copy_avx512_load, VR_STEP16_LOAD, 64 },
-      vr_copy_avx512_small_load },
+      vr_copy_avx512_small_load, VR_LINE_NT512 },
     { "avx2", VR_CPU_AVX2 | VR_CPU_SSE41,
       { vr_copy_avx2_store, VR_STEP16_STORE, 32 }, { vr_copy_avx2_load, VR_STEP16_LOAD, 32 },
-      vr_copy_avx2_small_load },
+      vr_copy_avx2_small_load, VR_LINE_NONE },
     { "sse41", VR_CPU_SSE41,
       { vr_copy_sse41_store, NULL, 16 }, { vr_copy_sse41_load, NULL, 16 },
-      vr_copy_sse41_small_load },
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
+      vr_copy_sse41_small_load, VR_LINE_NONE },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL, VR_LINE_NONE },
     { "movdir64b", VR_CPU_MOVDIR64B | VR_CPU_SSE41,
       { vr_copy_movdir64b_store, VR_STEP16_STORE, 64 }, { vr_copy_sse41_load, NULL, 16 },
-      vr_copy_sse41_small_load },
+      vr_copy_sse41_small_load, VR_LINE_MOVDIR64B },
 };
 #define KERNEL_C (&kernels[3])
 #elif defined(__aarch64__)
 /* NEON: 16-byte accesses, 64 bytes per loop turn; every AArch64 CPU has it. */
 static const struct vr_copy_kernel kernels[] = {
     { "neon", VR_CPU_NEON,
-      { vr_copy_neon_store, NULL, 16 }, { vr_copy_neon_load, NULL, 16 }, NULL },
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
+      { vr_copy_neon_store, NULL, 16 }, { vr_copy_neon_load, NULL, 16 }, NULL, VR_LINE_NONE },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL, VR_LINE_NONE },
 };
 #define KERNEL_C (&kernels[1])
 #else
 static const struct vr_copy_kernel kernels[] = {
-    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL },
+    { "c", 0, { vr_copy_c_store, NULL, 8 }, { vr_copy_c_load, NULL, 8 }, NULL, VR_LINE_NONE },
 };
 #define KERNEL_C (&kernels[0])
 #endif
@@ -95,6 +95,7 @@ __attribute__((constructor)) static void vr_copy_init(void)
 {
     active = vr_copy_choose(vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
     vr_copy_fast_from = (struct vr_copy_fast){ active->from_map.bulk, active->from_map.block - 1 };
+    vr_copy_line_store = active->line_store;
     vr_dbg("copy kernel: %s", active->name);
 }
 
@@ -265,75 +266,28 @@ void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_
     copy_from(k, type, dst, src, n);
 }
 
-/* Out of line, so that the small-write path of vr_copy_to_mapping needs no stack frame. */
-static __attribute__((noinline)) int copy_to_any(gdr_mapping_type_t type, void *dst,
-                                                 const void *src, size_t n)
-{
-    copy_to(active, type, dst, src, n);
-    return 0;
-}
-
 /*
- * Small writes, where the per-call path shows: on the H200 (tests/gpu/gpu_bench, copylat,
- * same run) the instructions between two small WC stores and their fences showed in the
- * per-copy time. So the shapes that dominate short messages skip the frame and the shaping
- * code of the general path (reads: copy.h, vr_copy_from_mapping):
- *
- *  - 1, 2, 4 or 8 bytes at a place aligned to their size: one store of that width and the
- *    fence, as the raw loop's (doorbells, flags; 1-4 bytes took the general path before,
- *    10-22% slower than the raw loop there);
- *  - 16, 24 or 32 bytes at an 8-byte aligned place: 8-byte stores and the fence (below a
- *    line, 8-byte stores + sfence are the fastest raw sequence there);
- *    both behind one jump on n, each size straight-line code;
- *  - whole blocks of the chosen kernel at a block-aligned place (for avx512 whole 64-byte
- *    lines): its bulk loop directly, so each line leaves as one full-line non-temporal store
- *    (one VMOVNTDQ zmm per line; two 32-byte ones for avx2), the fastest raw sequence for a
- *    whole line (8-11% faster than eight 8-byte stores there).
- *
- * The general path issues the same accesses for such copies (naturally aligned 8-byte
- * stores; whole blocks through the same bulk loop), so the bytes in memory are the same
- * either way (copy_matrix runs both). DEVICE mappings take the portable kernel, whose block is
- * 8 bytes; CACHING mappings take memcpy (copy_to_any).
+ * Everything the inline path of copy.h (vr_copy_to_mapping) leaves: unaligned or odd sizes,
+ * more than 256 bytes, whole lines of a kernel without a single 64-byte store, CACHING and
+ * DEVICE mappings. Whole blocks of the chosen kernel at a block-aligned place still skip the
+ * shaping code: its bulk loop directly, then the fence.
  */
-int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
-    const struct vr_copy_dir *d;
+    const struct vr_copy_dir *d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map
+                                                                  : &active->to_map;
 
-    /* Short messages, one dispatch on n to straight-line code: 1, 2, 4 or 8 bytes at a place
-     * aligned to that size as one store of that width; 16, 24 or 32 bytes at an 8-byte
-     * aligned place as 8-byte stores; then the fence. Anything else falls through. */
-    if (type != GDR_MAPPING_TYPE_CACHING) {
-        unsigned char *m = dst;
-        const unsigned char *h = src;
-
-        switch (n) {
-        case 1: scalar_store(m, h, 1); vr_store_fence(); return 0;
-        case 2: if ((uintptr_t)m & 1) break; scalar_store(m, h, 2); vr_store_fence(); return 0;
-        case 4: if ((uintptr_t)m & 3) break; scalar_store(m, h, 4); vr_store_fence(); return 0;
-        case 8: if ((uintptr_t)m & 7) break; scalar_store(m, h, 8); vr_store_fence(); return 0;
-        case 16: case 24: case 32:         /* in ascending order, as the general path */
-            if ((uintptr_t)m & 7)
-                break;
-            scalar_store(m, h, 8);
-            scalar_store(m + 8, h + 8, 8);
-            if (n > 16)
-                scalar_store(m + 16, h + 16, 8);
-            if (n > 24)
-                scalar_store(m + 24, h + 24, 8);
-            vr_store_fence();
-            return 0;
-        default:
-            break;
-        }
-    }
-    d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map : &active->to_map;
     if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
         d->bulk(dst, src, n);
         vr_store_fence();
         return 0;
     }
-    return copy_to_any(type, dst, src, n);
+    copy_to(active, type, dst, src, n);
+    return 0;
 }
+
+/* The inline whole-line write of copy.h (vr_copy_to_mapping), from the active kernel. */
+unsigned char vr_copy_line_store = VR_LINE_NONE;
 
 /* The inline whole-block read of copy.h (vr_copy_from_mapping), from the active kernel. */
 struct vr_copy_fast vr_copy_fast_from = { vr_copy_c_load, 7 };

@@ -12,11 +12,112 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gdrapi.h"
+#include "arch/fence.h"
 
-/* Host -> mapping. Ends with the fence the mapping type needs (sfence for WC). Returns 0:
- * gdr_copy_to_mapping ends with "return vr_copy_to_mapping(...)", a tail call, so a small
- * copy pays for one call level less (each one showed in the H200's per-copy time). */
-int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+/* Host -> mapping, the general path (any alignment, any size, every mapping type). Ends with
+ * the fence the mapping type needs (sfence for WC). Returns 0. */
+int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+
+/* How the inline small-write path below stores one whole 64-byte aligned line, from the
+ * chosen kernel; set once by copy.c before main (VR_LINE_NONE, the portable kernel's, until
+ * then): a kernel without a single 64-byte store leaves whole lines to its bulk loop. */
+enum vr_line_store { VR_LINE_NONE, VR_LINE_NT512, VR_LINE_MOVDIR64B };
+extern unsigned char vr_copy_line_store;
+
+#if defined(__x86_64__)
+/*
+ * One 64-byte line, as one store: VMOVNTDQ zmm (avx512 kernel) or MOVDIR64B (movdir64b
+ * kernel), the raw loop's instruction for a whole line. Inline assembly, because this is
+ * inlined into code built for the baseline ISA (gdrapi.c) and runs only where the kernel
+ * choice found the feature. zmm16: a baseline build never allocates xmm16-31, and unlike
+ * zmm0-15 they leave no dirty upper state behind, so no vzeroupper is needed (where the
+ * includer is itself built for AVX-512, the intrinsics say what is clobbered). A caller with
+ * a target("avx512f") attribute must not inline it: it may hold a value in zmm16.
+ */
+static inline void vr_line_nt512(void *dst, const void *src)
+{
+#if defined(__AVX512F__)
+    _mm512_stream_si512(dst, _mm512_loadu_si512(src));
+#else
+    __asm__ volatile("vmovdqu64 (%1), %%zmm16\n\tvmovntdq %%zmm16, (%0)"
+                     : : "r"(dst), "r"(src) : "memory");
+#endif
+}
+
+static inline void vr_line_movdir64b(void *dst, const void *src)
+{
+    __asm__ volatile("movdir64b (%1), %0" : : "r"(dst), "r"(src) : "memory");
+}
+#endif
+
+/*
+ * Host -> mapping. Inline into gdr_copy_to_mapping, because on the H200 (copylat, the raw
+ * loops in the same run) every instruction between two small WC stores and their fences
+ * showed in the per-copy time. The shapes of short messages run straight here, with no
+ * call, no frame and the fence where the raw loop has it (after the last store):
+ *  - 1, 2 or 4 bytes at a place aligned to their size: one store of that width;
+ *  - 8 to 56 bytes, a multiple of 8 at an 8-byte aligned place: 8-byte stores (below a
+ *    line, the fastest raw sequence);
+ *  - 64 to 256 bytes of whole 64-byte aligned lines, WC or NONE, with a kernel that has a
+ *    single 64-byte store: one per line (vr_line_store), the fastest raw sequence for whole
+ *    lines (8-11% faster than eight 8-byte stores there).
+ * DEVICE mappings take the first two (naturally aligned accesses of at most 8 bytes, what the
+ * portable kernel issues for them); CACHING mappings and everything else take the general
+ * path, which issues the same accesses for these shapes, so the bytes in memory are the same
+ * either way (copy_matrix runs both).
+ */
+static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src,
+                                     size_t n)
+{
+    const uintptr_t a = (uintptr_t)dst;
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    size_t i;
+
+    if (type != GDR_MAPPING_TYPE_CACHING && n - 1 < 256) {
+        if (!((a | n) & 7)) {
+            if (n < 64) {
+                for (i = 0; i < n; i += 8) {
+                    uint64_t v;
+
+                    __builtin_memcpy(&v, s + i, 8);
+                    *(volatile uint64_t *)(d + i) = v;
+                }
+                vr_store_fence();
+                return 0;
+            }
+#if defined(__x86_64__)
+            if (!((a | n) & 63) && (unsigned)type <= GDR_MAPPING_TYPE_WC && vr_copy_line_store) {
+                if (vr_copy_line_store == VR_LINE_NT512)
+                    for (i = 0; i < n; i += 64)
+                        vr_line_nt512(d + i, s + i);
+                else
+                    for (i = 0; i < n; i += 64)
+                        vr_line_movdir64b(d + i, s + i);
+                vr_store_fence();
+                return 0;
+            }
+#endif
+        } else if (n <= 4 && n != 3 && !(a & (n - 1))) {
+            if (n == 1) {
+                *(volatile uint8_t *)d = *s;
+            } else if (n == 2) {
+                uint16_t v;
+
+                __builtin_memcpy(&v, s, 2);
+                *(volatile uint16_t *)d = v;
+            } else {
+                uint32_t v;
+
+                __builtin_memcpy(&v, s, 4);
+                *(volatile uint32_t *)d = v;
+            }
+            vr_store_fence();
+            return 0;
+        }
+    }
+    return vr_copy_to_mapping_any(type, dst, src, n);
+}
 
 /* Mapping -> host, the general path (any alignment, any size). No trailing store fence
  * (nothing was stored to the mapping). Returns 0. */

@@ -5,7 +5,7 @@
 # Only the ISA file of a kernel gets that ISA's -m flag, so the rest of the library stays
 # baseline for the architecture; copy.c picks a kernel at run time from cpuid.
 #
-#   make bench-copy     CPU microbenchmark of every usable kernel on ordinary memory
+# Its CPU microbenchmark, make bench-copy, is built by bench/bench.mk.
 
 COPY_SRCS += src/copy/copy.c src/copy/copy_select.c src/copy/copy_c.c
 
@@ -21,13 +21,3 @@ endif
 ifeq ($(ARCH),aarch64)
 COPY_SRCS += src/copy/copy_neon.c
 endif
-
-# ---- microbenchmark (not part of 'make check': timings are measurements, not tests) ----
-COPY_BENCH := $(BUILD)/bench/copy_bench
-.PHONY: bench-copy
-bench-copy: $(COPY_BENCH)
-	$(COPY_BENCH) $(COPY_BENCH_ARGS)
-
-$(COPY_BENCH): tests/bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
-	@mkdir -p $(dir $@)
-	$(call prog-link,-Iinclude -Isrc -Isrc/copy,$^)

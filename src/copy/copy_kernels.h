@@ -30,6 +30,7 @@ struct vr_copy_kernel {
     struct vr_copy_dir to_map;   /* WC writes: non-temporal stores */
     struct vr_copy_dir from_map; /* WC reads: streaming loads, normal stores to host */
     vr_bulk_fn small_read;       /* WC reads of 1 to 64 bytes at any place; NULL: shaped */
+    unsigned char line_store;    /* enum vr_line_store: its one store of a whole line, if any */
 };
 
 /*

@@ -46,13 +46,13 @@ check TEST_CPPFLAGS cuda_loader.h fails
 check WB_CPPFLAGS core.h ok
 
 # Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
-# the library's internals excepted: tests/unit/wb_*, wb/, copy_*, tests/bench/).
+# the library's internals excepted: tests/unit/wb_*, wb/, copy_*, bench/).
 hdrs=$(cd src && find . -name '*.h' | sed 's|^\./||')
 bad=
 for h in $hdrs; do
     b=$(basename "$h")
     hits=$(git grep -lE "^#[[:space:]]*include[[:space:]]*[\"<]([^\">]*/)?$b[\">]" -- \
-           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!tests/bench/' 2>/dev/null)
+           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!bench/' 2>/dev/null)
     [ -n "$hits" ] && bad="$bad $b:$(echo $hits | tr ' ' ',')"
 done
 if [ -z "$bad" ]; then

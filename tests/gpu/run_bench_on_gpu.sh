@@ -7,6 +7,11 @@
 # (default /tmp/vramio-bench): auto.log, bench.log, benchmarks.md, copylat.json, copylat.log,
 # copybw.log, info.log and, with GPU_BENCH=1 (2-3 more minutes), gpu_bench.log; the rest of
 # the run stays in /tmp/vramio-bench-work.
+#
+# SMALL_WRITES=N (under a minute a run): instead of all that, only copylat's sizes 1 B-4 KiB, N
+# times (1000 alternating rounds of 200 calls each), to see the small-write targets and how
+# far they move from run to run: small1.json .. smallN.json (N <= 8) and one line per run
+# and size (bench/small_writes.py).
 set -u
 OUT=${OUT:-/tmp/vramio-bench}
 mkdir -p "$OUT"
@@ -15,6 +20,22 @@ W=/tmp/vramio-bench-work
 mkdir -p "$W"
 if ! make -j16 lib tools gpu-tests > "$W/build.log" 2>&1; then
     echo "not ok build"; tail -30 "$W/build.log"; exit 1
+fi
+if [ "${SMALL_WRITES:-0}" -gt 0 ]; then
+    export VRAMIO_ENABLE_VULKAN=${VRAMIO_ENABLE_VULKAN:-1}
+    runs=$(( SMALL_WRITES > 8 ? 8 : SMALL_WRITES ))
+    rm -f "$OUT"/small*.json
+    for i in $(seq 1 "$runs"); do
+        if ! timeout 120 build/bin/gdrcopy_copylat -s 4K -c -w 200000 -r 100 --budget 2 \
+                --json "$OUT/small$i.json" > "$W/small$i.log" 2>&1; then
+            echo "not ok small_writes_run_$i: copylat failed or hung"; tail -5 "$W/small$i.log"
+        fi
+    done
+    grep -E 'CPU binding|copy kernel' "$W/small1.log"
+    set -- "$OUT"/small*.json
+    [ -f "$1" ] || { echo "not ok small_writes: no run gave results"; exit 1; }
+    python3 bench/small_writes.py "$@"
+    exit $?
 fi
 timeout 120 build/gpu/gpu_auto_test > "$OUT/auto.log" 2>&1
 echo "exit $?" >> "$OUT/auto.log"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_bench_report.sh - tools/bench/report.py turns benchmark JSON into the Markdown report and
+# test_bench_report.sh - bench/report.py turns benchmark JSON into the Markdown report and
 # the SVG plot: crossover size, targets met/missed, tables, a well-formed SVG. Fed with
 # synthetic JSON in a temporary folder (never with docs/), so it runs without a GPU.
 set -u
@@ -35,7 +35,7 @@ b = [{"size": s, "write_vramio": 18000, "write_raw": 19500, "write_cumemcpy": 30
 json.dump({"tool": "copybw", "backend": "vulkan", "kind": "vramio", "results": b}, open(os.path.join(d, "copybw.json"), "w"))
 json.dump({"gdr": st(2.3), "rawmap": st(2.2), "host": st(3.0), "size": 4}, open(os.path.join(d, "pplat.json"), "w"))
 PY
-if ! python3 tools/bench/report.py --dir "$tmp" --md "$tmp/b.md" --svg "$tmp/b.svg" --command "make bench TEST" 2>"$tmp/err"; then
+if ! python3 bench/report.py --dir "$tmp" --md "$tmp/b.md" --svg "$tmp/b.svg" --command "make bench TEST" 2>"$tmp/err"; then
     fail report/runs "$(head -c 300 "$tmp/err")"; exit 0
 fi
 ok report/runs
@@ -59,4 +59,22 @@ if python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); asser
 else
     fail report/svg "not well-formed or fewer than 14 curves"
 fi
+# bench/small_writes.py (run_bench_on_gpu.sh SMALL_WRITES=N): one run that meets the
+# small-write targets and one that misses at 64 B must be told apart, and the exit says so.
+python3 - "$tmp" <<'PY'
+import json, sys, os
+d = sys.argv[1]
+def st(v): return {"min": v, "p50": v, "p99": v, "max": v, "avg": v, "n": 1000}
+for name, bad in (("s1.json", 1.0), ("s2.json", 1.05)):
+    w = [{"size": 1 << i, "vramio": st(0.14), "raw": st(0.139), "cumemcpy": st(6.5),
+          "ratio": bad if (1 << i) == 64 else 1.01, "ratio_p25": 0.99, "ratio_p75": 1.02,
+          "raw_seq": "nt"} for i in range(0, 13)]
+    json.dump({"write": w, "read": []}, open(os.path.join(d, name), "w"))
+PY
+out=$(python3 bench/small_writes.py "$tmp/s1.json" "$tmp/s2.json"); rc=$?
+grep -q '^ok small_writes_8_256_within_3pct run 1: worst 1.010' <<<"$out" &&
+grep -q '^not ok small_writes_8_256_within_3pct run 2: worst 1.050 at 64 B' <<<"$out" &&
+grep -q '^ok cumemcpy_40x_upto_1k_and_within_2pct run 1' <<<"$out" &&
+grep -q '^     64  1.000-1.050' <<<"$out" && [ $rc -eq 1 ] &&
+    ok small_writes/verdicts || fail small_writes/verdicts "rc $rc: $(head -c 600 <<<"$out")"
 exit 0

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test_tools_cli.sh - every gdrcopy_* tool's --help lists its options and exits 0, and bad
 # options or values are usage errors (exit 2, a message naming the problem, a hint to -h),
-# never a crash. Runs anywhere: no GPU needed.
+# never a crash; gdrcopy_sanity -l lists what its test files register and -t selects it.
+# Runs anywhere: no GPU needed.
 set -u
 BIN=${BUILD:-build}/bin
 
@@ -67,30 +68,62 @@ bad_value emu-not-cuda      gdrcopy_pplat -G emu
 bad_value unknown-kind      gdrcopy_sanity --kind nothing
 bad_value gpu-not-a-number  gdrcopy_sanity -d x
 
-# sanity -l lists every test once, with a description.
+# sanity -l lists every test that the test files register (T_CASE in tools/sanity/*.c), each
+# once, with a description: the program's own list against its sources, no list kept here.
+# A failing -l is a failure, never silence.
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 out=$("$BIN/gdrcopy_sanity" -l 2>&1); rc=$?
-n=$(grep -c . <<<"$out")
-for t in basic basic_v2 basic_v2_forcepci basic_with_tokens basic_unaligned_mapping \
-         basic_small_buffers_mapping basic_child_thread_pins_buffer data_validation \
-         data_validation_v2 data_validation_forcepci data_validation_mix_mappings \
-         invalidation_access_after_gdr_close invalidation_access_after_free \
-         invalidation_two_mappings invalidation_unix_sock_shared_fd_gdr_pin_buffer \
-         invalidation_unix_sock_shared_fd_gdr_map attributes_sanity leakage_extended \
-         thread_stress stale_handles foreign_handles invalidation_fork_map_and_free \
-         invalidation_fork_child_gdr_pin_parent_with_tokens leakage_pin_pages_fork; do
-    grep -qE "^$t +[a-zA-Z]" <<<"$out" || { fail "gdrcopy_sanity/list" "test $t not listed"; rc=1; }
+listed=$(sed -nE 's/^([a-z0-9_]+) +[a-zA-Z].*/\1/p' <<<"$out")
+registered=$(sed -nE 's/^T_CASE\(([a-z0-9_]+),.*/\1/p' "$SRC"/tools/sanity/*.c | sort)
+twice=$(sort <<<"$listed" | uniq -d)
+if [ $rc -ne 0 ]; then
+    fail "gdrcopy_sanity/list" "-l exited $rc: $(head -c 200 <<<"$out")"
+elif [ -z "$registered" ]; then
+    fail "gdrcopy_sanity/list" "no T_CASE( in $SRC/tools/sanity/*.c"
+elif [ -n "$twice" ]; then
+    fail "gdrcopy_sanity/list" "listed more than once: $(echo $twice)"
+elif [ "$(sort <<<"$listed")" != "$registered" ]; then
+    fail "gdrcopy_sanity/list" "registered but not listed: $(echo $(comm -23 <(echo "$registered") \
+        <(sort <<<"$listed"))); listed but not registered: $(echo $(comm -13 <(echo "$registered") \
+        <(sort <<<"$listed")))"
+else
+    ok "gdrcopy_sanity/list"
+fi
+
+sel() { "$BIN/gdrcopy_sanity" -l "$@" 2>&1 | tr '\n' ' '; }  # the runs that args select
+
+# Each listed test: -t NAME selects its runs and no other test's (none without -e when it is
+# marked extended), and each upstream name listed beside it selects its runs on the right kinds.
+bad=
+for t in $listed; do
+    ext=; grep -qE "^$t .*\[extended: -e\]$" <<<"$out" && ext=-e
+    runs=$("$BIN/gdrcopy_sanity" -l $ext -t "$t" 2>&1)
+    [ -n "$runs" ] && ! grep -qvE "^$t(\.[a-z-]+)?$" <<<"$runs" || bad="$bad $t"
+    [ -z "$ext" ] || [ -z "$(sel -t "$t")" ] || bad="$bad $t(runs-without--e)"
+    up=$(grep -A1 -E "^$t +" <<<"$out" | sed -nE 's/^ +upstream: (.*)/\1/p' | tr -d ,)
+    for u in $up; do
+        case $u in
+        "${t}_cumemalloc") want="$t.cuda" ;;
+        "${t}_vmmalloc") want="$t.vmm-rdma $t.vmm-fd" ;;
+        *) bad="$bad $u(unknown-suffix)"; continue ;;
+        esac
+        [ "$(sel $ext -t "$u")" = "$want " ] || bad="$bad $u"
+    done
 done
-# Upstream's names are listed beside ours, and the extended test is marked.
+[ -n "$listed" ] && [ -z "$bad" ] && ok "gdrcopy_sanity/select-each-listed" ||
+    fail "gdrcopy_sanity/select-each-listed" "wrong selection for:${bad:- (nothing listed)}"
+
+# Upstream's names are listed beside ours, and upstream's extended test is marked.
 for u in basic_cumemalloc basic_vmmalloc invalidation_fork_map_and_free_vmmalloc; do
-    grep -qE "upstream:.*\b$u\b" <<<"$out" || { fail "gdrcopy_sanity/list" "upstream name $u not listed"; rc=1; }
+    grep -qE "upstream:.*\b$u\b" <<<"$out" && ok "gdrcopy_sanity/list-upstream-$u" ||
+        fail "gdrcopy_sanity/list-upstream-$u" "upstream name $u not listed"
 done
-grep -qE '^leakage_pin_pages_fork .*\[extended: -e\]' <<<"$out" ||
-    { fail "gdrcopy_sanity/list" "leakage_pin_pages_fork not marked extended"; rc=1; }
-[ $rc -eq 0 ] && [ "$n" -ge 21 ] && ok "gdrcopy_sanity/list" || true
+grep -qE '^leakage_pin_pages_fork .*\[extended: -e\]' <<<"$out" &&
+    ok "gdrcopy_sanity/list-extended" ||
+    fail "gdrcopy_sanity/list-extended" "leakage_pin_pages_fork not marked extended"
 
 # Upstream's names select the same runs: NAME_cumemalloc is kind cuda, NAME_vmmalloc the VMM
 # kinds; an extended test runs only with -e.
-sel() { "$BIN/gdrcopy_sanity" -l "$@" 2>&1 | tr '\n' ' '; }
 check_sel() { # name want args...
     local name=$1 want=$2 got; shift 2
     got=$(sel "$@")

@@ -72,9 +72,9 @@ PROBE(probe16_load, 16, src)
 
 static const struct vr_copy_kernel probes[] = {
     { "probe64", 0, { probe64_store, probe16_store, 64 }, { probe64_load, probe16_load, 64 },
-      NULL },
+      NULL, VR_LINE_NONE },
     { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 },
-      NULL },
+      NULL, VR_LINE_NONE },
 };
 
 struct result {
@@ -231,8 +231,12 @@ static void run_entry_points(void)
         }
 }
 
-int main(void)
+/* With --entry-only, just the entry points (tests/unit/test_copy_entry_kernels.sh runs them
+ * once per kernel, chosen with GDRCOPY_COPY_KERNEL: the inline small-write path differs by
+ * kernel). */
+int main(int argc, char **argv)
 {
+    const int entry_only = argc > 1 && strcmp(argv[1], "--entry-only") == 0;
     size_t count, i;
     const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
 
@@ -249,10 +253,10 @@ int main(void)
     memset(dst_buf, FILL, SPAN);
     memset(fill_ref, FILL, GUARD);
 
-    for (i = 0; i < count; i++)
+    for (i = 0; i < count && !entry_only; i++)
         if (copy_test_usable(&ks[i], "copy_matrix"))
             run_kernel(&ks[i], 0);
-    for (i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+    for (i = 0; i < sizeof(probes) / sizeof(probes[0]) && !entry_only; i++)
         run_kernel(&probes[i], 1);
     run_entry_points();
     free(src_buf);

@@ -2,7 +2,7 @@
 /*
  * guest_core.c - the library core's promises on real pins, run inside the QEMU guest (gdrdrv
  * and the emulated p2p provider loaded; listed in tests/kernel/guest-extra.list, built static
- * by tests/unit/guest.mk). Black-box: public headers, plus the provider's control device to
+ * by tests/kernel/guest.mk). Black-box: public headers, plus the provider's control device to
  * make "GPU" memory, read it back and count live pins.
  *
  * Covers what the host tests cannot reach without a backend: map/unmap/unpin state rules,

@@ -3,7 +3,7 @@
  * wb_handles.c - white-box test of the token tables (src/handles.c): allocation, lookup and
  * free from 16 threads, rejection of stale and made-up tokens, generation wraparound, the
  * lock-free mapping read against a concurrent writer, the copy entry points on a mapping of
- * ordinary memory, and fork while other threads use the table. Built also under TSan.
+ * ordinary memory (and their refusal of tokens one field off a live one), and fork while other threads use the table. Built also under TSan.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -274,6 +274,65 @@ static void test_copy_entry_points(void)
             "a removed handle was used");
 }
 
+/*
+ * The copy's inline handle check (handles.h, vr_pin_mapping_try) against tokens that name a
+ * live, mapped slot in all but one field: the slot's previous generation (a stale handle whose
+ * slot now holds another pin), the other table's tag, another live generation. Each must be
+ * refused with nothing written, for each shape of the small-write path and the general one;
+ * the live token itself must work. A check that let any of them through would copy into
+ * another pin's mapping: an unmapped slot alone would not show it (its range is empty).
+ */
+static void test_copy_rejects_aliases(void)
+{
+    static unsigned char area[4096] __attribute__((aligned(64)));
+    static const size_t sizes[] = { 1, 2, 4, 8, 32, 64, 256, 3, 300 };
+    unsigned char host[512];
+    unsigned long old = 0, cur = 0, tok, bad_tok[3];
+    int found = 0, bad = 0, i;
+    size_t k, j;
+
+    memset(host, 0x77, sizeof(host));
+    /* A slot retired, then handed out again: insert and remove until the queue comes round. */
+    t_check(vr_handles_test_insert(area, sizeof(area), GDR_MAPPING_TYPE_WC, &old) == 0 &&
+            vr_handles_test_remove(old) == 0, "alias_setup", "insert/remove failed");
+    for (i = 0; i < 1000000 && !found; i++) {
+        if (vr_handles_test_insert(area, sizeof(area), GDR_MAPPING_TYPE_WC, &tok) != 0)
+            break;
+        if ((tok & VR_TOKEN_FIELD_MASK) == (old & VR_TOKEN_FIELD_MASK)) {
+            cur = tok;
+            found = 1;
+        } else {
+            vr_handles_test_remove(tok);
+        }
+    }
+    t_check(found && cur != old, "alias_slot_reused", "the slot did not come round (%d inserts)", i);
+    if (!found)
+        return;
+    bad_tok[0] = old;
+    bad_tok[1] = (cur & ~(0xffffUL << VR_TOKEN_TAG_SHIFT)) |
+                 ((unsigned long)VR_TAG_GDR << VR_TOKEN_TAG_SHIFT);
+    bad_tok[2] = cur ^ (2UL << VR_TOKEN_GEN_SHIFT);     /* another odd generation */
+    for (k = 0; k < sizeof(bad_tok) / sizeof(bad_tok[0]); k++)
+        for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+            gdr_mh_t mh = { bad_tok[k] };
+
+            memset(area, 0, sizeof(area));
+            if (gdr_copy_to_mapping(mh, area, host, sizes[j]) != EINVAL || area[0] != 0)
+                bad++;
+        }
+    t_check(bad == 0, "copy_alias_tokens_einval", "%d of 27 copies through a wrong token ran", bad);
+    bad = 0;
+    for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+        gdr_mh_t mh = { cur };
+
+        memset(area, 0, sizeof(area));
+        if (gdr_copy_to_mapping(mh, area, host, sizes[j]) != 0 || memcmp(area, host, sizes[j]))
+            bad++;
+    }
+    t_check(bad == 0, "copy_live_token_works", "%d of 9 sizes failed", bad);
+    vr_handles_test_remove(cur);
+}
+
 /* fork while other threads allocate and free: the child must be able to use the table. */
 static void *background(void *arg)
 {
@@ -329,6 +388,7 @@ int main(void)
     test_stale_and_wraparound();
     test_seqlock();
     test_copy_entry_points();
+    test_copy_rejects_aliases();
     test_fork();
     return t_status();
 }

@@ -60,6 +60,16 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
 size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
                             struct stats *sa, struct stats *sb, double *ratio)
 {
+    double q[3];
+    size_t done = measure_latency_pair_q(a, b, ctx, iters, budget_s, sa, sb, q);
+
+    *ratio = q[1];
+    return done;
+}
+
+size_t measure_latency_pair_q(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
+                              struct stats *sa, struct stats *sb, double q[3])
+{
     size_t batch, done = 0, n = 0, cap;
     double *va, *vb, *vr, est, t[2];
     uint64_t t0, start;
@@ -97,7 +107,7 @@ size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double bu
         free(vr);
         stats_compute(NULL, 0, sa);
         stats_compute(NULL, 0, sb);
-        *ratio = 0;
+        q[0] = q[1] = q[2] = 0;
         return 0;
     }
     start = now_ns();
@@ -126,8 +136,10 @@ size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double bu
     {
         struct stats r;
 
-        stats_compute(vr, n, &r);
-        *ratio = r.p50;
+        stats_compute(vr, n, &r);   /* sorts vr */
+        q[0] = n ? vr[n / 4] : 0;
+        q[1] = r.p50;
+        q[2] = n ? vr[(3 * n) / 4] : 0;
     }
     free(va);
     free(vb);

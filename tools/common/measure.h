@@ -30,6 +30,11 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
 size_t measure_latency_pair(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
                             struct stats *sa, struct stats *sb, double *ratio);
 
+/* The same, with the spread of the per-round ratios: q[0], q[1], q[2] = p25, p50 (= *ratio
+ * of measure_latency_pair), p75. */
+size_t measure_latency_pair_q(op_fn a, op_fn b, void *ctx, size_t iters, double budget_s,
+                              struct stats *sa, struct stats *sb, double q[3]);
+
 /* Bandwidth in MB/s (2^20 bytes, as GDRCopy's tools) of `iters` operations of `bytes` each,
  * timed as one run; per-operation latencies go to st when st != NULL. */
 double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct stats *st);

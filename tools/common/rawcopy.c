@@ -34,7 +34,8 @@ static void write_avx512(char *d, const char *s, size_t n)
     }
     for (; n >= 64; n -= 64, d += 64, s += 64)
         _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
-    memcpy(d, s, n);
+    if (n)
+        memcpy(d, s, n);
 }
 
 __attribute__((target("avx2")))
@@ -52,14 +53,16 @@ static void write_avx2(char *d, const char *s, size_t n)
     }
     for (; n >= 32; n -= 32, d += 32, s += 32)
         _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
-    memcpy(d, s, n);
+    if (n)
+        memcpy(d, s, n);
 }
 
 static void write_sse(char *d, const char *s, size_t n)
 {
     for (; n >= 16; n -= 16, d += 16, s += 16)
         _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
-    memcpy(d, s, n);
+    if (n)
+        memcpy(d, s, n);
 }
 
 __attribute__((target("avx512f")))
@@ -132,7 +135,10 @@ void raw_write_nt(void *dst, const void *src, size_t n)
     const char *s = src;
     size_t h = head_to_align(d, 64, n);
 
-    memcpy(d, s, h);
+    /* No memcpy call where there is nothing to copy (whole lines, the case a reference is
+     * taken from): a library call per copy would slow the reference, not the copy. */
+    if (h)
+        memcpy(d, s, h);
     d += h, s += h, n -= h;
     switch (raw_isa()) {
     case RAW_AVX512: write_avx512(d, s, n); break;
@@ -240,12 +246,14 @@ void raw_sfence(void)
 #if defined(__x86_64__)
 #include <cpuid.h>
 
-/* MOVDIR64B: one 64-byte direct store per aligned line, as a single write transaction. */
+/* MOVDIR64B: one 64-byte direct store per aligned line, as a single write transaction; then
+ * the fence, here, so that raw_write reaches it by a jump (as write_lines_avx512). */
 __attribute__((target("movdir64b")))
 static void write_movdir64b(char *d, const char *s, size_t n)
 {
     for (; n >= 64; n -= 64, d += 64, s += 64)
         _movdir64b(d, s);
+    _mm_sfence();
 }
 
 static int have_movdir64b(void)
@@ -277,16 +285,42 @@ int raw_write_usable(enum raw_write w, size_t n)
     }
 }
 
+#if defined(__x86_64__)
+/* Whole 64-byte aligned lines, one VMOVNTDQ zmm each, then the fence: the reference for whole
+ * lines as lean as the instructions themselves (raw_write_nt's alignment head and ISA switch
+ * would count against the reference, not the library). */
+__attribute__((target("avx512f")))
+static void write_lines_avx512(char *d, const char *s, size_t n)
+{
+    for (; n; n -= 64, d += 64, s += 64)
+        _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
+    _mm_sfence();
+}
+
+static int lines_avx512;    /* set before main: the CPU has AVX-512F */
+
+__attribute__((constructor)) static void raw_init(void)
+{
+    lines_avx512 = raw_isa() == RAW_AVX512;
+}
+#endif
+
 void raw_write(enum raw_write w, void *dst, const void *src, size_t n)
 {
     switch (w) {
 #if defined(__x86_64__)
     case RAW_W_MOVDIR64B:
         write_movdir64b(dst, src, n);
-        sfence();
         break;
-#endif
+    case RAW_W_NT:
+        if (lines_avx512 && !(((uintptr_t)dst | n) & 63))
+            write_lines_avx512(dst, src, n);
+        else
+            raw_write_nt(dst, src, n);
+        break;
+#else
     case RAW_W_NT: raw_write_nt(dst, src, n); break;
+#endif
     default: raw_store_small(dst, src, n); break;
     }
 }
@@ -306,7 +340,27 @@ void raw_store_small(void *dst, const void *src, size_t n)
         memcpy(&v, s + i, 8);
         *d = v;
     }
-    for (; i < n; i++)
-        ((volatile char *)dst)[i] = s[i];
+    /* The tail as the widest stores its place and length allow (a 2- or 4-byte flag is one
+     * store, as the library's), bytes only where nothing wider fits. */
+    while (i < n) {
+        uintptr_t a = (uintptr_t)dst + i;
+
+        if (n - i >= 4 && !(a & 3)) {
+            uint32_t v;
+
+            memcpy(&v, s + i, 4);
+            *(volatile uint32_t *)a = v;
+            i += 4;
+        } else if (n - i >= 2 && !(a & 1)) {
+            uint16_t v;
+
+            memcpy(&v, s + i, 2);
+            *(volatile uint16_t *)a = v;
+            i += 2;
+        } else {
+            *(volatile char *)a = s[i];
+            i++;
+        }
+    }
     sfence();
 }

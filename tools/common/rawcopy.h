@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 
-/* Small write: 8-byte stores (byte stores for a tail), then sfence. */
+/* Small write: 8-byte stores (the widest aligned 4-, 2- or 1-byte stores for a tail), then
+ * sfence. */
 void raw_store_small(void *dst, const void *src, size_t n);
 /* Bulk write: non-temporal stores of the widest vector this CPU has, then sfence. */
 void raw_write_nt(void *dst, const void *src, size_t n);
@@ -21,7 +22,7 @@ void raw_sfence(void);
  * The raw write sequences a small copy is compared with; the benchmarks time each one that
  * applies to a size and take the fastest as the reference (the best raw sequence differs by
  * size: 8-byte stores below a line, one full-line store per 64-byte line above):
- *   RAW_W_ST8        8-byte stores + sfence (raw_store_small)
+ *   RAW_W_ST8        8-byte stores (below 8 B: one store of the width) + sfence (raw_store_small)
  *   RAW_W_NT         non-temporal stores of the widest vector, one 64-byte store per line with
  *                    AVX-512, two 32-byte ones with AVX2 (raw_write_nt); from 64 B
  *   RAW_W_MOVDIR64B  one MOVDIR64B per 64-byte line + sfence; whole lines, where the CPU has it

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,46 +17,114 @@
 
 struct t_env T = { .report_fd = -1 };
 
-static void report(const char *prefix, const char *fmt, va_list ap)
-{
-    char line[1024];
-    int n = 0;
+/* Failures recorded by T_CHECK in this process (any thread), reported when the test ends. */
+static pthread_mutex_t recorded_lock = PTHREAD_MUTEX_INITIALIZER;
+#define RECORDED_IN_FULL 4
+static char recorded[768];
+static int recorded_count;
 
-    if (prefix)
-        n = snprintf(line, sizeof(line), "%s", prefix);
-    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    for (char *p = line; *p; p++)
-        if (*p == '\n')
-            *p = ' ';
+/* One report to the runner, ended by its NUL: the runner joins those of a test and of its
+ * children. */
+static void send_line(const char *line)
+{
     if (T.report_fd >= 0) {
-        ssize_t w = write(T.report_fd, line, strlen(line));
+        ssize_t w = write(T.report_fd, line, strlen(line) + 1);
         (void)w;
     } else {
         fprintf(stderr, "%s\n", line);
     }
 }
 
+/* "file:line: " + the message, on one line. */
+static void format_reason(char *buf, size_t len, const char *file, int line, const char *fmt,
+                          va_list ap)
+{
+    const char *base = file ? strrchr(file, '/') : NULL;
+    int n = 0;
+
+    if (file)
+        n = snprintf(buf, len, "%s:%d: ", base ? base + 1 : file, line);
+    vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+}
+
+/* The recorded failures, then (when reason is not NULL) the one that ends the test. */
+static void report_failures(const char *reason)
+{
+    char line[1024], more[32] = "";
+
+    pthread_mutex_lock(&recorded_lock);
+    if (recorded_count > RECORDED_IN_FULL)
+        snprintf(more, sizeof(more), "; and %d more", recorded_count - RECORDED_IN_FULL);
+    snprintf(line, sizeof(line), "%s%s%s%s", recorded, more,
+             recorded_count && reason ? "; then " : "", reason ? reason : "");
+    pthread_mutex_unlock(&recorded_lock);
+    send_line(line);
+}
+
 void t_fail_at(const char *file, int line, const char *fmt, ...)
 {
-    char where[256];
-    const char *base = strrchr(file, '/');
+    char why[1024];
     va_list ap;
 
-    snprintf(where, sizeof(where), "%s:%d: ", base ? base + 1 : file, line);
     va_start(ap, fmt);
-    report(where, fmt, ap);
+    format_reason(why, sizeof(why), file, line, fmt, ap);
     va_end(ap);
+    report_failures(why);
     fflush(NULL);
     _exit(1);
 }
 
-void t_skip(const char *fmt, ...)
+void t_record_at(const char *file, int line, const char *fmt, ...)
 {
+    char why[512];
+    size_t used;
     va_list ap;
 
     va_start(ap, fmt);
-    report(NULL, fmt, ap);
+    format_reason(why, sizeof(why), file, line, fmt, ap);
     va_end(ap);
+    pthread_mutex_lock(&recorded_lock);
+    used = strlen(recorded);
+    /* The first few reasons in full; the rest only counted (the runner prints one line). */
+    if (recorded_count < RECORDED_IN_FULL)
+        snprintf(recorded + used, sizeof(recorded) - used, "%s%s", recorded_count ? "; " : "", why);
+    recorded_count++;
+    pthread_mutex_unlock(&recorded_lock);
+}
+
+int t_report_recorded(void)
+{
+    int n;
+
+    pthread_mutex_lock(&recorded_lock);
+    n = recorded_count;
+    pthread_mutex_unlock(&recorded_lock);
+    if (n)
+        report_failures(NULL);
+    return n;
+}
+
+/* A forked child starts with nothing recorded (what its parent recorded is the parent's), and
+ * with a fresh lock: another thread of the parent may have held it at the fork. */
+static void forget_recorded(void)
+{
+    pthread_mutex_init(&recorded_lock, NULL);
+    recorded[0] = '\0';
+    recorded_count = 0;
+}
+
+void t_skip(const char *fmt, ...)
+{
+    char why[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    format_reason(why, sizeof(why), NULL, 0, fmt, ap);
+    va_end(ap);
+    send_line(why);
     fflush(NULL);
     _exit(77);
 }
@@ -99,7 +168,7 @@ void t_alloc(size_t size, struct gm_buf *buf)
 
 void t_free(struct gm_buf *buf)
 {
-    T_OK(gm_free(buf));
+    T_ASSERT_OK(gm_free(buf));
 }
 
 const char *t_backend(gdr_t g)
@@ -114,22 +183,22 @@ char *t_pin_map(gdr_t g, uint64_t addr, size_t size, gdr_mh_t *mh, void **map, s
 {
     gdr_info_t info;
 
-    T_OK(gdr_pin_buffer_v2(g, addr, size, GDR_PIN_FLAG_DEFAULT, mh));
+    T_ASSERT_OK(gdr_pin_buffer_v2(g, addr, size, GDR_PIN_FLAG_DEFAULT, mh));
     T_ASSERT(mh->h != 0, "gdr_pin_buffer_v2 succeeded but returned the null handle");
-    T_OK(gdr_get_info(g, *mh, &info));
+    T_ASSERT_OK(gdr_get_info(g, *mh, &info));
     T_ASSERT(info.va <= addr && addr + size <= info.va + info.mapped_size,
              "info (va 0x%" PRIx64 ", size %" PRIu64 ") does not cover [0x%" PRIx64 ", +%zu)",
              info.va, info.mapped_size, addr, size);
     *map_size = info.mapped_size;
-    T_OK(gdr_map(g, *mh, map, *map_size));
+    T_ASSERT_OK(gdr_map(g, *mh, map, *map_size));
     T_ASSERT(*map != NULL, "gdr_map succeeded but returned NULL");
     return (char *)*map + (addr - info.va);
 }
 
 void t_unmap_unpin(gdr_t g, gdr_mh_t mh, void *map, size_t map_size)
 {
-    T_OK(gdr_unmap(g, mh, map, map_size));
-    T_OK(gdr_unpin_buffer(g, mh));
+    T_ASSERT_OK(gdr_unmap(g, mh, map, map_size));
+    T_ASSERT_OK(gdr_unpin_buffer(g, mh));
 }
 
 /* xorshift32: cheap, and every 4-byte word differs from its neighbours. */
@@ -164,7 +233,7 @@ void t_check_gpu(const struct gm_buf *b, size_t off, const void *want, size_t n,
 
     T_ASSERT(got, "out of memory");
     memset(got, 0x5a, n);
-    T_OK(gm_read(b, off, got, n));
+    T_ASSERT_OK(gm_read(b, off, got, n));
     t_compare(want, got, n, what);
     free(got);
 }
@@ -253,8 +322,11 @@ static pid_t fork_running(int (*fn)(void *), void *arg, int through_exit)
     if (pid == 0) {
         int rc;
 
+        forget_recorded();
         alarm(60);
         rc = fn(arg);
+        if (t_report_recorded())
+            rc = 1;
         if (through_exit)
             exit(rc);
         fflush(NULL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sanity.h - the gdrcopy_sanity test harness. Each test runs in a child process made by the
- * runner (tools/sanity.c) for one allocation kind; it ends by returning (pass), or through
+ * sanity.h - the gdrcopy_sanity test harness. Each test file defines and registers its tests
+ * with T_CASE; the runner (tools/sanity.c) runs each in a child process for one allocation
+ * kind. A test ends by returning (pass, unless a T_CHECK recorded a failure), or through
  * t_fail / t_skip, which report one line to the runner and exit the child. Tests use only the
  * public API (gdrapi.h, vramio.h) and the GPU-memory helper (common/gpumem.h).
  */
@@ -36,39 +37,80 @@ struct t_case {
     void (*fn)(void);
     unsigned flags;
     const char *what;   /* one line for -l */
+    const char *file;   /* where it is defined: the runner orders the tests by file, then line */
+    int line;
 };
-extern const struct t_case t_cases[];
-extern const size_t t_case_count;
 
+/*
+ * T_CASE(name, flags, what) { body } defines the test "name" and registers it: a pointer to
+ * its t_case goes into the linker section t_cases, which the runner reads between the
+ * linker's __start_t_cases and __stop_t_cases. Adding a test is this one edit in a test file.
+ * Pointers, not the structs themselves: the compiler may align a struct more than its size
+ * (padding between entries), never a pointer.
+ */
+#define T_CASE(id, flags_, what_)                                                         \
+    static void test_##id(void);                                                          \
+    static const struct t_case t_case_##id = { #id, test_##id, (flags_), (what_),        \
+                                               __FILE__, __LINE__ };                      \
+    static const struct t_case *const t_case_ref_##id                                     \
+        __attribute__((used, section("t_cases"), aligned(sizeof(void *)))) = &t_case_##id; \
+    static void test_##id(void)
+
+/*
+ * Two kinds of check, named apart:
+ *   T_ASSERT*, t_fail: fail and exit. The test (or the forked child) ends here; use them
+ *                      when what follows depends on the check.
+ *   T_CHECK*, t_record: record and continue. The failure is kept and the test goes on; it
+ *                      fails when it ends (or at the next T_ASSERT), with every recorded
+ *                      reason. They return 1 when the check passed, so that a dependent
+ *                      check can be skipped: if (T_CHECK_OK(get(&v))) T_CHECK(v == 1, ...).
+ * The OK forms want expr to return 0; ERR a positive errno (never 0, never -1); EQ_ERR
+ * exactly err.
+ */
 __attribute__((noreturn, format(printf, 3, 4)))
 void t_fail_at(const char *file, int line, const char *fmt, ...);
+__attribute__((format(printf, 3, 4)))
+void t_record_at(const char *file, int line, const char *fmt, ...);
 __attribute__((noreturn, format(printf, 1, 2)))
 void t_skip(const char *fmt, ...);
 __attribute__((format(printf, 1, 2)))
 void t_log(const char *fmt, ...);
+/* Report the failures this process recorded, if any; returns their number (the runner and
+ * t_in_child then end the test or child with status 1). */
+int t_report_recorded(void);
 
 #define t_fail(...) t_fail_at(__FILE__, __LINE__, __VA_ARGS__)
-#define T_ASSERT(cond, ...) do { if (!(cond)) t_fail(__VA_ARGS__); } while (0)
-/* expr must return 0. */
-#define T_OK(expr) do {                                                                   \
+#define t_record(...) t_record_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* The checks, once: on failure, act (t_fail or t_record) says why; the value is 1 if it held. */
+#define T_COND_(cond, act, ...) ({ int t_ok_ = !!(cond); if (!t_ok_) act(__VA_ARGS__); t_ok_; })
+#define T_OK_(expr, text, act) ({                                                         \
         int t_rc_ = (expr);                                                               \
         if (t_rc_)                                                                        \
-            t_fail("%s returned %d (%s; %s)", #expr, t_rc_, vramio_strerror(t_rc_),       \
-                   vramio_last_error());                                                  \
-    } while (0)
-/* expr must return an error (non-zero, never -1). */
-#define T_ERR(expr) do {                                                                  \
+            act("%s returned %d (%s; %s)", text, t_rc_, vramio_strerror(t_rc_),           \
+                vramio_last_error());                                                     \
+        t_rc_ == 0; })
+#define T_ERR_(expr, text, act) ({                                                        \
         int t_rc_ = (expr);                                                               \
-        if (t_rc_ == 0 || t_rc_ < 0)                                                      \
-            t_fail("%s returned %d, expected a positive errno", #expr, t_rc_);            \
-    } while (0)
-/* expr must return exactly err. */
-#define T_EQ_ERR(expr, err) do {                                                          \
+        if (t_rc_ <= 0)                                                                   \
+            act("%s returned %d, expected a positive errno", text, t_rc_);                \
+        t_rc_ > 0; })
+#define T_EQ_ERR_(expr, err, text, act) ({                                                \
         int t_rc_ = (expr);                                                               \
         if (t_rc_ != (err))                                                               \
-            t_fail("%s returned %d (%s), expected %d (%s)", #expr, t_rc_,                 \
-                   vramio_strerror(t_rc_), (err), vramio_strerror(err));                  \
-    } while (0)
+            act("%s returned %d (%s), expected %d (%s)", text, t_rc_,                     \
+                vramio_strerror(t_rc_), (err), vramio_strerror(err));                     \
+        t_rc_ == (err); })
+
+#define T_ASSERT(cond, ...) ((void)T_COND_(cond, t_fail, __VA_ARGS__))
+#define T_ASSERT_OK(expr) ((void)T_OK_(expr, #expr, t_fail))
+#define T_ASSERT_ERR(expr) ((void)T_ERR_(expr, #expr, t_fail))
+#define T_ASSERT_EQ_ERR(expr, err) ((void)T_EQ_ERR_(expr, err, #expr, t_fail))
+
+#define T_CHECK(cond, ...) T_COND_(cond, t_record, __VA_ARGS__)
+#define T_CHECK_OK(expr) T_OK_(expr, #expr, t_record)
+#define T_CHECK_ERR(expr) T_ERR_(expr, #expr, t_record)
+#define T_CHECK_EQ_ERR(expr, err) T_EQ_ERR_(expr, err, #expr, t_record)
 
 /* gdr_open, failing the test with every backend's reason when nothing is usable. */
 gdr_t t_open(void);
@@ -108,37 +150,5 @@ pid_t t_fork(int (*fn)(void *), void *arg);
 /* Its exit status (128 + signal when killed); a child alive after seconds is killed and the
  * test fails. */
 int t_wait_child(pid_t pid, unsigned seconds);
-
-/* The tests, one function each (grouped by file: t_basic.c, t_data.c, t_invalidate.c,
- * t_fork.c, t_ours.c). */
-void test_basic(void);
-void test_basic_v2(void);
-void test_basic_v2_forcepci(void);
-void test_basic_with_tokens(void);
-void test_basic_unaligned_mapping(void);
-void test_basic_small_buffers_mapping(void);
-void test_basic_child_thread_pins_buffer(void);
-void test_data_validation(void);
-void test_data_validation_v2(void);
-void test_data_validation_forcepci(void);
-void test_data_validation_mix_mappings(void);
-void test_invalidation_access_after_gdr_close(void);
-void test_invalidation_access_after_free(void);
-void test_invalidation_two_mappings(void);
-void test_invalidation_fork_access_after_free(void);
-void test_invalidation_fork_after_gdr_map(void);
-void test_invalidation_fork_child_gdr_map_parent(void);
-void test_invalidation_fork_child_gdr_open(void);
-void test_invalidation_fork_map_and_free(void);
-void test_invalidation_fork_child_gdr_pin_parent_with_tokens(void);
-void test_leakage_pin_pages_fork(void);
-void test_invalidation_unix_sock_shared_fd_gdr_pin_buffer(void);
-void test_invalidation_unix_sock_shared_fd_gdr_map(void);
-void test_attributes_sanity(void);
-void test_leakage_extended(void);
-void test_thread_stress(void);
-void test_stale_handles(void);
-void test_foreign_handles(void);
-void test_bad_arguments(void);
 
 #endif /* TOOLS_SANITY_H */

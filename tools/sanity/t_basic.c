@@ -22,14 +22,14 @@ static void basic_pin(int v2)
     g = t_open();
     t_log("backend %s", t_backend(g));
     if (v2)
-        T_OK(gdr_pin_buffer_v2(g, b.dptr, BASIC_SIZE, GDR_PIN_FLAG_DEFAULT, &mh));
+        T_ASSERT_OK(gdr_pin_buffer_v2(g, b.dptr, BASIC_SIZE, GDR_PIN_FLAG_DEFAULT, &mh));
     else
-        T_OK(gdr_pin_buffer(g, b.dptr, BASIC_SIZE, 0, 0, &mh));
+        T_ASSERT_OK(gdr_pin_buffer(g, b.dptr, BASIC_SIZE, 0, 0, &mh));
     T_ASSERT(mh.h != 0, "pin succeeded but returned the null handle");
     if (v2) {
         gdr_info_t info;
 
-        T_OK(gdr_get_info(g, mh, &info));
+        T_ASSERT_OK(gdr_get_info(g, mh, &info));
         T_ASSERT(info.page_size && !(info.page_size & (info.page_size - 1)),
                  "page_size %u is not a power of two", info.page_size);
         T_ASSERT(info.va == (b.dptr & ~(uint64_t)(info.page_size - 1)),
@@ -45,22 +45,22 @@ static void basic_pin(int v2)
                  "a pin that was never mapped reports mapped=%u type=%d", info.mapped,
                  (int)info.mapping_type);
     }
-    T_OK(gdr_unpin_buffer(g, mh));
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_unpin_buffer(g, mh));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
 }
 
-void test_basic(void)
+T_CASE(basic, T_UPSTREAM, "pin with gdr_pin_buffer, unpin, close")
 {
     basic_pin(0);
 }
 
-void test_basic_v2(void)
+T_CASE(basic_v2, 0, "pin with gdr_pin_buffer_v2; info of an unmapped pin")
 {
     basic_pin(1);
 }
 
-void test_basic_v2_forcepci(void)
+T_CASE(basic_v2_forcepci, 0, "FORCE_PCIE works where supported, is refused cleanly elsewhere")
 {
     struct gm_buf b;
     gdr_mh_t mh = { 0 };
@@ -69,7 +69,7 @@ void test_basic_v2_forcepci(void)
 
     t_alloc(BASIC_SIZE, &b);
     g = t_open();
-    T_OK(gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
+    T_ASSERT_OK(gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
     rc = gdr_pin_buffer_v2(g, b.dptr, BASIC_SIZE, GDR_PIN_FLAG_FORCE_PCIE, &mh);
     if (supported) {
         void *map;
@@ -78,9 +78,9 @@ void test_basic_v2_forcepci(void)
 
         T_ASSERT(rc == 0, "FORCE_PCIE is reported supported but the pin failed: %s",
                  vramio_strerror(rc));
-        T_OK(gdr_unpin_buffer(g, mh));
+        T_ASSERT_OK(gdr_unpin_buffer(g, mh));
         char *p = t_pin_map(g, b.dptr, BASIC_SIZE, &mh, &map, &map_size);
-        T_OK(gdr_copy_to_mapping(mh, p, &v, sizeof(v)));
+        T_ASSERT_OK(gdr_copy_to_mapping(mh, p, &v, sizeof(v)));
         t_check_gpu(&b, 0, &v, sizeof(v), "write through a FORCE_PCIE pin");
         t_unmap_unpin(g, mh, map, map_size);
     } else {
@@ -88,11 +88,11 @@ void test_basic_v2_forcepci(void)
         T_ASSERT(rc > 0, "FORCE_PCIE is reported unsupported but the pin returned %d", rc);
         t_log("FORCE_PCIE refused as expected: %s", vramio_strerror(rc));
     }
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
 }
 
-void test_basic_with_tokens(void)
+T_CASE(basic_with_tokens, 0, "legacy pin with CUDA P2P tokens")
 {
     CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tokens = { 0, 0 };
     const struct vr_cuda *cu = gm_cuda();
@@ -109,14 +109,14 @@ void test_basic_with_tokens(void)
     if (cr != CUDA_SUCCESS)
         t_skip("this CUDA driver gives no P2P tokens: %s", vr_cuda_errstr(cr));
     g = t_open();
-    T_OK(gdr_pin_buffer(g, b.dptr, BASIC_SIZE, tokens.p2pToken, tokens.vaSpaceToken, &mh));
+    T_ASSERT_OK(gdr_pin_buffer(g, b.dptr, BASIC_SIZE, tokens.p2pToken, tokens.vaSpaceToken, &mh));
     T_ASSERT(mh.h != 0, "pin succeeded but returned the null handle");
-    T_OK(gdr_unpin_buffer(g, mh));
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_unpin_buffer(g, mh));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
 }
 
-void test_basic_unaligned_mapping(void)
+T_CASE(basic_unaligned_mapping, 0, "a pin off a GPU page boundary; a hand-aligned pin maps")
 {
     struct gm_buf b;
     gdr_mh_t mh = { 0 };
@@ -133,9 +133,9 @@ void test_basic_unaligned_mapping(void)
     g = t_open();
     /* A pin may start anywhere: 4 bytes past a GPU page boundary. */
     addr = b.dptr + sizeof(int);
-    T_OK(gdr_pin_buffer_v2(g, addr, GPU_PAGE_SIZE, 0, &mh));
-    T_OK(gdr_get_info(g, mh, &info));
-    T_OK(vramio_handle_backend(g, mh, &be));
+    T_ASSERT_OK(gdr_pin_buffer_v2(g, addr, GPU_PAGE_SIZE, 0, &mh));
+    T_ASSERT_OK(gdr_get_info(g, mh, &info));
+    T_ASSERT_OK(vramio_handle_backend(g, mh, &be));
     rc = gdr_map(g, mh, &map, info.mapped_size);
     if (be == VRAMIO_BACKEND_GDRDRV) {
         /* gdrdrv's contract (and upstream's test): mapping an unaligned pin is an error. */
@@ -144,13 +144,13 @@ void test_basic_unaligned_mapping(void)
         /* Other backends may map it: then the mapping must start at info.va. */
         T_ASSERT(info.va <= addr && addr - info.va < info.page_size,
                  "info.va 0x%" PRIx64 " is not addr 0x%" PRIx64 " aligned down", info.va, addr);
-        T_OK(gdr_copy_to_mapping(mh, (char *)map + (addr - info.va), &v, sizeof(v)));
+        T_ASSERT_OK(gdr_copy_to_mapping(mh, (char *)map + (addr - info.va), &v, sizeof(v)));
         t_check_gpu(&b, sizeof(int), &v, sizeof(v), "write through an unaligned pin");
-        T_OK(gdr_unmap(g, mh, map, info.mapped_size));
+        T_ASSERT_OK(gdr_unmap(g, mh, map, info.mapped_size));
     } else {
         T_ASSERT(rc > 0, "gdr_map returned %d", rc);
     }
-    T_OK(gdr_unpin_buffer(g, mh));
+    T_ASSERT_OK(gdr_unpin_buffer(g, mh));
 
     /* Aligned by hand to the next GPU page, as a user would: must map and work. */
     addr = (b.dptr + GPU_PAGE_SIZE) & GPU_PAGE_MASK;
@@ -159,13 +159,13 @@ void test_basic_unaligned_mapping(void)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     t_check_gpu(&b, addr - b.dptr, &v, sizeof(v), "store through a hand-aligned pin");
     t_unmap_unpin(g, mh, map, map_size);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
 }
 
 #define SMALL_BUFS 8
 
-void test_basic_small_buffers_mapping(void)
+T_CASE(basic_small_buffers_mapping, 0, "small buffers sharing a GPU page map independently")
 {
     struct gm_buf b[SMALL_BUFS];
     gdr_mh_t mh[SMALL_BUFS];
@@ -181,19 +181,19 @@ void test_basic_small_buffers_mapping(void)
     for (int i = 0; i < n; i++) {
         p[i] = (uint32_t *)t_pin_map(g, b[i].dptr, sizeof(uint32_t), &mh[i], &map[i], &map_size[i]);
         uint32_t v = 0xa000 + (uint32_t)i;
-        T_OK(gdr_copy_to_mapping(mh[i], p[i], &v, sizeof(v)));
+        T_ASSERT_OK(gdr_copy_to_mapping(mh[i], p[i], &v, sizeof(v)));
     }
     /* Each write landed in its own buffer, none overwrote a neighbour sharing the page. */
     for (int i = 0; i < n; i++) {
         uint32_t v = 0xa000 + (uint32_t)i, got = 0;
 
         t_check_gpu(&b[i], 0, &v, sizeof(v), "small buffer");
-        T_OK(gdr_copy_from_mapping(mh[i], &got, p[i], sizeof(got)));
+        T_ASSERT_OK(gdr_copy_from_mapping(mh[i], &got, p[i], sizeof(got)));
         T_ASSERT(got == v, "buffer %d reads back 0x%x through its mapping, want 0x%x", i, got, v);
     }
     for (int i = n - 1; i >= 0; i--)
         t_unmap_unpin(g, mh[i], map[i], map_size[i]);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     for (int i = 0; i < n; i++)
         t_free(&b[i]);
 }
@@ -216,7 +216,8 @@ static void *child_pins(void *arg)
     return NULL;
 }
 
-void test_basic_child_thread_pins_buffer(void)
+T_CASE(basic_child_thread_pins_buffer, T_UPSTREAM,
+       "a pin made by another thread is usable after it exits")
 {
     struct child_pin c = { 0 };
     struct gm_buf b;
@@ -231,12 +232,12 @@ void test_basic_child_thread_pins_buffer(void)
     pthread_join(th, NULL);
     /* The thread is gone; its pin and mapping belong to the gdr_t and stay usable. */
     t_pattern(src, BASIC_SIZE, 11);
-    T_OK(gdr_copy_to_mapping(c.mh, c.p, src, BASIC_SIZE));
+    T_ASSERT_OK(gdr_copy_to_mapping(c.mh, c.p, src, BASIC_SIZE));
     t_check_gpu(&b, 0, src, BASIC_SIZE, "write through a pin made by another thread");
-    T_OK(gdr_copy_from_mapping(c.mh, dst, c.p, BASIC_SIZE));
+    T_ASSERT_OK(gdr_copy_from_mapping(c.mh, dst, c.p, BASIC_SIZE));
     t_compare(src, dst, BASIC_SIZE, "read through a pin made by another thread");
     t_unmap_unpin(c.g, c.mh, c.map, c.map_size);
-    T_OK(gdr_close(c.g));
+    T_ASSERT_OK(gdr_close(c.g));
     t_free(&b);
     free(src);
     free(dst);

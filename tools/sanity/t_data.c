@@ -27,7 +27,7 @@ struct dv {
 
 static void dv_reset(struct dv *d)
 {
-    T_OK(gm_fill(&d->b, 0xa5));
+    T_ASSERT_OK(gm_fill(&d->b, 0xa5));
     memset(d->got, 0xa5, DV_SIZE);
 }
 
@@ -46,30 +46,30 @@ static void dv_setup(struct dv *d, enum dv_pin how, int map_flags)
     dv_reset(d);
     switch (how) {
     case DV_PIN_LEGACY:
-        T_OK(gdr_pin_buffer(d->g, d->b.dptr, DV_SIZE, 0, 0, &d->mh));
+        T_ASSERT_OK(gdr_pin_buffer(d->g, d->b.dptr, DV_SIZE, 0, 0, &d->mh));
         break;
     case DV_PIN_V2:
-        T_OK(gdr_pin_buffer_v2(d->g, d->b.dptr, DV_SIZE, GDR_PIN_FLAG_DEFAULT, &d->mh));
+        T_ASSERT_OK(gdr_pin_buffer_v2(d->g, d->b.dptr, DV_SIZE, GDR_PIN_FLAG_DEFAULT, &d->mh));
         break;
     case DV_PIN_FORCEPCI: {
         int supported = 0;
 
-        T_OK(gdr_get_attribute(d->g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
+        T_ASSERT_OK(gdr_get_attribute(d->g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
         if (!supported)
             t_skip("the %s backend does not support GDR_PIN_FLAG_FORCE_PCIE (attribute is 0)",
                    t_backend(d->g));
-        T_OK(gdr_pin_buffer_v2(d->g, d->b.dptr, DV_SIZE, GDR_PIN_FLAG_FORCE_PCIE, &d->mh));
+        T_ASSERT_OK(gdr_pin_buffer_v2(d->g, d->b.dptr, DV_SIZE, GDR_PIN_FLAG_FORCE_PCIE, &d->mh));
         break;
     }
     }
-    T_OK(gdr_get_info(d->g, d->mh, &info));
+    T_ASSERT_OK(gdr_get_info(d->g, d->mh, &info));
     T_ASSERT(!info.mapped, "info.mapped is set before gdr_map");
     d->map_size = info.mapped_size;
     rc = gdr_map_v2(d->g, d->mh, &d->map, d->map_size, map_flags);
     if (rc == EINVAL && map_flags != GDR_MAP_FLAG_DEFAULT)
         t_skip("the %s backend cannot grant mapping request %d here", t_backend(d->g), map_flags);
-    T_OK(rc);
-    T_OK(gdr_get_info(d->g, d->mh, &info));
+    T_ASSERT_OK(rc);
+    T_ASSERT_OK(gdr_get_info(d->g, d->mh, &info));
     T_ASSERT(info.mapped, "info.mapped is clear after gdr_map");
     T_ASSERT(info.mapping_type != GDR_MAPPING_TYPE_NONE, "mapped, but mapping_type is NONE");
     T_ASSERT(info.wc_mapping == (info.mapping_type == GDR_MAPPING_TYPE_WC),
@@ -85,7 +85,7 @@ static void dv_setup(struct dv *d, enum dv_pin how, int map_flags)
 static void dv_teardown(struct dv *d)
 {
     t_unmap_unpin(d->g, d->mh, d->map, d->map_size);
-    T_OK(gdr_close(d->g));
+    T_ASSERT_OK(gdr_close(d->g));
     t_free(&d->b);
     free(d->want);
     free(d->got);
@@ -106,33 +106,33 @@ static void dv_checks(struct dv *d)
     dv_reset(d);
 
     /* 2: gdr_copy_to_mapping, read back by the GPU side. */
-    T_OK(gdr_copy_to_mapping(d->mh, d->p, d->want, DV_SIZE));
+    T_ASSERT_OK(gdr_copy_to_mapping(d->mh, d->p, d->want, DV_SIZE));
     t_check_gpu(&d->b, 0, d->want, DV_SIZE, "check 2 (gdr_copy_to_mapping)");
     dv_reset(d);
 
     /* 3: both directions through the library. */
-    T_OK(gdr_copy_to_mapping(d->mh, d->p, d->want, DV_SIZE));
-    T_OK(gdr_copy_from_mapping(d->mh, d->got, d->p, DV_SIZE));
+    T_ASSERT_OK(gdr_copy_to_mapping(d->mh, d->p, d->want, DV_SIZE));
+    T_ASSERT_OK(gdr_copy_from_mapping(d->mh, d->got, d->p, DV_SIZE));
     t_compare(d->want, d->got, DV_SIZE, "check 3 (to + from mapping)");
     dv_reset(d);
 
     /* 4 and 5: a dword offset, then an odd byte offset (heads and tails of the copy kernels). */
     off = 5 * sizeof(uint32_t);
-    T_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, DV_SIZE - off));
-    T_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, DV_SIZE - off));
+    T_ASSERT_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, DV_SIZE - off));
+    T_ASSERT_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, DV_SIZE - off));
     t_compare(d->want, d->got, DV_SIZE - off, "check 4 (5-dword offset)");
     t_check_gpu(&d->b, off, d->want, DV_SIZE - off, "check 4 (GPU side)");
     dv_reset(d);
     off = 11;
-    T_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, DV_SIZE - off));
-    T_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, DV_SIZE - off));
+    T_ASSERT_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, DV_SIZE - off));
+    T_ASSERT_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, DV_SIZE - off));
     t_compare(d->want, d->got, DV_SIZE - off, "check 5 (11-byte offset)");
     t_check_gpu(&d->b, off, d->want, DV_SIZE - off, "check 5 (GPU side)");
 
     /* 6: the GPU side writes, the CPU reads through the mapping. */
     t_pattern(d->want, DV_SIZE, 0xbeef);
-    T_OK(gm_write(&d->b, 0, d->want, DV_SIZE));
-    T_OK(gdr_copy_from_mapping(d->mh, d->got, d->p, DV_SIZE));
+    T_ASSERT_OK(gm_write(&d->b, 0, d->want, DV_SIZE));
+    T_ASSERT_OK(gdr_copy_from_mapping(d->mh, d->got, d->p, DV_SIZE));
     t_compare(d->want, d->got, DV_SIZE, "check 6 (GPU writes, CPU reads)");
 
     /* 7: every small size at a few misalignments, both ways; bytes around are untouched. */
@@ -141,12 +141,12 @@ static void dv_checks(struct dv *d)
         for (off = 1; off < 70; off += 17) {
             unsigned char around[256 + 2];
 
-            T_OK(gm_write(&d->b, 0, fill, sizeof(fill)));
-            T_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, n));
+            T_ASSERT_OK(gm_write(&d->b, 0, fill, sizeof(fill)));
+            T_ASSERT_OK(gdr_copy_to_mapping(d->mh, d->p + off, d->want, n));
             memset(d->got, 0, n);
-            T_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, n));
+            T_ASSERT_OK(gdr_copy_from_mapping(d->mh, d->got, d->p + off, n));
             t_compare(d->want, d->got, n, "check 7 (small copy read back)");
-            T_OK(gm_read(&d->b, off - 1, around, n + 2));
+            T_ASSERT_OK(gm_read(&d->b, off - 1, around, n + 2));
             T_ASSERT(around[0] == 0xa5 && around[n + 1] == 0xa5,
                      "check 7: copy of %zu bytes at offset %zu wrote outside its range", n, off);
             t_compare(d->want, around + 1, n, "check 7 (GPU side)");
@@ -163,24 +163,25 @@ static void data_validation(enum dv_pin how, int map_flags)
     dv_teardown(&d);
 }
 
-void test_data_validation(void)
+T_CASE(data_validation, T_UPSTREAM,
+       "data through the mapping, checked through the GPU side (legacy pin)")
 {
     data_validation(DV_PIN_LEGACY, GDR_MAP_FLAG_DEFAULT);
 }
 
-void test_data_validation_v2(void)
+T_CASE(data_validation_v2, 0, "the same with gdr_pin_buffer_v2")
 {
     data_validation(DV_PIN_V2, GDR_MAP_FLAG_DEFAULT);
 }
 
-void test_data_validation_forcepci(void)
+T_CASE(data_validation_forcepci, 0, "the same with GDR_PIN_FLAG_FORCE_PCIE")
 {
     data_validation(DV_PIN_FORCEPCI, GDR_MAP_FLAG_DEFAULT);
 }
 
 /* Two buffers mapped with different mapping types, used in turn: each copy must use the
  * instruction mix of its own mapping, not of the last one. */
-void test_data_validation_mix_mappings(void)
+T_CASE(data_validation_mix_mappings, 0, "buffers mapped with different mapping types used in turn")
 {
     static const int types[] = { GDR_MAP_FLAG_REQ_WC_MAPPING, GDR_MAP_FLAG_REQ_CACHE_MAPPING,
                                  GDR_MAP_FLAG_REQ_DEVICE_MAPPING };
@@ -198,9 +199,9 @@ void test_data_validation_mix_mappings(void)
 
         T_ASSERT(tmp, "out of memory");
         t_alloc(DV_SIZE, &b);
-        T_OK(gm_fill(&b, 0xa5));
-        T_OK(gdr_pin_buffer_v2(a.g, b.dptr, DV_SIZE, 0, &mh));
-        T_OK(gdr_get_info(a.g, mh, &info));
+        T_ASSERT_OK(gm_fill(&b, 0xa5));
+        T_ASSERT_OK(gdr_pin_buffer_v2(a.g, b.dptr, DV_SIZE, 0, &mh));
+        T_ASSERT_OK(gdr_get_info(a.g, mh, &info));
         rc = gdr_map_v2(a.g, mh, &map, info.mapped_size, types[t]);
         if (rc) {
             T_ASSERT(rc == EINVAL, "gdr_map_v2(type %d) returned %d, expected 0 or EINVAL",
@@ -211,16 +212,16 @@ void test_data_validation_mix_mappings(void)
 
             tried++;
             for (size_t off = 0; off + 4096 <= DV_SIZE; off += 4096 + 8) {
-                T_OK(gdr_copy_to_mapping(a.mh, a.p + off, a.want + off, 4096));
-                T_OK(gdr_copy_to_mapping(mh, q + off, a.want + off, 4096));
+                T_ASSERT_OK(gdr_copy_to_mapping(a.mh, a.p + off, a.want + off, 4096));
+                T_ASSERT_OK(gdr_copy_to_mapping(mh, q + off, a.want + off, 4096));
             }
-            T_OK(gdr_copy_from_mapping(mh, tmp, q, DV_SIZE));
-            T_OK(gdr_copy_from_mapping(a.mh, a.got, a.p, DV_SIZE));
+            T_ASSERT_OK(gdr_copy_from_mapping(mh, tmp, q, DV_SIZE));
+            T_ASSERT_OK(gdr_copy_from_mapping(a.mh, a.got, a.p, DV_SIZE));
             t_compare(tmp, a.got, DV_SIZE, "the two mappings disagree");
             t_check_gpu(&b, 0, tmp, DV_SIZE, "mixed mapping (GPU side)");
-            T_OK(gdr_unmap(a.g, mh, map, info.mapped_size));
+            T_ASSERT_OK(gdr_unmap(a.g, mh, map, info.mapped_size));
         }
-        T_OK(gdr_unpin_buffer(a.g, mh));
+        T_ASSERT_OK(gdr_unpin_buffer(a.g, mh));
         t_free(&b);
         free(tmp);
     }

@@ -46,12 +46,13 @@ static int child_after_map(void *arg)
         t_fail("the child could read the parent's %s mapping", vramio_backend_name(a->backend));
     if (t_access(a->p, 1) == 0)
         t_fail("the child could write the parent's %s mapping", vramio_backend_name(a->backend));
-    T_EQ_ERR(gdr_map(a->g, a->unmapped, &map, FORK_SIZE), EACCES);
-    T_EQ_ERR(gdr_pin_buffer_v2(a->g, a->addr, FORK_SIZE, 0, &mh), EACCES);
+    T_ASSERT_EQ_ERR(gdr_map(a->g, a->unmapped, &map, FORK_SIZE), EACCES);
+    T_ASSERT_EQ_ERR(gdr_pin_buffer_v2(a->g, a->addr, FORK_SIZE, 0, &mh), EACCES);
     return 0;
 }
 
-void test_invalidation_fork_after_gdr_map(void)
+T_CASE(invalidation_fork_after_gdr_map, T_UPSTREAM,
+       "a forked child cannot use its parent's gdr_t or mappings")
 {
     struct fork_arg a = { 0 };
     struct gm_buf b;
@@ -64,8 +65,8 @@ void test_invalidation_fork_after_gdr_map(void)
     a.g = t_open();
     a.addr = b.dptr;
     a.p = t_pin_map(a.g, b.dptr, FORK_SIZE, &a.mapped, &map, &map_size);
-    T_OK(vramio_handle_backend(a.g, a.mapped, &a.backend));
-    T_OK(gdr_pin_buffer_v2(a.g, b.dptr + FORK_SIZE, FORK_SIZE, 0, &a.unmapped));
+    T_ASSERT_OK(vramio_handle_backend(a.g, a.mapped, &a.backend));
+    T_ASSERT_OK(gdr_pin_buffer_v2(a.g, b.dptr + FORK_SIZE, FORK_SIZE, 0, &a.unmapped));
     /* The child leaves through exit() (its C runtime and the drivers' exit path), then
      * another through _exit(): neither may crash, hang, or disturb the parent. */
     st = t_in_child_ending(child_after_map, &a, 1);
@@ -73,11 +74,11 @@ void test_invalidation_fork_after_gdr_map(void)
     st = t_in_child_ending(child_after_map, &a, 0);
     T_ASSERT(st == 0, "the child (_exit()) ended with status %d", st);
     /* The parent's mapping is untouched by the child's attempts and exit. */
-    T_OK(gdr_copy_to_mapping(a.mapped, a.p, &v, sizeof(v)));
+    T_ASSERT_OK(gdr_copy_to_mapping(a.mapped, a.p, &v, sizeof(v)));
     t_check_gpu(&b, 0, &v, sizeof(v), "parent's mapping after the child");
-    T_OK(gdr_unpin_buffer(a.g, a.unmapped));
+    T_ASSERT_OK(gdr_unpin_buffer(a.g, a.unmapped));
     t_unmap_unpin(a.g, a.mapped, map, map_size);
-    T_OK(gdr_close(a.g));
+    T_ASSERT_OK(gdr_close(a.g));
     t_free(&b);
 }
 
@@ -94,7 +95,8 @@ static int child_maps_parent_pin(void *arg)
     return 0;
 }
 
-void test_invalidation_fork_child_gdr_map_parent(void)
+T_CASE(invalidation_fork_child_gdr_map_parent, T_UPSTREAM,
+       "a child's refused gdr_map leaves the parent's pin usable")
 {
     struct fork_arg a = { 0 };
     struct gm_buf b;
@@ -105,17 +107,17 @@ void test_invalidation_fork_child_gdr_map_parent(void)
 
     t_alloc(FORK_SIZE, &b);
     a.g = t_open();
-    T_OK(gdr_pin_buffer_v2(a.g, b.dptr, FORK_SIZE, 0, &a.unmapped));
+    T_ASSERT_OK(gdr_pin_buffer_v2(a.g, b.dptr, FORK_SIZE, 0, &a.unmapped));
     st = t_in_child(child_maps_parent_pin, &a);
     T_ASSERT(st == 0, "the child ended with status %d", st);
     /* The refused attempt left the pin unmapped and mappable by its owner. */
-    T_OK(gdr_get_info(a.g, a.unmapped, &info));
+    T_ASSERT_OK(gdr_get_info(a.g, a.unmapped, &info));
     T_ASSERT(!info.mapped, "the pin is marked mapped after the child's refused gdr_map");
-    T_OK(gdr_map(a.g, a.unmapped, &map, info.mapped_size));
-    T_OK(gdr_copy_to_mapping(a.unmapped, (char *)map + (b.dptr - info.va), &v, sizeof(v)));
+    T_ASSERT_OK(gdr_map(a.g, a.unmapped, &map, info.mapped_size));
+    T_ASSERT_OK(gdr_copy_to_mapping(a.unmapped, (char *)map + (b.dptr - info.va), &v, sizeof(v)));
     t_check_gpu(&b, 0, &v, sizeof(v), "parent maps after the child's attempt");
     t_unmap_unpin(a.g, a.unmapped, map, info.mapped_size);
-    T_OK(gdr_close(a.g));
+    T_ASSERT_OK(gdr_close(a.g));
     t_free(&b);
 }
 
@@ -125,7 +127,8 @@ static int child_exits(void *arg)
     return 0;
 }
 
-void test_invalidation_fork_access_after_free(void)
+T_CASE(invalidation_fork_access_after_free, T_UPSTREAM,
+       "a child's exit spares the parent; then free under the mapping")
 {
     struct gm_buf b;
     gdr_t g;
@@ -138,7 +141,7 @@ void test_invalidation_fork_access_after_free(void)
     st = t_in_child(child_exits, NULL);
     T_ASSERT(st == 0, "the child ended with status %d", st);
     t_access_after_free(g, &b);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
 }
 
 static int child_opens_own(void *arg)
@@ -153,14 +156,14 @@ static int child_opens_own(void *arg)
 
     p = t_pin_map(g, b->dptr, FORK_SIZE, &mh, &map, &map_size);
     t_pattern(want, sizeof(want), 31);
-    T_OK(gdr_copy_to_mapping(mh, p, want, sizeof(want)));
+    T_ASSERT_OK(gdr_copy_to_mapping(mh, p, want, sizeof(want)));
     t_check_gpu(b, 0, want, sizeof(want), "the child's own mapping");
     t_unmap_unpin(g, mh, map, map_size);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     return 0;
 }
 
-void test_invalidation_fork_child_gdr_open(void)
+T_CASE(invalidation_fork_child_gdr_open, 0, "a forked child opens its own gdr_t and maps")
 {
     struct gm_buf b;
     int st;
@@ -286,21 +289,23 @@ static void shared_fd(int try_mmap)
         waitpid(pid, NULL, 0);
         t_skip("the %s backend holds no /dev/gdrdrv descriptor to share", t_backend(g));
     }
-    T_OK(send_fd(sv[0], fd));
+    T_ASSERT_OK(send_fd(sv[0], fd));
     T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
     T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the receiving process failed");
     t_unmap_unpin(g, mh, map, map_size);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
     close(sv[0]);
 }
 
-void test_invalidation_unix_sock_shared_fd_gdr_pin_buffer(void)
+T_CASE(invalidation_unix_sock_shared_fd_gdr_pin_buffer, T_UPSTREAM,
+       "a /dev/gdrdrv fd passed to another process cannot pin")
 {
     shared_fd(0);
 }
 
-void test_invalidation_unix_sock_shared_fd_gdr_map(void)
+T_CASE(invalidation_unix_sock_shared_fd_gdr_map, T_UPSTREAM,
+       "a /dev/gdrdrv fd passed to another process cannot map")
 {
     shared_fd(1);
 }

@@ -55,7 +55,7 @@ static void side_setup(struct side *s, uint32_t seed)
     s->g = t_open();
     s->p = t_pin_map(s->g, s->b.dptr, MF_SIZE, &s->mh, &s->map, &s->map_size);
     t_pattern(s->data, sizeof(s->data), seed);
-    T_OK(gdr_copy_to_mapping(s->mh, s->p, s->data, sizeof(s->data)));
+    T_ASSERT_OK(gdr_copy_to_mapping(s->mh, s->p, s->data, sizeof(s->data)));
 }
 
 /* The child maps its own memory, frees it under the mapping (its mapping is invalidated or
@@ -70,11 +70,12 @@ static int map_and_free_child(void *arg)
     t_free(&s.b);
     T_ASSERT(write(fd, &done, 1) == 1, "cannot tell the parent: %s", strerror(errno));
     t_unmap_unpin(s.g, s.mh, s.map, s.map_size);
-    T_OK(gdr_close(s.g));
+    T_ASSERT_OK(gdr_close(s.g));
     return 0;
 }
 
-void test_invalidation_fork_map_and_free(void)
+T_CASE(invalidation_fork_map_and_free, T_UPSTREAM | T_FORK_FIRST,
+       "a child's free under its own mapping spares the parent's")
 {
     unsigned char got[256];
     struct side s;
@@ -94,14 +95,14 @@ void test_invalidation_fork_map_and_free(void)
     }
     /* The child's free must not have touched the parent's mapping. */
     memset(got, 0, sizeof(got));
-    T_OK(gdr_copy_from_mapping(s.mh, got, s.p, sizeof(got)));
+    T_ASSERT_OK(gdr_copy_from_mapping(s.mh, got, s.p, sizeof(got)));
     t_compare(s.data, got, sizeof(got), "the parent's mapping after the child's free");
     t_check_gpu(&s.b, 0, s.data, sizeof(s.data), "the parent's memory after the child's free");
     st = t_wait_child(pid, 60);
     T_ASSERT(st == 0, "the child ended with status %d", st);
     close(pfd[0]);
     t_unmap_unpin(s.g, s.mh, s.map, s.map_size);
-    T_OK(gdr_close(s.g));
+    T_ASSERT_OK(gdr_close(s.g));
     t_free(&s.b);
 }
 
@@ -130,7 +131,8 @@ static int pin_with_tokens_child(void *arg)
     return 0;
 }
 
-void test_invalidation_fork_child_gdr_pin_parent_with_tokens(void)
+T_CASE(invalidation_fork_child_gdr_pin_parent_with_tokens, T_FORK_FIRST,
+       "a child cannot pin its parent's memory with the parent's P2P tokens")
 {
     const struct vr_cuda *cu;
     struct token_msg m = { 0 };
@@ -177,13 +179,14 @@ static int pages_child(void *arg)
 
     if (t_access(a->p, 0) == 0)
         t_fail("the child could read its parent's mapping");
-    T_EQ_ERR(gdr_pin_buffer_v2(a->g, 0x1000, MF_SIZE, 0, &mh), EACCES);
+    T_ASSERT_EQ_ERR(gdr_pin_buffer_v2(a->g, 0x1000, MF_SIZE, 0, &mh), EACCES);
     return 0;
 }
 
 /* Extended (-e): pinned pages across many forks: children ending through exit() and
  * _exit() leak no pin, descriptor or mapping of the parent's, and its data stays. */
-void test_leakage_pin_pages_fork(void)
+T_CASE(leakage_pin_pages_fork, T_EXTENDED,
+       "pinned pages across many forks: nothing leaks, the parent's data stays")
 {
     const int cycles = 24, pages = 4;
     struct gm_buf b;
@@ -203,7 +206,7 @@ void test_leakage_pin_pages_fork(void)
         p[i] = t_pin_map(g, b.dptr + (uint64_t)i * GPU_PAGE_SIZE, GPU_PAGE_SIZE, &mh[i], &map[i],
                          &size[i]);
         t_pattern(want[i], sizeof(want[i]), 100 + (uint32_t)i);
-        T_OK(gdr_copy_to_mapping(mh[i], p[i], want[i], sizeof(want[i])));
+        T_ASSERT_OK(gdr_copy_to_mapping(mh[i], p[i], want[i], sizeof(want[i])));
     }
     a = (struct pages_fork){ .g = g, .p = p[0] };
     st = t_in_child(pages_child, &a); /* the first fork may set up process-wide state */
@@ -221,7 +224,7 @@ void test_leakage_pin_pages_fork(void)
         p[i] = t_pin_map(g, b.dptr + (uint64_t)i * GPU_PAGE_SIZE, GPU_PAGE_SIZE, &mh[i], &map[i],
                          &size[i]);
         memset(got, 0, sizeof(got));
-        T_OK(gdr_copy_from_mapping(mh[i], got, p[i], sizeof(got)));
+        T_ASSERT_OK(gdr_copy_from_mapping(mh[i], got, p[i], sizeof(got)));
         t_compare(want[i], got, sizeof(got), "the parent's page after a child");
     }
     fds_after = t_count_fds();
@@ -234,6 +237,6 @@ void test_leakage_pin_pages_fork(void)
              pins_after - pins_before, cycles);
     for (int i = 0; i < pages; i++)
         t_unmap_unpin(g, mh[i], map[i], size[i]);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     t_free(&b);
 }

@@ -10,7 +10,7 @@
 
 #define INV_SIZE GPU_PAGE_SIZE
 
-void test_invalidation_access_after_gdr_close(void)
+T_CASE(invalidation_access_after_gdr_close, T_UPSTREAM, "a mapping faults after gdr_close")
 {
     struct gm_buf b;
     gdr_mh_t mh;
@@ -24,7 +24,7 @@ void test_invalidation_access_after_gdr_close(void)
     g = t_open();
     p = t_pin_map(g, b.dptr, INV_SIZE, &mh, &map, &map_size);
     T_ASSERT(t_access(p, 1) == 0, "the mapping cannot be written while it is live");
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
     /* gdr_close releases every mapping still held: the address must no longer be usable. */
     sig = t_access(p, 0);
     T_ASSERT(sig == SIGSEGV || sig == SIGBUS,
@@ -48,19 +48,19 @@ static void access_after_free(gdr_t g, struct gm_buf *b)
     int persistent = -1, flag = -1, sig;
 
     p = t_pin_map(g, b->dptr, INV_SIZE, &mh, &map, &map_size);
-    T_OK(gdr_copy_to_mapping(mh, p, &v, sizeof(v)));
-    T_OK(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &persistent));
-    T_OK(gdr_get_callback_flag(g, mh, &flag));
+    T_ASSERT_OK(gdr_copy_to_mapping(mh, p, &v, sizeof(v)));
+    T_ASSERT_OK(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &persistent));
+    T_ASSERT_OK(gdr_get_callback_flag(g, mh, &flag));
     T_ASSERT(flag == 0, "callback flag is %d before the memory was freed", flag);
     t_free(b);
-    T_OK(gdr_get_callback_flag(g, mh, &flag));
+    T_ASSERT_OK(gdr_get_callback_flag(g, mh, &flag));
     if (persistent) {
         /* The pages stay until unpin; the flag may say that the allocation is gone (vulkan
          * does) or not (gdrdrv's persistent pins get no callback): both are true statements. */
         T_ASSERT(flag == 0 || flag == 1, "persistent pin reports callback flag %d after free", flag);
         sig = t_access(p, 0);
         T_ASSERT(sig == 0, "persistent mapping raised signal %d after the memory was freed", sig);
-        T_OK(gdr_copy_from_mapping(mh, &got, p, sizeof(got)));
+        T_ASSERT_OK(gdr_copy_from_mapping(mh, &got, p, sizeof(got)));
         T_ASSERT(got == v, "persistent mapping lost its data after free: 0x%x, want 0x%x", got, v);
     } else {
         T_ASSERT(flag == 1, "non-persistent pin reports callback flag %d after free, want 1", flag);
@@ -69,11 +69,12 @@ static void access_after_free(gdr_t g, struct gm_buf *b)
                  "invalidated mapping is still readable after the memory was freed");
     }
     t_log("persistent=%d flag=%d after free", persistent, flag);
-    T_OK(gdr_unmap(g, mh, map, map_size));
-    T_OK(gdr_unpin_buffer(g, mh));
+    T_ASSERT_OK(gdr_unmap(g, mh, map, map_size));
+    T_ASSERT_OK(gdr_unpin_buffer(g, mh));
 }
 
-void test_invalidation_access_after_free(void)
+T_CASE(invalidation_access_after_free, T_UPSTREAM,
+       "freeing GPU memory under a mapping: invalidated or persistent")
 {
     struct gm_buf b;
     gdr_t g;
@@ -81,7 +82,7 @@ void test_invalidation_access_after_free(void)
     t_alloc(INV_SIZE, &b);
     g = t_open();
     access_after_free(g, &b);
-    T_OK(gdr_close(g));
+    T_ASSERT_OK(gdr_close(g));
 }
 
 /* Exported for t_fork.c: the same check after a fork whose child exited. */
@@ -91,7 +92,8 @@ void t_access_after_free(gdr_t g, struct gm_buf *b)
     access_after_free(g, b);
 }
 
-void test_invalidation_two_mappings(void)
+T_CASE(invalidation_two_mappings, T_UPSTREAM,
+       "two gdr_t map the same memory; closing one spares the other")
 {
     unsigned char want[4096], got[4096];
     struct gm_buf b;
@@ -108,22 +110,22 @@ void test_invalidation_two_mappings(void)
     p1 = t_pin_map(g1, b.dptr, INV_SIZE, &mh1, &map1, &size1);
     p2 = t_pin_map(g2, b.dptr, INV_SIZE, &mh2, &map2, &size2);
     t_pattern(want, sizeof(want), 21);
-    T_OK(gdr_copy_to_mapping(mh1, p1, want, sizeof(want)));
-    T_OK(gdr_copy_from_mapping(mh2, got, p2, sizeof(got)));
+    T_ASSERT_OK(gdr_copy_to_mapping(mh1, p1, want, sizeof(want)));
+    T_ASSERT_OK(gdr_copy_from_mapping(mh2, got, p2, sizeof(got)));
     t_compare(want, got, sizeof(want), "write through one gdr_t, read through the other");
 
     /* Closing one gdr_t must leave the other's pin and mapping intact. */
-    T_OK(gdr_close(g1));
+    T_ASSERT_OK(gdr_close(g1));
     t_pattern(want, sizeof(want), 22);
-    T_OK(gdr_copy_to_mapping(mh2, p2, want, sizeof(want)));
+    T_ASSERT_OK(gdr_copy_to_mapping(mh2, p2, want, sizeof(want)));
     t_check_gpu(&b, 0, want, sizeof(want), "write through the remaining gdr_t");
     /* The closed one's handle is gone; its mapping too unless both share one window. */
-    T_ERR(gdr_unpin_buffer(g2, mh1));
+    T_ASSERT_ERR(gdr_unpin_buffer(g2, mh1));
     if (p1 != p2) {
         sig = t_access(p1, 0);
         t_log("access through the closed gdr_t's mapping: signal %d", sig);
     }
     t_unmap_unpin(g2, mh2, map2, size2);
-    T_OK(gdr_close(g2));
+    T_ASSERT_OK(gdr_close(g2));
     t_free(&b);
 }

@@ -11,6 +11,13 @@
  * hits both alike. Reports min / p50 / p99 ns per call and the difference.
  *
  *   bench_dispatch [-s samples] [-b batch] [-n bytes] [-t wc|caching|device]
+ *
+ * With -R, instead: sizes 1 B to 256 B (powers of two) through gdr_copy_to_mapping beside the
+ * benchmarks' raw reference (tools/common/rawcopy.c, the fastest per size of 8-byte stores,
+ * one 64-byte NT store per line and MOVDIR64B), in copylat's harness (tools/common/measure.c:
+ * alternating batches of 200, ratio = median of the per-round ratios, p25-p75 beside it), on
+ * the same mapping of ordinary memory: the per-call cost of the library's path in ns and TSC
+ * cycles, which on a WC BAR hides under the fence's wait only in part.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +29,11 @@
 #include "handles.h"
 #include "copy/copy.h"
 #include "wb/hooks.h"
+#include "common/measure.h"
+#include "common/rawcopy.h"
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 static double now_ns(void)
 {
@@ -47,8 +59,98 @@ static void report(const char *what, double *s, int n)
            s[(int)(n * 0.99)]);
 }
 
+struct raw_ctx {
+    gdr_mh_t mh;
+    void *map;
+    const void *host;
+    size_t n;
+    enum raw_write w;
+};
+
+static void op_lib(void *p, size_t i)
+{
+    struct raw_ctx *c = p;
+
+    (void)i;
+    gdr_copy_to_mapping(c->mh, c->map, c->host, c->n);
+}
+
+static void op_raw(void *p, size_t i)
+{
+    struct raw_ctx *c = p;
+
+    (void)i;
+    raw_write(c->w, c->map, c->host, c->n);
+}
+
+/* TSC ticks per ns (0 where there is no TSC to read). */
+static double tsc_per_ns(void)
+{
+#if defined(__x86_64__)
+    double t0 = now_ns();
+    uint64_t c0 = __rdtsc();
+
+    while (now_ns() - t0 < 50e6)
+        ;
+    return (double)(__rdtsc() - c0) / (now_ns() - t0);
+#else
+    return 0;
+#endif
+}
+
+/*
+ * On ordinary memory an NT store evicts its line to DRAM and the fence waits for it, which a
+ * WC BAR does not do alike; so besides the fastest raw sequence here (what copylat picks), each
+ * size is also paired with the raw sequence of the same instructions as the library's path
+ * (8-byte or narrower stores below a line, one 64-byte NT store per whole line): the difference
+ * to that one is the cost of the library's path itself.
+ */
+static enum raw_write same_instructions(size_t n)
+{
+    return n >= 64 && raw_write_usable(RAW_W_NT, n) ? RAW_W_NT : RAW_W_ST8;
+}
+
+static int raw_sweep(gdr_mh_t mh, void *map, const void *host, size_t iters, double budget)
+{
+    struct raw_ctx c = { mh, map, host, 0, RAW_W_ST8 };
+    double ghz = tsc_per_ns(), q[3];
+    struct stats sr, sl;
+
+    printf("copy kernel %s, raw %s; ordinary memory as a WC mapping; %zu calls per size; TSC "
+           "%.2f GHz\n  Size(B)  raw seq     vramio(ns)  raw(ns)  extra(ns) extra(cyc)  "
+           "vramio/raw (p25-p75)\n", vr_copy_kernel_name(), raw_kernel_name(), iters, ghz);
+    for (c.n = 1; c.n <= 256; c.n <<= 1) {
+        enum raw_write best_w = RAW_W_ST8;
+        double best_r = 0;
+
+        /* The fastest raw sequence, chosen as copylat does (pick_raw_write). */
+        for (int w = 0; w < RAW_W_COUNT; w++) {
+            if (!raw_write_usable((enum raw_write)w, c.n))
+                continue;
+            c.w = (enum raw_write)w;
+            measure_latency_pair_q(op_raw, op_lib, &c, iters / 4, budget / 4, &sr, &sl, q);
+            if (q[1] > best_r) {
+                best_r = q[1];
+                best_w = (enum raw_write)w;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            c.w = k ? same_instructions(c.n) : best_w;
+            if (k && c.w == best_w)
+                break;
+            measure_latency_pair_q(op_raw, op_lib, &c, iters, budget, &sr, &sl, q);
+            printf("  %7zu  %-10s %10.2f %8.2f %10.2f %10.1f  %10.3f (%.3f-%.3f)%s\n", c.n,
+                   raw_write_name(c.w), sl.p50 * 1e3, sr.p50 * 1e3, (sl.p50 - sr.p50) * 1e3,
+                   (sl.p50 - sr.p50) * 1e3 * ghz, q[1], q[0], q[2],
+                   k ? "  (same instructions)" : "");
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    int raw_mode = 0;
     int samples = 2000, batch = 1000, i, k, opt;
     size_t n = 8;
     gdr_mapping_type_t type = GDR_MAPPING_TYPE_WC;
@@ -58,8 +160,9 @@ int main(int argc, char **argv)
     unsigned long tok;
     gdr_mh_t mh;
 
-    while ((opt = getopt(argc, argv, "s:b:n:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "s:b:n:t:R")) != -1) {
         switch (opt) {
+        case 'R': raw_mode = 1; break;
         case 's': samples = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
         case 'n': n = (size_t)atol(optarg); break;
@@ -68,7 +171,7 @@ int main(int argc, char **argv)
                    !strcmp(optarg, "device") ? GDR_MAPPING_TYPE_DEVICE : GDR_MAPPING_TYPE_WC;
             break;
         default:
-            fprintf(stderr, "usage: %s [-s samples] [-b batch] [-n bytes] [-t wc|caching|device]\n",
+            fprintf(stderr, "usage: %s [-s samples] [-b batch] [-n bytes] [-t wc|caching|device] [-R]\n",
                     argv[0]);
             return 2;
         }
@@ -83,6 +186,13 @@ int main(int argc, char **argv)
         return 1;
     }
     mh.h = tok;
+    if (raw_mode) {
+        /* -s samples of -b calls in all, at most 2 s per size. */
+        int rc = raw_sweep(mh, map, host, (size_t)samples * (size_t)batch, 2.0);
+
+        vr_handles_test_remove(tok);
+        return rc;
+    }
     via = calloc((size_t)samples, sizeof(double));
     direct = calloc((size_t)samples, sizeof(double));
     diff = calloc((size_t)samples, sizeof(double));

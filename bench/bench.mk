@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# bench/bench.mk - the benchmarks. They measure, they do not assert, so none of them is part of
+# 'make check' (tests/tools/test_bench_report.sh tests the report generator). Included by the
+# top Makefile after the library's, the tools' and the tests' fragments.
+#
+#   make bench            the suite on a GPU machine (bench/run.sh): copylat, copybw, apiperf
+#                         and pplat, then docs/benchmarks.{md,svg} (bench/report.py)
+#   make bench-copy       CPU microbenchmark of every usable copy kernel on ordinary memory
+#                         [COPY_BENCH_ARGS="-k avx2 -w 64"]
+#   make bench-dispatch   what gdr_copy_to_mapping adds over the kernel it dispatches to
+#                         [BENCH_DISPATCH_ARGS="-s 2000 -b 1000 -n 8 -t wc"]; with
+#                         BENCH_DISPATCH_ARGS=-R: 1-256 B beside the raw loops, copylat's harness
+
+COPY_BENCH     := $(BUILD)/bench/copy_bench
+BENCH_DISPATCH := $(BUILD)/bench/bench_dispatch
+.PHONY: bench bench-copy bench-dispatch
+
+bench: lib tools
+	BUILD=$(BUILD) bench/run.sh
+
+bench-copy: $(COPY_BENCH)
+	$(COPY_BENCH) $(COPY_BENCH_ARGS)
+
+bench-dispatch: $(BENCH_DISPATCH)
+	$(BENCH_DISPATCH) $(BENCH_DISPATCH_ARGS)
+
+# White-box, as the copy engine's tests: the kernels' objects and the library's log.c.
+$(COPY_BENCH): bench/copy_bench.c $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
+	@mkdir -p $(dir $@)
+	$(call prog-link,-Iinclude -Isrc -Isrc/copy,$^)
+
+# White-box: links the static library and the test hooks (tests/unit/wb/) for the insert, and
+# the tools' harness and raw loops for -R.
+BENCH_DISPATCH_TOOLS := tools/common/measure.c tools/common/stats.c tools/common/rawcopy.c
+$(BENCH_DISPATCH): bench/bench_dispatch.c $(WB_HOOK_SRCS) $(BENCH_DISPATCH_TOOLS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(WB_CPPFLAGS) -Itools,$< $(WB_HOOK_SRCS) $(BENCH_DISPATCH_TOOLS) $(LIB_STATIC) -ldl -lm)
