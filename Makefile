@@ -34,9 +34,15 @@ CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 UTIL_CPPFLAGS := -Iutil
 LIB_CPPFLAGS  := -Isrc -Iutil -Idriver
 TOOL_CPPFLAGS := -Itools -Iutil -Idriver
-# Black-box tests see the public headers only; white-box tests of src/ see the library's.
-TEST_CPPFLAGS := -Iinclude -Itests/unit
-WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Isrc -Iutil -Idriver
+# Black-box tests see the public headers and the test kit (tests/lib) only; white-box tests
+# of src/ see the library's too.
+TEST_CPPFLAGS := -Iinclude -Itests/lib
+WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Itests/unit -Isrc -Iutil -Idriver
+# The test kit every test program links (tests/lib/t.h): result lines, exit codes, the
+# pattern, process helpers. tests/lib/emu.c, the emulated provider's wrappers, is linked
+# into the QEMU guest's programs only (tests/kernel/guest.mk).
+TEST_KIT_SRCS := tests/lib/t.c tests/lib/t_proc.c
+TEST_KIT_HDRS := $(wildcard tests/lib/*.h)
 $(BUILD)/obj/util/%.o:  AREA_CPPFLAGS = $(UTIL_CPPFLAGS)
 $(BUILD)/obj/src/%.o:   AREA_CPPFLAGS = $(LIB_CPPFLAGS)
 $(BUILD)/obj/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS)
@@ -61,9 +67,10 @@ prog-link   = $(CC) $(PROG_CFLAGS) $(1) -o $@ $(2) $(ALL_LDFLAGS)
 LINK_LIBGDRAPI = -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib)
 # Static programs for the QEMU guest (no sanitizers: a static program cannot use them).
 # glibc warns that dlopen in a static program needs the shared libraries at run time: true,
-# and harmless there (the guest has no libcuda). tests/kernel/run-qemu.sh reads these two.
+# and harmless there (the guest has no libcuda). Every guest program is linked by guest-link
+# (tests/kernel/guest.mk lists them; tests/kernel/run-qemu.sh asks make for them).
 GUEST_CFLAGS   = -static $(C_FLAGS) $(CFLAGS)
-GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel -Itests/kernel/guest
+GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel -Itests/lib -Itests/kernel/guest
 guest-link = rm -f $@; $(CC) $(GUEST_CFLAGS) $(1) -o $@ $(2) 2>&1 | \
     { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }; \
     test -x $@

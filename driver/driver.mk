@@ -33,18 +33,8 @@ dkms-source: driver-version-check
 	$(call driver-copy,$(BUILD)/dkms/gdrdrv-$(VERSION))
 	sed 's/@VERSION@/$(VERSION)/' driver/dkms.conf > $(BUILD)/dkms/gdrdrv-$(VERSION)/dkms.conf
 
-# The module's own guest checks (driver/tests/), run in the QEMU guest through
-# driver/tests/guest-extra.list; static, built with the other tests.
-DRIVER_GUEST_TEST := $(BUILD)/driver-guest/gdrdrv_guest_test
-ifneq ($(wildcard tests/kernel/guest/common.c),)
-$(DRIVER_GUEST_TEST): driver/tests/gdrdrv_guest_test.c tests/kernel/guest/common.c driver/uapi/gdrdrv.h
-	@mkdir -p $(dir $@)
-	$(call guest-link,$(GUEST_CPPFLAGS),$< tests/kernel/guest/common.c)
-tests: $(DRIVER_GUEST_TEST)
-# run-qemu.sh reads extra guest programs from the lists named here (added to any given).
-VRAMIO_GUEST_EXTRA := $(strip $(VRAMIO_GUEST_EXTRA) driver/tests/guest-extra.list)
-export VRAMIO_GUEST_EXTRA
-endif
+# The module's own checks in the QEMU guest (driver/tests/gdrdrv_guest_test.c) are built with
+# the other guest programs (tests/kernel/guest.mk) and listed in tests/kernel/guest-extra.list.
 
 # Host-side check of the module builds (both flavours, every installed header tree).
 TEST_PROGS += driver/tests/test_driver_builds.sh

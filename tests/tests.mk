@@ -7,31 +7,33 @@
 #                         the static libgdrapi.a and allowed to include src/ headers
 #   tests/*/test_*.sh     script tests (get BUILD in the environment)
 #   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer
+#   tests/lib/            the one test kit every C program links (TEST_KIT_SRCS, top Makefile)
+#                         and tests/lib/t.sh for the shell tests
+#   tests/kernel/guest.mk the static programs of the QEMU guest
 # 'make check' runs them all, again under ASan+UBSan and TSan, then the QEMU kernel tests.
 
 UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
 UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c))
-TEST_HELPER_SRCS := $(wildcard tests/unit/helpers/*.c)
 COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS))
 
 TEST_CFLAGS = $(PROG_CFLAGS) $(TEST_CPPFLAGS)
 
-$(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPER_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CPPFLAGS),$< $(TEST_HELPER_SRCS) $(LINK_LIBGDRAPI) -ldl)
+	$(call prog-link,$(TEST_CPPFLAGS),$< $(TEST_KIT_SRCS) $(LINK_LIBGDRAPI) -ldl)
 
 # White-box: may include src/ headers (the one deliberate exception).
 # The copy engine's objects and the library's log.c; copy_test.h counts the warnings.
 COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log
-$(BUILD)/tests/copy_%: tests/unit/copy_%.c $(COPY_OBJS) $(BUILD)/obj/src/log.o
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(COPY_OBJS) $(BUILD)/obj/src/log.o
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(COPY_OBJS) $(COPY_TEST_LOG))
+	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(TEST_KIT_SRCS) $(COPY_OBJS) $(COPY_TEST_LOG))
 
 # tests/unit/wb/: hooks on the library's internals, built into these programs only.
 WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC)
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_HELPER_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl)
+	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_KIT_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl)
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
@@ -55,4 +57,4 @@ check-unit: all tests
 
 # GPU-only programs (tests/gpu): built by "make gpu-tests", never run by "make check".
 -include tests/gpu/gpu.mk
--include tests/unit/guest.mk
+-include tests/kernel/guest.mk

@@ -16,9 +16,11 @@ TOOL_BINS   := $(patsubst %,$(BUILD)/bin/gdrcopy_%,$(TOOL_NAMES))
 TOOL_STATIC := $(BUILD)/bin/gdrcopy_sanity_static
 TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c))
 SANITY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/sanity/*.c))
-# The emulated provider's memory kind (TEST ONLY): linked into the guest's static sanity alone.
-GM_EMU_OBJ  := $(BUILD)/obj/tests/tools/gpumem_emu.o
-$(BUILD)/obj/tests/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/kernel
+# The emulated provider's memory kind (TEST ONLY): linked into the guest's static sanity alone,
+# with the test kit's wrappers of the provider (tests/lib/emu.c).
+GM_EMU_OBJ  := $(BUILD)/obj/tests/tools/gpumem_emu.o $(BUILD)/obj/tests/lib/emu.o
+$(BUILD)/obj/tests/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/lib -Itests/kernel
+$(BUILD)/obj/tests/lib/%.o: AREA_CPPFLAGS = -Itests/kernel
 TOOL_LIBS   := -ldl -lpthread -lm
 NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
@@ -50,7 +52,8 @@ $(BUILD)/obj/gen/pplat_kernel.o: $(PPLAT_GEN)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The tools' own helpers, tested without a GPU by 'make check'.
-$(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(BUILD)/tests/tools_selftest: tests/tools/tools_selftest.c $(TEST_KIT_SRCS) $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(call prog-link,-Iinclude $(TOOL_CPPFLAGS),$< $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LINK_LIBGDRAPI) $(TOOL_LIBS))
+	$(call prog-link,-Iinclude $(TOOL_CPPFLAGS) -Itests/lib,$< $(TEST_KIT_SRCS) $(TOOL_COMMON_OBJS) $(UTIL_LIB) \
+	    $(LINK_LIBGDRAPI) $(TOOL_LIBS))
 TEST_PROGS += $(BUILD)/tests/tools_selftest

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -60,13 +60,6 @@ static uint32_t mapping_type(uint64_t handle)
 static void *map(uint64_t handle, size_t len, int flags)
 {
     return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, (off_t)(handle * (uint64_t)page));
-}
-
-static uint64_t live_pins(void)
-{
-    struct nvp2p_emu_stats st;
-
-    return emu_stats(&st) ? ~0ULL : st.live_pins;
 }
 
 /* Reload gdrdrv with params; reopen the device. 0 or -1. */
@@ -245,17 +238,10 @@ static void test_two_mappings(uint64_t va)
     unpin(h);
 }
 
-static sigjmp_buf jb;
-static void on_sigbus(int sig)
-{
-    (void)sig;
-    siglongjmp(jb, 1);
-}
-
 /* UNPIN under a live mapping: the mapping faults (SIGBUS) and the pages go at once. */
 static void test_unpin_while_mapped(uint64_t va)
 {
-    uint64_t h, base = live_pins();
+    uint64_t h, base = emu_live_pins();
     volatile uint32_t *m;
     int faulted = 0;
 
@@ -270,18 +256,13 @@ static void test_unpin_while_mapped(uint64_t va)
     }
     m[0] = 1;
     /* The mapping is zapped and can only fault (SIGBUS) from now: the pages go at once. */
-    t_check(unpin(h) == 0 && live_pins() == base, "unpin_releases_pages_while_mapped",
-            "live pins %llu (base %llu)", (unsigned long long)live_pins(), (unsigned long long)base);
-    signal(SIGBUS, on_sigbus);
-    if (sigsetjmp(jb, 1) == 0)
-        (void)m[0];
-    else
-        faulted = 1;
-    signal(SIGBUS, SIG_DFL);
+    t_check(unpin(h) == 0 && emu_live_pins() == base, "unpin_releases_pages_while_mapped",
+            "live pins %llu (base %llu)", (unsigned long long)emu_live_pins(), (unsigned long long)base);
+    faulted = t_touch_faults(m) == SIGBUS;
     t_check(faulted, "unpin_zaps_mapping", "access after UNPIN did not fault");
     munmap((void *)m, GPU_PAGE);
-    t_check(live_pins() == base, "munmap_after_unpin_clean", "live pins %llu (base %llu)",
-            (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(emu_live_pins() == base, "munmap_after_unpin_clean", "live pins %llu (base %llu)",
+            (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 
 static void test_mmap_refusals(uint64_t va)
@@ -327,12 +308,12 @@ int main(void)
     }
     if (emu_alloc(16 * GPU_PAGE, 1, 0, &va) ||
         emu_alloc(GPU_PAGE, 1, NVP2P_EMU_ALLOC_CPU_CACHEABLE, &va_cached)) {
-        printf("not ok setup: provider ALLOC failed\n");
+        t_fail("setup", "provider ALLOC failed");
         return 1;
     }
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        printf("not ok setup: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("setup", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     test_params_file();
@@ -352,5 +333,5 @@ int main(void)
     close(fd);
     emu_free(va);
     emu_free(va_cached);
-    return t_exit_status();
+    return t_status();
 }

@@ -20,9 +20,7 @@ if [ -z "$trees" ]; then
     echo "no kernel headers under /usr/lib/modules/*/build (linux-headers-amd64)"
     exit 77
 fi
-fail=0
-ok() { echo "ok $1"; }
-notok() { echo "not ok $1: $2"; fail=1; }
+. tests/lib/t.sh
 
 # Trees of other architectures: "<dpkg arch>:<path>" entries, built with that kbuild ARCH and
 # the cross compiler (Debian's arm64 and ppc64el builds of each installed amd64 kernel).
@@ -34,16 +32,16 @@ for fa in arm64 ppc64el; do
     foreign_arch "$fa"
     why=$(foreign_ready)
     if [ -n "$why" ]; then
-        [ -n "${CI:-}" ] && notok "$fa/prerequisites" "$why" || echo "skip $fa/build: $why"
+        [ -n "${CI:-}" ] && t_fail "$fa/prerequisites" "$why" || t_skip "$fa/build" "$why"
         continue
     fi
     for kdir in $host_trees; do
         rel=$(basename "$(dirname "$kdir")")
         ver=$(dpkg-query -W -f='${Version}' "linux-headers-$rel" 2>/dev/null)
         abi=$(foreign_abi "$rel" "$ver")
-        if [ -z "$abi" ]; then notok "$fa/$rel/headers" "apt knows no $fa build of $rel=$ver"; continue; fi
+        if [ -z "$abi" ]; then t_fail "$fa/$rel/headers" "apt knows no $fa build of $rel=$ver"; continue; fi
         t=$(foreign_headers "$CACHE" "$abi" "$ver" 2>&1) && trees="$trees $fa:$t" ||
-            notok "$fa/$abi/headers" "$t"
+            t_fail "$fa/$abi/headers" "$t"
     done
 done
 
@@ -64,29 +62,29 @@ for kdir in $trees; do
         kdir=${kdir#*:} rel=$FA_DPKG/$(basename "$kdir" | sed 's/^linux-headers-//')
         cross=("${FA_KMAKE[@]}") ;;
     esac
-    [ -f "$kdir/Module.symvers" ] || { notok "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
+    [ -f "$kdir/Module.symvers" ] || { t_fail "$rel/symvers" "$kdir/Module.symvers missing"; continue; }
     for flavour in open proprietary; do
         dir=$OUT/${rel//\//-}-$flavour
         rm -rf "$dir" && mkdir -p "$dir" && cp -r driver/. "$dir"/ && rm -rf "$dir/tests"
         if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC= GDRDRV_FLAVOUR="$flavour" W=1 "${cross[@]}" \
             -j"$(nproc)" >"$dir.log" 2>&1; then
-            notok "$rel/$flavour/build" "$(grep -m1 -E 'error' "$dir.log")"
+            t_fail "$rel/$flavour/build" "$(grep -m1 -E 'error' "$dir.log")"
             continue
         fi
         # Compiler warnings (file:line:col: warning:); modpost's about the nvidia_p2p_*
         # imports are expected without an exporter's Module.symvers (driver/README.md).
         if grep -qE ':[0-9]+:[0-9]+: warning:' "$dir.log"; then
-            notok "$rel/$flavour/build" "$(grep -m1 -E ':[0-9]+:[0-9]+: warning:' "$dir.log")"
+            t_fail "$rel/$flavour/build" "$(grep -m1 -E ':[0-9]+:[0-9]+: warning:' "$dir.log")"
         else
-            ok "$rel/$flavour/build"
+            t_ok "$rel/$flavour/build"
         fi
         gpl=$(gpl_imports "$dir/gdrdrv.ko" "$kdir")
         if [ "$flavour" = proprietary ]; then
-            [ -z "$gpl" ] && ok "$rel/proprietary/no_gpl_only_imports" ||
-                notok "$rel/proprietary/no_gpl_only_imports" "imports $gpl"
+            [ -z "$gpl" ] && t_ok "$rel/proprietary/no_gpl_only_imports" ||
+                t_fail "$rel/proprietary/no_gpl_only_imports" "imports $gpl"
         else
-            [ -n "$gpl" ] && ok "$rel/open/gpl_imports_visible" ||
-                notok "$rel/open/gpl_imports_visible" "the check found no GPL-only import"
+            [ -n "$gpl" ] && t_ok "$rel/open/gpl_imports_visible" ||
+                t_fail "$rel/open/gpl_imports_visible" "the check found no GPL-only import"
         fi
     done
 done
@@ -101,10 +99,10 @@ for lic in NVIDIA "Dual MIT/GPL"; do
     cfg=$(make -s -C driver KDIR=/nonexistent NVIDIA_SRC="$(cd "$fake" && pwd)" config)
     if echo "$cfg" | grep -qx "GDRDRV_FLAVOUR=$want" &&
         echo "$cfg" | grep -q "^GDRDRV_NV_P2P_H=.*/nvidia-fake/nvidia/nv-p2p.h$"; then
-        ok "nvidia_src_detect_$want"
+        t_ok "nvidia_src_detect_$want"
     else
-        notok "nvidia_src_detect_$want" "$(echo "$cfg" | tr '\n' ' ')"
+        t_fail "nvidia_src_detect_$want" "$(echo "$cfg" | tr '\n' ' ')"
     fi
 done
-[ "$fail" = 0 ] && rm -rf "$OUT" || echo "# logs kept in $OUT"
-exit $fail
+[ "$T_FAILED" = 0 ] && rm -rf "$OUT" || echo "# logs kept in $OUT"
+t_done

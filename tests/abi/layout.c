@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include "gdrapi.h"
 #include "uapi/gdrdrv.h"
+#include "legacy_info.h"
 
 #define SA(cond) _Static_assert(cond, #cond)
 
@@ -52,18 +53,8 @@ SA(sizeof(((gdr_info_v2_t *)0)->va) == 8 && sizeof(((gdr_info_v2_t *)0)->mapped_
    sizeof(((gdr_info_v2_t *)0)->page_size) == 4 && sizeof(((gdr_info_v2_t *)0)->tm_cycles) == 8 &&
    sizeof(((gdr_info_v2_t *)0)->cycles_per_ms) == 4);
 
-/* The legacy struct that the exported gdr_get_info fills, as 2.0 clients declare it. */
-struct info_v1 {
-    uint64_t va;
-    uint64_t mapped_size;
-    uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
-    unsigned mapped : 1;
-    unsigned wc_mapping : 1;
-};
-SA(sizeof(struct info_v1) == 40);
-SA(offsetof(struct info_v1, cycles_per_ms) == offsetof(gdr_info_v2_t, cycles_per_ms));
+/* The legacy struct that the exported gdr_get_info fills (tests/lib/legacy_info.h). */
+SA(offsetof(struct t_info_v1, cycles_per_ms) == offsetof(gdr_info_v2_t, cycles_per_ms));
 
 /* Section 5: ioctl codes and structs. */
 SA(GDRDRV_IOCTL_MAGIC == 0xDA);
@@ -111,7 +102,7 @@ static uint32_t word36(const void *p)
 int main(void)
 {
     gdr_info_v2_t v2;
-    struct info_v1 v1;
+    struct t_info_v1 v1;
     int ok = 1;
 
     memset(&v2, 0, sizeof(v2));

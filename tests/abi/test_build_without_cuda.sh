@@ -6,23 +6,24 @@
 # says that its GPU kernel is missing. Builds into a temporary directory.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/lib/t.sh
 CC=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/no-cuda"
 if log=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j2 BUILD="$tmp/build" \
         CC="$CC" CUDA_HOME="$tmp/no-cuda" NVCC= all 2>&1); then
-    echo "ok builds_without_cuda_toolkit"
+    t_ok "builds_without_cuda_toolkit"
 else
-    echo "not ok builds_without_cuda_toolkit:"
+    t_fail builds_without_cuda_toolkit "the build needs the CUDA toolkit:"
     echo "$log" | grep -E 'error|Error' | head -n 20
     exit 1
 fi
 out=$("$tmp/build/bin/gdrcopy_pplat" 2>&1)
 rc=$?
 if [ $rc -eq 77 ] && printf '%s\n' "$out" | grep -q 'nvcc'; then
-    echo "ok pplat_without_nvcc_says_why"
+    t_ok "pplat_without_nvcc_says_why"
 else
-    echo "not ok pplat_without_nvcc_says_why: exit $rc: $out"
+    t_fail "pplat_without_nvcc_says_why" "exit $rc: $out"
     exit 1
 fi

@@ -6,6 +6,7 @@
 # Skips where no cuda.h is installed (CUDA_HOME, default /usr/local/cuda).
 set -u
 cd "$(dirname "$0")/../.."
+. tests/lib/t.sh
 BUILD=${BUILD:-build}
 CC=${CC:-cc}
 inc=${CUDA_HOME:-/usr/local/cuda}/include
@@ -16,7 +17,7 @@ mkdir -p "$dir"
 # Every constant our header defines, enumerators and macros alike.
 sed -n -e 's/^ *\(CU[A-Z0-9_]*\) *=.*/CONST(\1)/p' \
        -e 's/^#define \(CU_[A-Z0-9_]*\) .*/CONST(\1)/p' util/cuda_types.h > "$dir/consts.h"
-[ -s "$dir/consts.h" ] || { echo "not ok cuda_api/constants: none found in util/cuda_types.h"; exit 1; }
+[ -s "$dir/consts.h" ] || { t_fail "cuda_api/constants" "none found in util/cuda_types.h"; exit 1; }
 
 build() { # output extra-flags...
     local out=$1
@@ -24,27 +25,26 @@ build() { # output extra-flags...
     $CC -std=gnu11 -Wall -Wextra -Werror -Iutil -DCONSTS_FILE="\"$PWD/$dir/consts.h\"" "$@" \
         -o "$out" tests/abi/cuda_api_check.c 2>&1
 }
-fail=0
 if log=$(build "$dir/ours"); then
-    echo "ok cuda_api/ours_compile"
+    t_ok "cuda_api/ours_compile"
 else
-    echo "not ok cuda_api/ours_compile:"; echo "$log" | head -n 20; exit 1
+    t_fail cuda_api/ours_compile "our declarations do not compile:"; echo "$log" | head -n 20; exit 1
 fi
 if log=$(build "$dir/toolkit" -DVR_CUDA_TOOLKIT_TYPES -I"$inc"); then
-    echo "ok cuda_api/prototypes_match_cuda_h"
+    t_ok "cuda_api/prototypes_match_cuda_h"
 else
-    echo "not ok cuda_api/prototypes_match_cuda_h:"; echo "$log" | grep -E 'error' | head -n 20
+    t_fail cuda_api/prototypes_match_cuda_h "they conflict with cuda.h:"; echo "$log" | grep -E 'error' | head -n 20
     exit 1
 fi
 if "$dir/toolkit" > "$dir/toolkit.out"; then
-    echo "ok cuda_api/symbols_match_cuda_h"
+    t_ok "cuda_api/symbols_match_cuda_h"
 else
-    echo "not ok cuda_api/symbols_match_cuda_h:"; grep '^symbol' "$dir/toolkit.out"; fail=1
+    t_fail cuda_api/symbols_match_cuda_h "names cuda.h does not have:"; grep '^symbol' "$dir/toolkit.out"
 fi
 "$dir/ours" > "$dir/ours.out"
 if d=$(diff <(grep -v '^symbol' "$dir/toolkit.out") "$dir/ours.out"); then
-    echo "ok cuda_api/values_and_layouts_match_cuda_h ($(wc -l < "$dir/ours.out") checked)"
+    t_ok "cuda_api/values_and_layouts_match_cuda_h ($(wc -l < "$dir/ours.out") checked)"
 else
-    echo "not ok cuda_api/values_and_layouts_match_cuda_h (< cuda.h, > ours):"; echo "$d"; fail=1
+    t_fail cuda_api/values_and_layouts_match_cuda_h "(< cuda.h, > ours):"; echo "$d"
 fi
-exit $fail
+t_done

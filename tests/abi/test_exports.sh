@@ -6,8 +6,9 @@
 # (tests/unit/wb/hooks.h) is in the shipped library or archive, hidden or not.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/lib/t.sh
 lib=${BUILD:-build}/lib/libgdrapi.so.2.6
-[ -f "$lib" ] || { echo "not ok exports: $lib is not built"; exit 1; }
+[ -f "$lib" ] || { t_fail "exports" "$lib is not built"; exit 1; }
 
 want_gdr="gdr_close gdr_copy_from_mapping gdr_copy_to_mapping gdr_driver_get_version
 gdr_get_attribute gdr_get_callback_flag gdr_get_info gdr_get_info_v2 gdr_get_mapping_type_string
@@ -18,25 +19,25 @@ got_gdr=$(echo "$syms" | grep '^gdr_' | sort)
 want_sorted=$(echo $want_gdr | tr ' ' '\n' | sort)
 
 if [ "$got_gdr" = "$want_sorted" ]; then
-    echo "ok exports_gdr_exactly_17"
+    t_ok "exports_gdr_exactly_17"
 else
-    echo "not ok exports_gdr_exactly_17: differences (< missing, > extra):"
+    t_fail "exports_gdr_exactly_17" "differences (< missing, > extra):"
     diff <(echo "$want_sorted") <(echo "$got_gdr") | grep '^[<>]'
 fi
 
 others=$(echo "$syms" | grep -v '^gdr_' | grep -v '^vramio_' | grep -v '^$')
 if [ -z "$others" ]; then
-    echo "ok exports_nothing_else"
+    t_ok "exports_nothing_else"
 else
-    echo "not ok exports_nothing_else: $(echo $others)"
+    t_fail "exports_nothing_else" "$(echo $others)"
 fi
 
 declared=$(sed 's|/\*.*\*/||' include/vramio.h | grep -o 'vramio_[a-z_0-9]* *(' | tr -d ' (' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$syms" | grep '^vramio_'))
 if [ -n "$declared" ] && [ -z "$missing" ]; then
-    echo "ok exports_every_vramio_function"
+    t_ok "exports_every_vramio_function"
 else
-    echo "not ok exports_every_vramio_function: missing $(echo $missing)"
+    t_fail "exports_every_vramio_function" "missing $(echo $missing)"
 fi
 
 # PyTorch's CUDAPluggableAllocator and python/vramio look these up by name.
@@ -44,8 +45,8 @@ miss=
 for f in vramio_pluggable_alloc vramio_pluggable_free vramio_alloc vramio_free; do
     echo "$syms" | grep -qx "$f" || miss="$miss $f"
 done
-[ -z "$miss" ] && echo "ok exports_pluggable_allocator" ||
-    echo "not ok exports_pluggable_allocator: missing$miss"
+[ -z "$miss" ] && t_ok "exports_pluggable_allocator" ||
+    t_fail "exports_pluggable_allocator" "missing$miss"
 
 hooks=$(sed -n 's/^[a-z].* \**\(vr_[a-z_0-9]*\)(.*/\1/p' tests/unit/wb/hooks.h | sort -u)
 found=
@@ -56,7 +57,8 @@ for f in "$lib" "$(dirname "$lib")/libgdrapi.a"; do
     done
 done
 if [ -n "$hooks" ] && [ -z "$found" ]; then
-    echo "ok no_test_hooks_shipped ($(echo $hooks))"
+    t_ok "no_test_hooks_shipped ($(echo $hooks))"
 else
-    echo "not ok no_test_hooks_shipped:${found:- no hook names read from tests/unit/wb/hooks.h}"
+    t_fail no_test_hooks_shipped "${found:-no hook names read from tests/unit/wb/hooks.h}"
 fi
+t_done

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 CC=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
+. tests/lib/t.sh
 flags() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory "print-$1"; }
 
 check() { # area-variable header expect(ok|fails)
@@ -22,10 +22,9 @@ check() { # area-variable header expect(ok|fails)
         got=fails
     fi
     if [ "$got" = "$3" ]; then
-        echo "ok include_areas/$1/$2_$3"
+        t_ok "include_areas/$1/$2_$3"
     else
-        echo "not ok include_areas/$1/$2: with \$($1) it $([ "$got" = ok ] && echo compiles || echo "does not compile")"
-        fail=1
+        t_fail "include_areas/$1/$2" "with \$($1) it $([ "$got" = ok ] && echo compiles || echo "does not compile")"
     fi
 }
 check UTIL_CPPFLAGS cuda_loader.h ok
@@ -39,7 +38,8 @@ check TOOL_CPPFLAGS uapi/gdrdrv.h ok
 check TOOL_CPPFLAGS core.h fails
 check TOOL_CPPFLAGS backend.h fails
 check TOOL_CPPFLAGS gdrdrv_internal.h fails
-check TEST_CPPFLAGS helpers/check.h ok
+check TEST_CPPFLAGS t.h ok
+check TEST_CPPFLAGS legacy_info.h ok
 check TEST_CPPFLAGS vramio.h ok
 check TEST_CPPFLAGS core.h fails
 check TEST_CPPFLAGS cuda_loader.h fails
@@ -56,9 +56,8 @@ for h in $hdrs; do
     [ -n "$hits" ] && bad="$bad $b:$(echo $hits | tr ' ' ',')"
 done
 if [ -z "$bad" ]; then
-    echo "ok include_areas/no_src_header_outside_src"
+    t_ok include_areas/no_src_header_outside_src
 else
-    echo "not ok include_areas/no_src_header_outside_src:$bad"
-    fail=1
+    t_fail include_areas/no_src_header_outside_src "${bad# }"
 fi
-exit $fail
+t_done

@@ -5,10 +5,11 @@
 # no two files, and no loop of files, may depend on each other. Prints the loop it finds.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/lib/t.sh
 B=${BUILD:-build}
 command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
 objs=$(find "$B/obj/src" "$B/obj/util" -name '*.o' 2>/dev/null | sort)
-[ -n "$objs" ] || { echo "not ok src_layers: no objects under $B/obj/src (build first)"; exit 1; }
+[ -n "$objs" ] || { t_fail "src_layers" "no objects under $B/obj/src (build first)"; exit 1; }
 for o in $objs; do
     nm "$o" | awk -v f="${o#"$B/obj/"}" '$1 == "U" {print f, "U", $2} NF == 3 && $2 ~ /^[TDBR]$/ {print f, "D", $3}'
 done | python3 -c '

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cuda.h>
 
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 int fake_plain_allocs(void);
@@ -70,7 +70,7 @@ static void bridged(void)
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     alloc_fn by_dlsym = h ? (alloc_fn)dlsym(h, "cuMemAlloc_v2") : NULL;
 
-    check(resolved == 2, "bridge/runtime_dlsym_gets_bridge_gpa", "resolve %d", resolved);
+    t_check(resolved == 2, "bridge/runtime_dlsym_gets_bridge_gpa", "resolve %d", resolved);
     if (!resolved)
         return;
     for (i = 0; i < 7; i++) {
@@ -81,39 +81,39 @@ static void bridged(void)
             memset((void *)(uintptr_t)d[i], (int)i, sizes[i]);
         }
     }
-    check(pooled == 7 && fake_plain_allocs() == 0, "bridge/runtime_alloc_from_pool",
-          "%d of 7 from the pool, %d plain", pooled, fake_plain_allocs());
-    check(aligned == 7, "bridge/alloc_256_aligned", "%d of 7", aligned);
-    check(rt.range(&b, &s, d[1] + 50) == CUDA_SUCCESS && b == d[1] && s >= 100 && s < 4096,
-          "bridge/range_of_block", "base %#llx size %zu", (unsigned long long)b, s);
+    t_check(pooled == 7 && fake_plain_allocs() == 0, "bridge/runtime_alloc_from_pool",
+            "%d of 7 from the pool, %d plain", pooled, fake_plain_allocs());
+    t_check(aligned == 7, "bridge/alloc_256_aligned", "%d of 7", aligned);
+    t_check(rt.range(&b, &s, d[1] + 50) == CUDA_SUCCESS && b == d[1] && s >= 100 && s < 4096,
+            "bridge/range_of_block", "base %#llx size %zu", (unsigned long long)b, s);
     /* Deep inside a large allocation: the pool asks the driver, through libgdrapi's own
      * pointer; were that pointer the bridge's, this would recurse until the stack ends. */
     b = 0;
-    check(rt.range(&b, &s, d[6] + (5u << 19)) == CUDA_SUCCESS && b == d[6] && s == (4u << 20),
-          "bridge/range_deep_in_large", "base %#llx size %zu", (unsigned long long)b, s);
+    t_check(rt.range(&b, &s, d[6] + (5u << 19)) == CUDA_SUCCESS && b == d[6] && s == (4u << 20),
+            "bridge/range_deep_in_large", "base %#llx size %zu", (unsigned long long)b, s);
     syncs = fake_syncs();
     for (i = 0; i < 7; i++)
         if (d[i] && rt.free(d[i]) != CUDA_SUCCESS)
             break;
-    check(i == 7 && !from_pool(d[0]) && fake_syncs() >= syncs + 7, "bridge/free_to_pool_after_sync",
-          "freed %zu, syncs %d", i, fake_syncs() - syncs);
-    check(rt.free(d[0]) == CUDA_ERROR_INVALID_VALUE, "bridge/double_free_is_cuda_error",
-          "accepted");
+    t_check(i == 7 && !from_pool(d[0]) && fake_syncs() >= syncs + 7, "bridge/free_to_pool_after_sync",
+            "freed %zu, syncs %d", i, fake_syncs() - syncs);
+    t_check(rt.free(d[0]) == CUDA_ERROR_INVALID_VALUE, "bridge/double_free_is_cuda_error",
+            "accepted");
 
-    check(cuMemAlloc_v2(&big, 5000) == CUDA_SUCCESS && from_pool(big) &&
-          cuMemFree_v2(big) == CUDA_SUCCESS, "bridge/direct_call_from_pool", "no");
+    t_check(cuMemAlloc_v2(&big, 5000) == CUDA_SUCCESS && from_pool(big) &&
+            cuMemFree_v2(big) == CUDA_SUCCESS, "bridge/direct_call_from_pool", "no");
     big = 0;
-    check(by_dlsym && by_dlsym(&big, 5000) == CUDA_SUCCESS && from_pool(big) &&
-          cuMemFree_v2(big) == CUDA_SUCCESS, "bridge/dlsym_v2_name_from_pool", "no");
-    check(rt.pitch(&p, &pitch, 1000, 10, 4) == CUDA_SUCCESS && pitch == 1024 && from_pool(p) &&
-          rt.free(p) == CUDA_SUCCESS, "bridge/pitch_from_pool", "pitch %zu", pitch);
-    check(rt.pitch(&p, &pitch, 1000, 10, 3) == CUDA_ERROR_INVALID_VALUE,
-          "bridge/pitch_bad_element_driver_error", "accepted");
+    t_check(by_dlsym && by_dlsym(&big, 5000) == CUDA_SUCCESS && from_pool(big) &&
+            cuMemFree_v2(big) == CUDA_SUCCESS, "bridge/dlsym_v2_name_from_pool", "no");
+    t_check(rt.pitch(&p, &pitch, 1000, 10, 4) == CUDA_SUCCESS && pitch == 1024 && from_pool(p) &&
+            rt.free(p) == CUDA_SUCCESS, "bridge/pitch_from_pool", "pitch %zu", pitch);
+    t_check(rt.pitch(&p, &pitch, 1000, 10, 3) == CUDA_ERROR_INVALID_VALUE,
+            "bridge/pitch_bad_element_driver_error", "accepted");
     vramio_pool_trim(-1);
     vramio_pool_stats(-1, &stv);
-    check(stv.small_allocs == 0 && stv.large_allocs == 0 && stv.slabs == 0 && fake_vmm_live() == 0,
-          "bridge/nothing_left", "small %zu large %zu slabs %zu handles %d", stv.small_allocs,
-          stv.large_allocs, stv.slabs, fake_vmm_live());
+    t_check(stv.small_allocs == 0 && stv.large_allocs == 0 && stv.slabs == 0 && fake_vmm_live() == 0,
+            "bridge/nothing_left", "small %zu large %zu slabs %zu handles %d", stv.small_allocs,
+            stv.large_allocs, stv.slabs, fake_vmm_live());
 }
 
 /* The pool cannot serve (no VMM, or no bridge at all): the driver serves, as before. */
@@ -125,10 +125,10 @@ static void unchanged(const char *mode)
     int resolved = runtime_resolve();
 
     snprintf(name, sizeof(name), "bridge/%s_driver_serves", mode);
-    check(resolved && rt.alloc(&d, 1000) == CUDA_SUCCESS && d && !from_pool(d) &&
-          fake_plain_allocs() == 1 && rt.range(&b, &s, d + 10) == CUDA_SUCCESS && b == d &&
-          s == 1000 && rt.free(d) == CUDA_SUCCESS && fake_plain_allocs() == 0, name,
-          "resolve %d d %#llx plain %d", resolved, (unsigned long long)d, fake_plain_allocs());
+    t_check(resolved && rt.alloc(&d, 1000) == CUDA_SUCCESS && d && !from_pool(d) &&
+            fake_plain_allocs() == 1 && rt.range(&b, &s, d + 10) == CUDA_SUCCESS && b == d &&
+            s == 1000 && rt.free(d) == CUDA_SUCCESS && fake_plain_allocs() == 0, name,
+            "resolve %d d %#llx plain %d", resolved, (unsigned long long)d, fake_plain_allocs());
 }
 
 /* Four GPUs, all peers: the pool's memory is open to every one of them (or, when the driver
@@ -140,9 +140,9 @@ static void peers(const char *mode, int want)
     int resolved = runtime_resolve();
 
     snprintf(name, sizeof(name), "bridge/%s_access_for_%d_devices", mode, want);
-    check(resolved && rt.alloc(&d, 1000) == CUDA_SUCCESS && from_pool(d) &&
-          fake_access_devices() == want && rt.free(d) == CUDA_SUCCESS, name,
-          "resolve %d d %#llx access %d", resolved, (unsigned long long)d, fake_access_devices());
+    t_check(resolved && rt.alloc(&d, 1000) == CUDA_SUCCESS && from_pool(d) &&
+            fake_access_devices() == want && rt.free(d) == CUDA_SUCCESS, name,
+            "resolve %d d %#llx access %d", resolved, (unsigned long long)d, fake_access_devices());
 }
 
 static void noctx(void)
@@ -152,8 +152,8 @@ static void noctx(void)
 
     runtime_resolve();
     r = rt.alloc ? rt.alloc(&d, 1000) : CUDA_ERROR_UNKNOWN;
-    check(r == CUDA_ERROR_INVALID_CONTEXT, "bridge/noctx_driver_error_passed_on", "result %d",
-          (int)r);
+    t_check(r == CUDA_ERROR_INVALID_CONTEXT, "bridge/noctx_driver_error_passed_on", "result %d",
+            (int)r);
 }
 
 int main(int argc, char **argv)
@@ -170,5 +170,5 @@ int main(int argc, char **argv)
         peers(mode, 1);
     else
         unchanged(mode);
-    return check_status();
+    return t_status();
 }

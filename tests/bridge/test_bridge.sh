@@ -4,6 +4,7 @@
 # against a stand-in libcuda.so.1 (fake_cuda_vmm.c) with libvramio_bridge.so preloaded, in
 # each mode (pool, no VMM, no context) and without the bridge; then vramio-run's command line.
 set -u
+. "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
@@ -13,19 +14,19 @@ bridge=$B/lib/libvramio_bridge.so
 run=$B/bin/vramio-run
 mkdir -p "$dir/fake"
 for f in "$bridge" "$run"; do
-    [ -e "$f" ] || { echo "not ok bridge/built: $f is not built"; exit 1; }
+    [ -e "$f" ] || { t_fail "bridge/built" "$f is not built"; exit 1; }
 done
 # -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the
 # preloaded bridge's of the same names (as in the real driver).
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
         -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
-    echo "not ok bridge/build_fake_cuda: compiler failed"; exit 1
+    t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
-if ! $CC -O1 -g $warn -Iinclude -Itests/unit -I"$CUDA_INC" -o "$dir/client" \
-        tests/bridge/bridge_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+if ! $CC -O1 -g $warn -Iinclude -Itests/lib -I"$CUDA_INC" -o "$dir/client" \
+        tests/bridge/bridge_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
         -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
-    echo "not ok bridge/build_client: compiler failed"; exit 1
+    t_fail "bridge/build_client" "compiler failed"; exit 1
 fi
 
 client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
@@ -36,7 +37,7 @@ client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failur
     rc=$?
     printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
     if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-        echo "not ok bridge/$mode/exit: status $rc"
+        t_fail "bridge/$mode/exit" "status $rc"
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
     fi
 }
@@ -53,9 +54,9 @@ log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
 if printf '%s\n' "$log" | grep -q 'cuGetProcAddress("cuMemAlloc", 13000): the bridge' &&
    printf '%s\n' "$log" | grep -q 'cuMemAlloc(100) = 0x[0-9a-f]* from the pool' &&
    printf '%s\n' "$log" | grep -q 'at exit: '; then
-    echo "ok bridge/log_says_what_was_intercepted"
+    t_ok "bridge/log_says_what_was_intercepted"
 else
-    echo "not ok bridge/log_says_what_was_intercepted: $(printf '%s' "$log" | head -c 300)"
+    t_fail "bridge/log_says_what_was_intercepted" "$(printf '%s' "$log" | head -c 300)"
 fi
 
 # NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
@@ -68,10 +69,10 @@ for kind in shared static; do
         static) lib=$CUDA_LIB/libcudart_static.a; link=("$lib" -ldl -lpthread -lrt) ;;
     esac
     if [ ! -e "$lib" ]; then
-        echo "skip bridge/runtime_${kind}_lookups_caught: no $lib (the CUDA toolkit's runtime)"; continue
+        t_skip "bridge/runtime_${kind}_lookups_caught" "no $lib (the CUDA toolkit's runtime)"; continue
     fi
     if ! $CC -O1 $warn -I"$CUDA_INC" -o "$dir/runtime_$kind" tests/bridge/runtime_client.c "${link[@]}"; then
-        echo "not ok bridge/runtime_${kind}_lookups_caught: the client does not build"; continue
+        t_fail "bridge/runtime_${kind}_lookups_caught" "the client does not build"; continue
     fi
     log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
           timeout 60 "$dir/runtime_$kind" 2>&1)
@@ -81,8 +82,8 @@ for kind in shared static; do
                 'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
         printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
     done
-    [ -z "$miss" ] && echo "ok bridge/runtime_${kind}_lookups_caught" ||
-        echo "not ok bridge/runtime_${kind}_lookups_caught: not seen:$miss"
+    [ -z "$miss" ] && t_ok "bridge/runtime_${kind}_lookups_caught" ||
+        t_fail "bridge/runtime_${kind}_lookups_caught" "not seen:$miss"
 done
 
 # ---- vramio-run ------------------------------------------------------------------------
@@ -91,9 +92,9 @@ expect() { # name want_rc want_regex cmd...
     shift 3
     out=$(timeout 30 "$@" 2>&1); rc=$?
     if [ "$rc" -eq "$want" ] && printf '%s\n' "$out" | grep -qE -- "$re"; then
-        echo "ok bridge/run_$name"
+        t_ok "bridge/run_$name"
     else
-        echo "not ok bridge/run_$name: exit $rc (want $want): $(printf '%s' "$out" | head -c 200)"
+        t_fail "bridge/run_$name" "exit $rc (want $want): $(printf '%s' "$out" | head -c 200)"
     fi
 }
 expect help 0 '^usage: vramio-run' "$run" --help
@@ -113,4 +114,4 @@ expect arguments_passed 0 '^<a b> <c>$' "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a
 # Preloaded without the launcher, the bridge enables the vulkan backend itself (unless set).
 expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \
     b=\$(VRAMIO_ENABLE_VULKAN=0 LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); echo \$a \$b"
-exit 0
+t_done

@@ -7,10 +7,12 @@
 # tests/cross/test_cross_<arch>.sh; skips (77) without the cross compiler or the emulator,
 # except under CI (CI set), which installs them (.ci/packages.d/cross.txt).
 #
-# The tests that re-run themselves in a child (tests/unit/helpers/check.c) get the emulator as
-# VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign program itself.
+# The tests that re-run themselves in a child (t_run_self, tests/lib/t_proc.c) get the
+# emulator as VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign
+# program itself.
 # tools_selftest is not run: its checks are timings, which emulation does not preserve.
 set -u
+. "$(dirname "$0")/../lib/t.sh"
 arch=$1
 case $arch in
     aarch64) triplet=aarch64-linux-gnu; qemu=qemu-aarch64; pkg=gcc-aarch64-linux-gnu
@@ -21,7 +23,7 @@ case $arch in
 esac
 cc=$triplet-gcc
 missing() {
-    if [ -n "${CI:-}" ]; then echo "not ok $arch/prerequisites: $1"; exit 1; fi
+    if [ -n "${CI:-}" ]; then t_fail "$arch/prerequisites" "$1"; exit 1; fi
     echo "$1"; exit 77
 }
 command -v "$cc" >/dev/null || missing "no $cc (Debian: $pkg)"
@@ -33,20 +35,19 @@ out=${BUILD:-build}/$arch
 mkdir -p "$out"
 unset MAKEFLAGS MFLAGS MAKELEVEL
 if ! make -s --no-print-directory -j2 CC="$cc" BUILD="$out" lib tools tests >"$out.log" 2>&1; then
-    echo "not ok $arch/build: cross build of lib, tools and tests failed"
+    t_fail "$arch/build" "cross build of lib, tools and tests failed"
     tail -n 20 "$out.log" | sed 's/^/    /'
     exit 1
 fi
-echo "ok $arch/build"
+t_ok "$arch/build"
 export QEMU_LD_PREFIX=/usr/$triplet VRAMIO_TEST_LAUNCHER=$qemu
 
-rc=0
 # The store fence that ends a copy to a WC mapping is this architecture's: a full sync on
 # POWER (orders cache-inhibited stores before later ones), dmb oshst on AArch64.
 if $triplet-objdump -d "$out/obj/src/copy/copy.o" | grep -qE "[[:space:]]$fence\b"; then
-    echo "ok $arch/store-fence"
+    t_ok "$arch/store-fence"
 else
-    echo "not ok $arch/store-fence: no '$fence' in $out/obj/src/copy/copy.o"; rc=1
+    t_fail "$arch/store-fence" "no '$fence' in $out/obj/src/copy/copy.o"
 fi
 
 # Cases that need what qemu-user does not emulate: it ignores madvise(), so a MADV_DONTFORK
@@ -70,11 +71,10 @@ for t in "$out"/tests/test_* "$out"/tests/stress_* "$out"/tests/copy_* "$out"/te
     [ "$gaps" = 1 ] && [ "$st" = 1 ] && ! grep -q '^not ok ' "$out/$name.out" && st=0
     sed -nE "s#^(ok|not ok|skip) #\\1 $arch/#p" "$out/$name.out"
     if [ "$st" -eq 77 ]; then
-        echo "skip $arch/$name: $(grep -v '^$' "$out/$name.out" | tail -n 1)"
+        t_skip "$arch/$name" "$(grep -v '^$' "$out/$name.out" | tail -n 1)"
     elif [ "$st" -ne 0 ]; then
-        echo "not ok $arch/$name: exited $st"
+        t_fail "$arch/$name" "exited $st"
         grep -vE '^(ok|skip) ' "$out/$name.out" | tail -n 10 | sed 's/^/    /'
-        rc=1
     fi
 done
 
@@ -84,9 +84,9 @@ for t in "$out"/bin/gdrcopy_*; do
     timeout --kill-after=10 60 "$qemu" "$t" </dev/null >"$out/$name.out" 2>&1
     st=$?
     if [ "$st" -le 2 ] && grep -qE 'libcuda|gdrdrv|GPU' "$out/$name.out"; then
-        echo "ok $arch/tools/$name"
+        t_ok "$arch/tools/$name"
     else
-        echo "not ok $arch/tools/$name: exited $st: $(tail -n 1 "$out/$name.out")"; rc=1
+        t_fail "$arch/tools/$name" "exited $st: $(tail -n 1 "$out/$name.out")"
     fi
 done
-exit $rc
+t_done

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 #define DEV_BYTES (8u << 20)
@@ -30,12 +30,6 @@ static CUresult (*fake_alloc)(CUdeviceptr *, size_t);
 static CUresult (*fake_host_alloc)(void **, size_t);
 static CUresult (*fake_ctx_get)(CUcontext *);
 static int (*dma_calls)(void), (*dma_legacy)(void), (*dma_pageable)(void), (*dma_blocking)(void);
-
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)(rand_r(&seed) >> 7);
-}
 
 struct fixture {
     gdr_t g;
@@ -50,13 +44,13 @@ static int setup(struct fixture *f)
     int rc;
 
     f->g = gdr_open();
-    if (!check(f->g && fake_alloc(&d, DEV_BYTES) == CUDA_SUCCESS, "setup_open", "%s",
-               vramio_last_error()))
+    if (!t_check(f->g && fake_alloc(&d, DEV_BYTES) == CUDA_SUCCESS, "setup_open", "%s",
+                 vramio_last_error()))
         return 0;
     rc = gdr_pin_buffer_v2(f->g, (unsigned long)d, DEV_BYTES, 0, &f->mh);
     if (rc == 0)
         rc = gdr_map(f->g, f->mh, &m, DEV_BYTES);
-    if (!check(rc == 0, "setup_pin_map", "rc %d %s", rc, vramio_last_error()))
+    if (!t_check(rc == 0, "setup_pin_map", "rc %d %s", rc, vramio_last_error()))
         return 0;
     f->map = m;
     f->dev = (unsigned char *)(uintptr_t)d;
@@ -74,8 +68,8 @@ static void sizes_around(struct fixture *f, size_t x, const char *tag)
     int bad = 0, wrong_path = 0, used = 0;
     char name[96];
 
-    if (!check(pageable && want && fake_host_alloc((void **)&pinned, maxn) == CUDA_SUCCESS,
-               "sizes_alloc", "out of memory"))
+    if (!t_check(pageable && want && fake_host_alloc((void **)&pinned, maxn) == CUDA_SUCCESS,
+                 "sizes_alloc", "out of memory"))
         return;
     for (size_t k = 0; k < sizeof(far) / sizeof(far[0]); k++)
         sizes[nsizes++] = far[k];
@@ -90,7 +84,7 @@ static void sizes_around(struct fixture *f, size_t x, const char *tag)
                 int before = dma_calls(), rc, dma;
 
                 /* write */
-                fill(h, n, (unsigned)(n + off));
+                t_pattern(h, n, (unsigned)(n + off));
                 memset(f->dev + off, 0, n);
                 rc = vramio_copy_to_mapping_auto(f->mh, f->map + off, h, n);
                 dma = dma_calls() != before;
@@ -98,7 +92,7 @@ static void sizes_around(struct fixture *f, size_t x, const char *tag)
                 wrong_path += dma != (n >= x);
                 used += dma;
                 /* read */
-                fill(want, n, (unsigned)(3 * n + off));
+                t_pattern(want, n, (unsigned)(3 * n + off));
                 memcpy(f->dev + off, want, n);
                 memset(h, 0, n);
                 before = dma_calls();
@@ -111,13 +105,13 @@ static void sizes_around(struct fixture *f, size_t x, const char *tag)
         }
     }
     snprintf(name, sizeof(name), "%s/data_every_size_both_ways", tag);
-    check(bad == 0, name, "%d copies wrong", bad);
+    t_check(bad == 0, name, "%d copies wrong", bad);
     snprintf(name, sizeof(name), "%s/copy_engine_from_crossover_up", tag);
-    check(wrong_path == 0 && used > 0, name, "%d copies on the wrong side of %zu", wrong_path, x);
+    t_check(wrong_path == 0 && used > 0, name, "%d copies on the wrong side of %zu", wrong_path, x);
     snprintf(name, sizeof(name), "%s/private_nonblocking_stream_pinned_host", tag);
-    check(dma_legacy() == 0 && dma_blocking() == 0 && dma_pageable() == 0, name,
-          "legacy stream %d, blocking stream %d, pageable host %d", dma_legacy(),
-          dma_blocking(), dma_pageable());
+    t_check(dma_legacy() == 0 && dma_blocking() == 0 && dma_pageable() == 0, name,
+            "legacy stream %d, blocking stream %d, pageable host %d", dma_legacy(),
+            dma_blocking(), dma_pageable());
     free(pageable);
     free(want);
 }
@@ -128,24 +122,24 @@ static void errors(struct fixture *f)
     gdr_mh_t bogus = { 0x1234 };
     int rc;
 
-    check(vramio_copy_to_mapping_auto(bogus, f->map, buf, sizeof(buf)) == EINVAL &&
-              vramio_copy_from_mapping_auto(bogus, buf, f->map, sizeof(buf)) == EINVAL,
-          "error_bad_handle", "accepted");
-    check(vramio_copy_to_mapping_auto(f->mh, f->map + DEV_BYTES - 100, buf, sizeof(buf)) ==
-                  EINVAL &&
-              vramio_copy_from_mapping_auto(f->mh, buf, f->map - 1, sizeof(buf)) == EINVAL,
-          "error_out_of_range", "accepted");
-    check(vramio_copy_to_mapping_auto(f->mh, f->map, NULL, sizeof(buf)) == EINVAL &&
-              vramio_copy_from_mapping_auto(f->mh, NULL, f->map, sizeof(buf)) == EINVAL,
-          "error_null_host", "accepted");
-    check(vramio_copy_to_mapping_auto(f->mh, f->map, buf, 0) == 0, "size_zero", "refused");
+    t_check(vramio_copy_to_mapping_auto(bogus, f->map, buf, sizeof(buf)) == EINVAL &&
+                vramio_copy_from_mapping_auto(bogus, buf, f->map, sizeof(buf)) == EINVAL,
+            "error_bad_handle", "accepted");
+    t_check(vramio_copy_to_mapping_auto(f->mh, f->map + DEV_BYTES - 100, buf, sizeof(buf)) ==
+                    EINVAL &&
+                vramio_copy_from_mapping_auto(f->mh, buf, f->map - 1, sizeof(buf)) == EINVAL,
+            "error_out_of_range", "accepted");
+    t_check(vramio_copy_to_mapping_auto(f->mh, f->map, NULL, sizeof(buf)) == EINVAL &&
+                vramio_copy_from_mapping_auto(f->mh, NULL, f->map, sizeof(buf)) == EINVAL,
+            "error_null_host", "accepted");
+    t_check(vramio_copy_to_mapping_auto(f->mh, f->map, buf, 0) == 0, "size_zero", "refused");
     setenv("FAKE_CUDA_FAIL_DMA", "2", 1);      /* CUDA_ERROR_OUT_OF_MEMORY */
     rc = vramio_copy_from_mapping_auto(f->mh, buf, f->map, sizeof(buf));
-    check(rc == ENOMEM && strstr(vramio_last_error(), "cuMemcpyDtoHAsync"),
-          "error_copy_engine_mapped", "rc %d '%s'", rc, vramio_last_error());
+    t_check(rc == ENOMEM && strstr(vramio_last_error(), "cuMemcpyDtoHAsync"),
+            "error_copy_engine_mapped", "rc %d '%s'", rc, vramio_last_error());
     setenv("FAKE_CUDA_FAIL_DMA", "700", 1);    /* CUDA_ERROR_ILLEGAL_ADDRESS */
     rc = vramio_copy_to_mapping_auto(f->mh, f->map, buf, sizeof(buf));
-    check(rc == EIO, "error_copy_engine_other_eio", "rc %d", rc);
+    t_check(rc == EIO, "error_copy_engine_other_eio", "rc %d", rc);
     unsetenv("FAKE_CUDA_FAIL_DMA");
 }
 
@@ -157,13 +151,13 @@ static void mode_set(const char *tag)
 
     if (!setup(&f))
         return;
-    check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 8192 && w == 8192,
-          "crossover_from_environment", "read %zu write %zu", r, w);
+    t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 8192 && w == 8192,
+            "crossover_from_environment", "read %zu write %zu", r, w);
     sizes_around(&f, 8192, tag);
     errors(&f);
     fake_ctx_get(&c);
     if (strcmp(tag, "noctx") == 0)
-        check(c == NULL, "noctx/thread_context_left_as_it_was", "a context is current");
+        t_check(c == NULL, "noctx/thread_context_left_as_it_was", "a context is current");
     gdr_close(f.g);
 }
 
@@ -176,32 +170,32 @@ static void mode_measured(void)
 
     if (!setup(&f) || !h)
         return;
-    check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 0 && w == 0,
-          "measured/zero_before", "read %zu write %zu", r, w);
+    t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 0 && w == 0,
+            "measured/zero_before", "read %zu write %zu", r, w);
     /* A write below 64 KiB neither measures nor uses the copy engine; a read of 8 KiB measures
      * the read side (over 64 KiB of the mapping, into memory of the library's own). */
     {
         int before = dma_calls();
 
-        fill(h, 16384, 4);
+        t_pattern(h, 16384, 4);
         ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, 16384) == 0 &&
              memcmp(f.dev, h, 16384) == 0;
-        check(ok && dma_calls() == before && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 &&
-                  w == 0, "measured/small_write_bar_unmeasured", "engine %d, write %zu",
-              dma_calls() - before, w);
-        fill(f.dev, 8192, 3);
+        t_check(ok && dma_calls() == before && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 &&
+                    w == 0, "measured/small_write_bar_unmeasured", "engine %d, write %zu",
+                dma_calls() - before, w);
+        t_pattern(f.dev, 8192, 3);
         ok = vramio_copy_from_mapping_auto(f.mh, h, f.map, 8192) == 0 &&
              memcmp(f.dev, h, 8192) == 0;
-        check(ok && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w == 0,
-              "measured/read_measured_by_8k", "data %d, read %zu write %zu", ok, r, w);
+        t_check(ok && vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w == 0,
+                "measured/read_measured_by_8k", "data %d, read %zu write %zu", ok, r, w);
     }
-    fill(h, n, 5);
+    t_pattern(h, n, 5);
     ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, n) == 0 && memcmp(f.dev, h, n) == 0;
-    fill(f.dev, n, 6);
+    t_pattern(f.dev, n, 6);
     ok &= vramio_copy_from_mapping_auto(f.mh, h, f.map, n) == 0 && memcmp(f.dev, h, n) == 0;
-    check(ok, "measured/data_of_calibrating_copies", "wrong bytes");
-    check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w >= 4096, "measured/set",
-          "read %zu write %zu", r, w);
+    t_check(ok, "measured/data_of_calibrating_copies", "wrong bytes");
+    t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w >= 4096, "measured/set",
+            "read %zu write %zu", r, w);
     printf("# measured with the stand-in: read %zu, write %zu\n", r, w);
     free(h);
     gdr_close(f.g);
@@ -217,14 +211,14 @@ static void mode_otherctx(void)
     if (!setup(&f) || !h)
         return;
     before = dma_calls();
-    fill(h, n, 9);
+    t_pattern(h, n, 9);
     ok = vramio_copy_to_mapping_auto(f.mh, f.map, h, n) == 0 && memcmp(f.dev, h, n) == 0;
-    fill(f.dev, n, 10);
+    t_pattern(f.dev, n, 10);
     ok &= vramio_copy_from_mapping_auto(f.mh, h, f.map, n) == 0 && memcmp(f.dev, h, n) == 0;
-    check(ok && dma_calls() == before, "otherctx/bar_not_engine", "data %s, %d engine copies",
-          ok ? "right" : "wrong", dma_calls() - before);
-    check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == SIZE_MAX && w == SIZE_MAX,
-          "otherctx/crossover_never", "read %zu write %zu", r, w);
+    t_check(ok && dma_calls() == before, "otherctx/bar_not_engine", "data %s, %d engine copies",
+            ok ? "right" : "wrong", dma_calls() - before);
+    t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == SIZE_MAX && w == SIZE_MAX,
+            "otherctx/crossover_never", "read %zu write %zu", r, w);
     free(h);
     gdr_close(f.g);
 }
@@ -241,7 +235,7 @@ int main(int argc, char **argv)
         !SYM(dma_legacy, "fake_cuda_dma_legacy_stream") ||
         !SYM(dma_pageable, "fake_cuda_dma_pageable") ||
         !SYM(dma_blocking, "fake_cuda_dma_blocking_stream")) {
-        printf("not ok setup: libcuda.so.1 is not the stand-in driver\n");
+        t_fail("setup", "libcuda.so.1 is not the stand-in driver");
         return 1;
     }
     if (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "noctx") == 0)
@@ -252,5 +246,5 @@ int main(int argc, char **argv)
         mode_otherctx();
     else
         return 2;
-    return check_status();
+    return t_status();
 }

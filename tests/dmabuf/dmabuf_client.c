@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 static CUresult (*fake_alloc)(CUdeviceptr *, size_t);
@@ -72,14 +72,6 @@ static int new_fds_cloexec(const unsigned char before[1024])
     return ok;
 }
 
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        p[i] = (unsigned char)(rand_r(&seed) >> 7);
-}
-
 static CUdeviceptr alloc(size_t n)
 {
     CUdeviceptr d = 0;
@@ -102,68 +94,68 @@ static void mode_main(void)
     unsigned char fds_before[1024];
     pid_t pid;
 
-    if (!check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
+    if (!t_check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
         return;
     vramio_get_backend(g, &b);
-    check(b == VRAMIO_BACKEND_DMABUF, "first_backend_dmabuf", "%s", vramio_backend_name(b));
+    t_check(b == VRAMIO_BACKEND_DMABUF, "first_backend_dmabuf", "%s", vramio_backend_name(b));
     gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
     gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &v2);
     gdr_get_attribute(g, GDR_ATTR_USING_DMA_BUF_MMAP, &v3);
-    check(v1 == 1 && v2 == 1 && v3 == 1, "attributes", "%d %d %d", v1, v2, v3);
+    t_check(v1 == 1 && v2 == 1 && v3 == 1, "attributes", "%d %d %d", v1, v2, v3);
     rc = gdr_driver_get_version(g, &major, &minor);
-    check(rc == 0 && major == 2 && minor == 6, "driver_version", "rc %d %d.%d", rc, major, minor);
+    t_check(rc == 0 && major == 2 && minor == 6, "driver_version", "rc %d %d.%d", rc, major, minor);
 
     base_fds = open_fds();
     rc = gdr_pin_buffer_v2(g, (unsigned long)d + 100, sizeof(src), 0, &mh);
-    if (!check(rc == 0, "pin_unaligned", "%d %s", rc, vramio_last_error()))
+    if (!t_check(rc == 0, "pin_unaligned", "%d %s", rc, vramio_last_error()))
         return;
-    check(open_fds() == base_fds + 1, "one_fd_per_pin", "%d fds, %d before", open_fds(), base_fds);
+    t_check(open_fds() == base_fds + 1, "one_fd_per_pin", "%d fds, %d before", open_fds(), base_fds);
     vramio_handle_backend(g, mh, &b);
     gdr_get_info(g, mh, &info);
-    check(b == VRAMIO_BACKEND_DMABUF && info.va == d && info.mapped_size == 65536 &&
-              info.page_size == 65536 && !info.mapped,
-          "info", "backend %s va %#llx/%#llx size %llu page %u", vramio_backend_name(b),
-          (unsigned long long)info.va, (unsigned long long)d,
-          (unsigned long long)info.mapped_size, info.page_size);
-    check(gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == EINVAL,
-          "map_req_cache_einval", "accepted");
+    t_check(b == VRAMIO_BACKEND_DMABUF && info.va == d && info.mapped_size == 65536 &&
+                info.page_size == 65536 && !info.mapped,
+            "info", "backend %s va %#llx/%#llx size %llu page %u", vramio_backend_name(b),
+            (unsigned long long)info.va, (unsigned long long)d,
+            (unsigned long long)info.mapped_size, info.page_size);
+    t_check(gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == EINVAL,
+            "map_req_cache_einval", "accepted");
     rc = gdr_map(g, mh, &m, 65536);
     gdr_get_info(g, mh, &info);
-    check(rc == 0 && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC,
-          "map_wc", "rc %d mapped %u type %d", rc, info.mapped, (int)info.mapping_type);
-    fill(src, sizeof(src), 1);
+    t_check(rc == 0 && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC,
+            "map_wc", "rc %d mapped %u type %d", rc, info.mapped, (int)info.mapping_type);
+    t_pattern(src, sizeof(src), 1);
     gdr_copy_to_mapping(mh, (char *)m + 100, src, sizeof(src));
-    check(memcmp((void *)(uintptr_t)(d + 100), src, sizeof(src)) == 0, "copy_to_device",
-          "the memory behind the export differs");
-    fill((unsigned char *)(uintptr_t)(d + 100), sizeof(src), 2);
+    t_check(memcmp((void *)(uintptr_t)(d + 100), src, sizeof(src)) == 0, "copy_to_device",
+            "the memory behind the export differs");
+    t_pattern((unsigned char *)(uintptr_t)(d + 100), sizeof(src), 2);
     gdr_copy_from_mapping(mh, got, (char *)m + 100, sizeof(got));
-    check(memcmp((void *)(uintptr_t)(d + 100), got, sizeof(got)) == 0, "copy_from_device",
-          "read other bytes");
+    t_check(memcmp((void *)(uintptr_t)(d + 100), got, sizeof(got)) == 0, "copy_from_device",
+            "read other bytes");
 
     rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh2);
 #if defined(__x86_64__)
-    check(rc == 0 && open_fds() == base_fds + 2, "force_pcie_x86_plain_export",
-          "rc %d %s, %d fds", rc, vramio_last_error(), open_fds());
+    t_check(rc == 0 && open_fds() == base_fds + 2, "force_pcie_x86_plain_export",
+            "rc %d %s, %d fds", rc, vramio_last_error(), open_fds());
 #else
-    check(rc != 0, "force_pcie_refused_off_x86", "accepted");
+    t_check(rc != 0, "force_pcie_refused_off_x86", "accepted");
 #endif
     if (rc == 0) {
         rc = gdr_map(g, mh2, &m2, 1 << 20);
-        check(rc == 0 && gdr_unpin_buffer(g, mh2) == 0, "unpin_live_mapping", "map rc %d", rc);
+        t_check(rc == 0 && gdr_unpin_buffer(g, mh2) == 0, "unpin_live_mapping", "map rc %d", rc);
     }
-    check(gdr_unpin_buffer(g, mh) == 0 && open_fds() == base_fds, "unpin_closes_fd",
-          "%d fds, %d before", open_fds(), base_fds);
+    t_check(gdr_unpin_buffer(g, mh) == 0 && open_fds() == base_fds, "unpin_closes_fd",
+            "%d fds, %d before", open_fds(), base_fds);
 
     /* A range the export refuses (not an allocation start here) is offered to the next
      * backend; the error names what each said. */
     rc = gdr_pin_buffer_v2(g, (unsigned long)d + 65536, 4096, 0, &mh3);
-    check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
-          "rc %d, '%s'", rc, vramio_last_error());
+    t_check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
+            "rc %d, '%s'", rc, vramio_last_error());
 
     fd_snapshot(fds_before);
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
-    check(rc == 0 && new_fds_cloexec(fds_before), "export_fd_cloexec", "pin %d, a descriptor lacks FD_CLOEXEC",
-          rc);
+    t_check(rc == 0 && new_fds_cloexec(fds_before), "export_fd_cloexec", "pin %d, a descriptor lacks FD_CLOEXEC",
+            rc);
     m = NULL;
     gdr_map(g, mh, &m, 65536);
     for (int end = 0; end < 2; end++) {
@@ -175,7 +167,7 @@ static void mode_main(void)
             gdr_mh_t c;
             /* First, before anything could map something else into the hole: a fault, or
              * at least not the parent's bytes (those of the memory behind the export). */
-            int seen = !m || (touch_faults(m) == 0 &&
+            int seen = !m || (t_touch_faults(m) == 0 &&
                               memcmp(m, (void *)(uintptr_t)d, 64) == 0);
             int bad = (gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != EACCES) |
                       seen << 1;
@@ -186,17 +178,17 @@ static void mode_main(void)
             _exit(bad);
         }
         status = -1;
-        rc = rc ? rc : wait_bounded(pid, &status, 30);
-        check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              end ? "fork_child_refused__exit" : "fork_child_refused_exit",
-              "rc %d, child status %#x (bit 1 of the exit code: it read the mapping)", rc,
-              (unsigned)status);
+        rc = rc ? rc : t_wait_bounded(pid, &status, 30);
+        t_check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                end ? "fork_child_refused__exit" : "fork_child_refused_exit",
+                "rc %d, child status %#x (bit 1 of the exit code: it read the mapping)", rc,
+                (unsigned)status);
     }
-    check(m && touch_faults(m) == 0, "fork_parent_keeps_mapping", "the parent lost it");
+    t_check(m && t_touch_faults(m) == 0, "fork_parent_keeps_mapping", "the parent lost it");
     rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &mh2);
     gdr_map(g, mh2, &m2, 65536);
-    check(rc == 0 && gdr_close(g) == 0 && open_fds() == base_fds, "close_with_live_pins",
-          "pin %d, %d fds, %d before", rc, open_fds(), base_fds);
+    t_check(rc == 0 && gdr_close(g) == 0 && open_fds() == base_fds, "close_with_live_pins",
+            "pin %d, %d fds, %d before", rc, open_fds(), base_fds);
 }
 
 static void mode_old(void)
@@ -204,8 +196,8 @@ static void mode_old(void)
     char why[256] = "";
     int rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
 
-    check(rc != 0 && strstr(why, "13.0") && strstr(why, "13.3"), "old_driver_reason",
-          "rc %d '%s'", rc, why);
+    t_check(rc != 0 && strstr(why, "13.0") && strstr(why, "13.3"), "old_driver_reason",
+            "rc %d '%s'", rc, why);
 }
 
 static void mode_refuse(void)
@@ -216,17 +208,17 @@ static void mode_refuse(void)
     gdr_t g = gdr_open();
     int rc, before;
 
-    if (!check(g && d, "open", "%s", vramio_last_error()))
+    if (!t_check(g && d, "open", "%s", vramio_last_error()))
         return;
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
-    check(rc != 0 && strstr(vramio_last_error(), "dmabuf: mmap"), "first_pin_finds_refusal",
-          "rc %d '%s'", rc, vramio_last_error());
+    t_check(rc != 0 && strstr(vramio_last_error(), "dmabuf: mmap"), "first_pin_finds_refusal",
+            "rc %d '%s'", rc, vramio_last_error());
     rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
-    check(rc != 0 && strstr(why, "mmap"), "probe_reports_refusal", "rc %d '%s'", rc, why);
+    t_check(rc != 0 && strstr(why, "mmap"), "probe_reports_refusal", "rc %d '%s'", rc, why);
     before = fake_exports();
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh);
-    check(rc != 0 && fake_exports() == before, "later_pins_skip_dmabuf",
-          "rc %d, %d exports more", rc, fake_exports() - before);
+    t_check(rc != 0 && fake_exports() == before, "later_pins_skip_dmabuf",
+            "rc %d, %d exports more", rc, fake_exports() - before);
     gdr_close(g);
 }
 
@@ -238,16 +230,16 @@ static void mode_forced(int expect_ok)
     gdr_t g = gdr_open();
 
     if (!expect_ok) {
-        check(!g && strstr(vramio_last_error(), "mmap"), "forced_trial_refusal",
-              "gdr_open %p, '%s'", (void *)g, vramio_last_error());
+        t_check(!g && strstr(vramio_last_error(), "mmap"), "forced_trial_refusal",
+                "gdr_open %p, '%s'", (void *)g, vramio_last_error());
         return;
     }
     d = alloc(1 << 20);
-    if (!check(g != NULL, "forced_trial_ok", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "forced_trial_ok", "%s", vramio_last_error()))
         return;
     vramio_get_backend(g, &b);
-    check(b == VRAMIO_BACKEND_DMABUF && gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh) == 0,
-          "forced_pins_by_dmabuf", "backend %s, %s", vramio_backend_name(b), vramio_last_error());
+    t_check(b == VRAMIO_BACKEND_DMABUF && gdr_pin_buffer_v2(g, (unsigned long)d, 4096, 0, &mh) == 0,
+            "forced_pins_by_dmabuf", "backend %s, %s", vramio_backend_name(b), vramio_last_error());
     gdr_close(g);
 }
 
@@ -262,7 +254,7 @@ int main(int argc, char **argv)
     fake_alloc = lib ? (CUresult (*)(CUdeviceptr *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
     fake_exports = lib ? (int (*)(void))dlsym(lib, "fake_cuda_exports") : NULL;
     if (!fake_alloc || !fake_exports) {
-        printf("not ok setup: libcuda.so.1 is not the stand-in driver\n");
+        t_fail("setup", "libcuda.so.1 is not the stand-in driver");
         return 1;
     }
     if (strcmp(argv[1], "main") == 0)
@@ -277,5 +269,5 @@ int main(int argc, char **argv)
         mode_forced(1);
     else
         return 2;
-    return check_status();
+    return t_status();
 }

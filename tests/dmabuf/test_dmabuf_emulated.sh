@@ -5,6 +5,7 @@
 # against the library in each mode with the stand-in found through LD_LIBRARY_PATH; again
 # against the ASan+UBSan library when 'make check' has built it. One result line per case.
 set -u
+. "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
@@ -14,14 +15,14 @@ warn="-Wall -Wextra -Werror"
 
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
         -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
-    echo "not ok dmabuf_emu/build_fake_cuda: compiler failed"; exit 1
+    t_fail "dmabuf_emu/build_fake_cuda" "compiler failed"; exit 1
 fi
 
 build_client() { # prog source libdir cflags...: 0 when built
     local prog=$1 src=$2 lib=$3
     shift 3
-    $CC -O1 -g $warn "$@" -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" "$src" \
-        tests/unit/helpers/check.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
+    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" "$src" \
+        tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
 }
 
 run_client() { # name prog mode env...: run with the stand-in, one result line per case
@@ -33,7 +34,7 @@ run_client() { # name prog mode env...: run with the stand-in, one result line p
     rc=$?
     printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$name/#p"
     if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-        echo "not ok dmabuf_emu/$name/exit: status $rc"
+        t_fail "dmabuf_emu/$name/exit" "status $rc"
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
     fi
 }
@@ -42,7 +43,7 @@ run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 auto=$dir/auto_$1 mode
     shift 2
     if ! build_client "$prog" tests/dmabuf/dmabuf_client.c "$lib" "$@"; then
-        echo "not ok dmabuf_emu/$label/build_client: compiler failed"; return
+        t_fail "dmabuf_emu/$label/build_client" "compiler failed"; return
     fi
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
@@ -52,7 +53,7 @@ run_modes() { # label libdir [cflags]
     run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
     # The _auto copies (src/copy_dma.c) against the same stand-in.
     if ! build_client "$auto" tests/dmabuf/dma_auto_client.c "$lib" "$@"; then
-        echo "not ok dmabuf_emu/$label/build_auto_client: compiler failed"; return
+        t_fail "dmabuf_emu/$label/build_auto_client" "compiler failed"; return
     fi
     set -- FAKE_CUDA_VERSION=13030 VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192
     run_client "$label/auto_set" "$auto" set "$@"
@@ -65,4 +66,4 @@ run_modes plain "$B/lib"
 if [ -e "$B/asan/lib/libgdrapi.so" ]; then
     run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
 fi
-exit 0
+t_done

@@ -6,13 +6,12 @@
 # variables ($DOCS/x.md) are not citations and are not read.
 set -u
 cd "$(dirname "$0")/../.."
-fail=0
+. tests/lib/t.sh
 while IFS=: read -r file name; do
     [ -e "$name" ] || [ -e "$(dirname "$file")/$name" ] || [ -e "docs/$name" ] && continue
-    echo "not ok cited_files/$file: names $name, which is not in the repository"
-    fail=1
+    t_fail "cited_files/$file" "names $name, which is not in the repository"
 done < <(git grep -oE '(^|[[:space:]`"(])[A-Za-z0-9_][A-Za-z0-9_./-]*\.md\b' -- '*.c' '*.h' '*.cu' \
          '*.sh' '*.mk' '*.py' Makefile 'driver/Kbuild' '.ci/*' |
          sed -E 's/:[[:space:]`"(]/:/' | grep -v ':args\.md$' | sort -u)
-[ $fail -eq 0 ] && echo "ok cited_files/all_in_repository"
-exit $fail
+[ "$T_FAILED" = 0 ] && t_ok "cited_files/all_in_repository"
+t_done

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "gpu_common.h"
-#include "helpers/check.h"
+#include "t.h"
 
 #define SIZE (2u << 20)
 
@@ -165,35 +165,35 @@ static int run_scenario(const struct scenario *sc)
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
     gpu_cuda_setup();
     if (gpu_vmm_alloc(SIZE, &v)) {
-        check_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
+        t_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
         return 0;
     }
     g = gdr_open();
-    if (!check(g != NULL, nm("open"), "%s", vramio_last_error()))
+    if (!t_check(g != NULL, nm("open"), "%s", vramio_last_error()))
         return 1;
     rc = gpu_pin_map(g, v.ptr, SIZE, &mh, &map, &len, &at);
-    if (!check(rc == 0, nm("pin_map"), "%s", vramio_last_error()))
+    if (!t_check(rc == 0, nm("pin_map"), "%s", vramio_last_error()))
         return 1;
-    gpu_fill(want, sizeof(want), 1);
+    t_pattern(want, sizeof(want), 1);
     gdr_copy_to_mapping(mh, at, want, sizeof(want));
     fflush(NULL);
     pid = fork();
     if (pid == 0)
         return child(sc->act, g, mh, at);
-    rc = wait_bounded(pid, &status, 60);
-    check(rc == 0 && child_ok(sc->act, status, why, sizeof(why)), nm("child"), "%s%s",
-          rc ? "hung (killed); " : "", why);
+    rc = t_wait_bounded(pid, &status, 60);
+    t_check(rc == 0 && child_ok(sc->act, status, why, sizeof(why)), nm("child"), "%s%s",
+            rc ? "hung (killed); " : "", why);
     /* The parent's mapping and memory are intact and still its own. */
-    gpu_fill(want, sizeof(want), 2);
+    t_pattern(want, sizeof(want), 2);
     gdr_copy_to_mapping(mh, at, want, sizeof(want));
     memset(got, 0, sizeof(got));
     CU_MUST(cuMemcpyDtoH(got, v.ptr, sizeof(got)));
-    check(memcmp(want, got, sizeof(got)) == 0, nm("parent_mapping_after_child"),
-          "the parent's write did not reach its memory");
-    check(gdr_unmap(g, mh, map, len) == 0 && gdr_unpin_buffer(g, mh) == 0 && gdr_close(g) == 0,
-          nm("parent_release"), "%s", vramio_last_error());
+    t_check(memcmp(want, got, sizeof(got)) == 0, nm("parent_mapping_after_child"),
+            "the parent's write did not reach its memory");
+    t_check(gdr_unmap(g, mh, map, len) == 0 && gdr_unpin_buffer(g, mh) == 0 && gdr_close(g) == 0,
+            nm("parent_release"), "%s", vramio_last_error());
     gpu_vmm_free(&v);
-    return check_status(); /* then a normal exit, which must not hang */
+    return t_status(); /* then a normal exit, which must not hang */
 }
 
 /* Forks a child that leaves at once through exit() after one refused call on the parent's
@@ -217,7 +217,7 @@ static int fork_quick_child(gdr_t g)
     }
     if (pid < 0)
         return 1;
-    return wait_bounded(pid, &status, 30) != 0 || !WIFEXITED(status) ||
+    return t_wait_bounded(pid, &status, 30) != 0 || !WIFEXITED(status) ||
            WEXITSTATUS(status) != 0;
 }
 
@@ -251,12 +251,12 @@ static int setup_threaded(struct gpu_vmm *v, gdr_t *g)
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
     gpu_cuda_setup();
     if (gpu_vmm_alloc(SIZE, v)) {
-        check_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
+        t_skip(nm("setup"), "cuMemCreate with a POSIX-fd handle failed");
         return 0;
     }
     churn_ptr = v->ptr;
     *g = gdr_open();
-    if (!check(*g != NULL, nm("open"), "%s", vramio_last_error()))
+    if (!t_check(*g != NULL, nm("open"), "%s", vramio_last_error()))
         return 1;
     backtrace(f, 2); /* loads libgcc's unwinder now: the report must not dlopen in a dying child */
     return -1;
@@ -281,10 +281,10 @@ static int run_fork_while_unpinning(void)
     }
     stop = 1;
     pthread_join(t, NULL);
-    check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, rounds);
-    check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
+    t_check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, rounds);
+    t_check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
     gpu_vmm_free(&v);
-    return check_status();
+    return t_status();
 }
 
 /* Forks back to back while another thread makes the process's first pin, which loads the
@@ -327,11 +327,11 @@ static int run_fork_during_start(void)
         bad += fork_quick_child(g);
     pthread_join(t, NULL);
     printf("# %d children forked while the first pin started the driver\n", n);
-    check(first_pin_state == 1, nm("first_pin"), "%s", vramio_last_error());
-    check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, n);
-    check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
+    t_check(first_pin_state == 1, nm("first_pin"), "%s", vramio_last_error());
+    t_check(bad == 0, nm("children"), "%d of %d children failed or hung", bad, n);
+    t_check(gdr_close(g) == 0, nm("parent_close"), "%s", vramio_last_error());
     gpu_vmm_free(&v);
-    return check_status();
+    return t_status();
 }
 
 /* A program that only calls gdr_open with the default settings: with no module and no
@@ -348,27 +348,28 @@ static int run_default_open(void)
     unsetenv("GDRCOPY_USE_DMABUF_MMAP");
     if (stat("/dev/gdrdrv", &st) == 0 || vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why,
                                                               sizeof(why)) == 0) {
-        check_skip(nm("null"), "gdrdrv or dma-buf mmap is usable here");
+        t_skip(nm("null"), "gdrdrv or dma-buf mmap is usable here");
         return 0;
     }
     g = gdr_open();
-    check(g == NULL && strstr(vramio_last_error(), "VRAMIO_ENABLE_VULKAN=1"), nm("null"),
-          "gdr_open %s: '%s'", g ? "succeeded" : "failed", vramio_last_error());
+    t_check(g == NULL && strstr(vramio_last_error(), "VRAMIO_ENABLE_VULKAN=1"), nm("null"),
+            "gdr_open %s: '%s'", g ? "succeeded" : "failed", vramio_last_error());
     vramio_backend_probe(VRAMIO_BACKEND_VULKAN, why, sizeof(why));
     printf("# vulkan: %s\n", why);
     if (g)
         gdr_close(g);
     setenv("VRAMIO_ENABLE_VULKAN", "1", 1);
     g = gdr_open();
-    check(g != NULL, nm("opt_in_opens"), "%s", vramio_last_error());
+    t_check(g != NULL, nm("opt_in_opens"), "%s", vramio_last_error());
     if (g)
         gdr_close(g);
-    return check_status();
+    return t_status();
 }
 
 /* Run this program with --scenario name within a bound; print its lines. */
 static int drive(const char *self, const char *name, unsigned seconds)
 {
+    char result[128];
     int status = -1;
     pid_t pid;
 
@@ -378,17 +379,13 @@ static int drive(const char *self, const char *name, unsigned seconds)
         execl(self, self, "--scenario", name, (char *)NULL);
         _exit(127);
     }
-    if (wait_bounded(pid, &status, seconds) != 0) {
-        printf("not ok fork/%s/process_ends: did not end within %u s (a hang, at exit or "
-               "before): killed\n", name, seconds);
+    snprintf(result, sizeof(result), "fork/%s/process_ends", name);
+    if (t_wait_bounded(pid, &status, seconds) != 0) {
+        t_fail(result, "did not end within %u s (a hang, at exit or before): killed", seconds);
         return 1;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        printf("not ok fork/%s/process_ends: status %#x\n", name, (unsigned)status);
-        return 1;
-    }
-    printf("ok fork/%s/process_ends\n", name);
-    return 0;
+    return !t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, result, "status %#x",
+                    (unsigned)status);
 }
 
 int main(int argc, char **argv)
@@ -409,12 +406,12 @@ int main(int argc, char **argv)
         for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
             if (strcmp(argv[2], scenarios[i].name) == 0)
                 return run_scenario(&scenarios[i]);
-        printf("not ok fork/%s: no such scenario\n", argv[2]);
+        t_fail("fork/scenario", "no scenario %s", argv[2]);
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
-        printf("not ok fork/self: cannot find this program\n");
+        t_fail("fork/self", "cannot find this program");
         return 1;
     }
     self[n] = '\0';

@@ -12,7 +12,7 @@ GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/gpu_bench $(BUILD)/gpu/fo
             $(BUILD)/gpu/gpu_auto_test $(BUILD)/gpu/multigpu_client
 CUDA_STUBS ?= $(CUDA_HOME)/lib64/stubs
 
-GPU_COMMON := tests/gpu/gpu_common.c tests/unit/helpers/check.c
+GPU_COMMON := tests/gpu/gpu_common.c $(TEST_KIT_SRCS)
 
 $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
@@ -20,9 +20,9 @@ $(BUILD)/gpu/%: tests/gpu/%.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $
 	    -L$(CUDA_STUBS) -lcuda)
 
 # The two-GPU program of tests/multigpu, against the real driver ("MODE real").
-$(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c tests/unit/helpers/check.c $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< tests/unit/helpers/check.c \
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
 
 .PHONY: gpu-tests

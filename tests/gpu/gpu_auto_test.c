@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "gpu_common.h"
-#include "helpers/check.h"
+#include "t.h"
 
 #define AREA (32u << 20)
 
@@ -40,11 +40,11 @@ static int both_ways(unsigned char *h, unsigned char *check_buf, size_t n, size_
 {
     int rc;
 
-    gpu_fill(h, n, seed);
+    t_pattern(h, n, seed);
     rc = vramio_copy_to_mapping_auto(mh, map + off, h, n);
     if (rc || cuMemcpyDtoH(check_buf, dev + off, n) || memcmp(h, check_buf, n))
         return 1;
-    gpu_fill(check_buf, n, seed + 1);
+    t_pattern(check_buf, n, seed + 1);
     if (cuMemcpyHtoD(dev + off, check_buf, n) || cuCtxSynchronize())
         return 1;
     memset(h, 0, n);
@@ -97,7 +97,7 @@ static void check_crossover_meets(int write, size_t x, unsigned char *pinned, si
     double bar_lo, eng_lo, bar_hi, eng_hi;
 
     if (x == SIZE_MAX || x > cap / 2) {
-        printf("skip %s: crossover %zu B (never, or above %zu B)\n", name, x, cap / 2);
+        t_skip(name, "crossover %zu B (never, or above %zu B)", x, cap / 2);
         return;
     }
     bar_lo = median_us(write, BY_BAR, pinned, x / 2);
@@ -107,9 +107,9 @@ static void check_crossover_meets(int write, size_t x, unsigned char *pinned, si
     printf("# %s crossover %zu B: at %zu B BAR %.2f us, cuMemcpy %.2f us; at %zu B BAR %.2f us,"
            " cuMemcpy %.2f us\n", write ? "write" : "read", x, x / 2, bar_lo, eng_lo, 2 * x,
            bar_hi, eng_hi);
-    check(bar_lo > 0 && eng_lo > 0 && bar_hi > 0 && eng_hi > 0 && bar_lo <= 1.05 * eng_lo &&
-              eng_hi <= 1.05 * bar_hi, name, "x/2: BAR %.2f cuMemcpy %.2f us; 2x: BAR %.2f "
-          "cuMemcpy %.2f us", bar_lo, eng_lo, bar_hi, eng_hi);
+    t_check(bar_lo > 0 && eng_lo > 0 && bar_hi > 0 && eng_hi > 0 && bar_lo <= 1.05 * eng_lo &&
+                eng_hi <= 1.05 * bar_hi, name, "x/2: BAR %.2f cuMemcpy %.2f us; 2x: BAR %.2f "
+            "cuMemcpy %.2f us", bar_lo, eng_lo, bar_hi, eng_hi);
 }
 
 /*
@@ -140,7 +140,7 @@ static void check_against_direct(int write, size_t x, unsigned char *pinned)
         eng[i] = median_us(write, BY_CUMEMCPY, pinned, sz[i]);
         au = median_us(write, BY_AUTO, pinned, sz[i]);
         if (bar[i] <= 0 || eng[i] <= 0 || au <= 0) {
-            check(0, name, "a timed %s of %zu B failed", dir, sz[i]);
+            t_check(0, name, "a timed %s of %zu B failed", dir, sz[i]);
             return;
         }
         printf("# direct %s %7zu B: BAR %8.2f us, cuMemcpy %8.2f us, _auto %8.2f us (%.2fx the "
@@ -164,7 +164,7 @@ static void check_against_direct(int write, size_t x, unsigned char *pinned)
         }
     }
     printf("# %s crossover: library %zu B, direct %.0f-%.0f B (%s)\n", dir, x, lo, hi, where);
-    check((double)x >= lo / 2 && (double)x <= 2 * hi, name, "library %zu B, direct %.0f-%.0f B",
+    t_check((double)x >= lo / 2 && (double)x <= 2 * hi, name, "library %zu B, direct %.0f-%.0f B",
           x, lo, hi);
 }
 
@@ -177,10 +177,10 @@ static void test_crossover_and_data(void)
     int bad = 0;
     char why[512] = "";
 
-    if (!check(pageable && chk && cuMemAllocHost((void **)&pinned, big + 8) == CUDA_SUCCESS,
-               "auto/alloc", "out of memory"))
+    if (!t_check(pageable && chk && cuMemAllocHost((void **)&pinned, big + 8) == CUDA_SUCCESS,
+                 "auto/alloc", "out of memory"))
         return;
-    gpu_fill(pageable, 1u << 20, 1);
+    t_pattern(pageable, 1u << 20, 1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     vramio_copy_to_mapping_auto(mh, map, pageable, 1u << 20);
     vramio_copy_from_mapping_auto(mh, pageable, map, 1u << 20);
@@ -188,8 +188,8 @@ static void test_crossover_and_data(void)
     vramio_copy_auto_crossover(mh, &xr, &xw);
     printf("# crossover: reads %zu B, writes %zu B (SIZE_MAX = never); first two 1 MiB copies "
            "with the measurement %.2f ms\n", xr, xw, first_ms);
-    check(xr >= 4096 && xw >= 4096, "auto/crossover_measured", "read %zu write %zu", xr, xw);
-    check(first_ms < 50, "auto/measurement_within_a_few_ms", "%.2f ms", first_ms);
+    t_check(xr >= 4096 && xw >= 4096, "auto/crossover_measured", "read %zu write %zu", xr, xw);
+    t_check(first_ms < 50, "auto/measurement_within_a_few_ms", "%.2f ms", first_ms);
     {
         static const size_t far[] = { 1, 8, 4095, 4096, 65536 + 3, 1u << 20 };
 
@@ -212,14 +212,14 @@ static void test_crossover_and_data(void)
                     snprintf(why + strlen(why), sizeof(why) - strlen(why), " %s %zu+%zu",
                              p ? "pinned" : "pageable", sizes[k], off);
                 }
-    check(bad == 0, "auto/data_around_crossover_pageable_and_pinned", "%d wrong:%s", bad, why);
+    t_check(bad == 0, "auto/data_around_crossover_pageable_and_pinned", "%d wrong:%s", bad, why);
     check_crossover_meets(1, xw, pinned, big);
     check_crossover_meets(0, xr, pinned, big);
     check_against_direct(1, xw, pinned);
     check_against_direct(0, xr, pinned);
-    check(vramio_copy_to_mapping_auto(mh, map + AREA - 10, pinned, 4096 * 4) == EINVAL &&
-              vramio_copy_from_mapping_auto(mh, NULL, map, 1u << 20) == EINVAL,
-          "auto/errors_as_gdr_copy", "accepted");
+    t_check(vramio_copy_to_mapping_auto(mh, map + AREA - 10, pinned, 4096 * 4) == EINVAL &&
+                vramio_copy_from_mapping_auto(mh, NULL, map, 1u << 20) == EINVAL,
+            "auto/errors_as_gdr_copy", "accepted");
     cuMemFreeHost(pinned);
     free(pageable);
     free(chk);
@@ -239,7 +239,7 @@ static void *copy_thread(void *arg)
     CUcontext c = NULL;
     int rc;
 
-    gpu_fill(j->buf, j->n, 42);
+    t_pattern(j->buf, j->n, 42);
     rc = vramio_copy_to_mapping_auto(mh, map, j->buf, j->n);
     if (!rc)
         rc = vramio_copy_from_mapping_auto(mh, j->buf, map, j->n);
@@ -283,11 +283,11 @@ static void test_no_context_thread(void)
     struct job j = { .n = 4u << 20 };
 
     j.buf = malloc(j.n);
-    if (!check(j.buf != NULL, "auto/no_context_alloc", "out of memory"))
+    if (!t_check(j.buf != NULL, "auto/no_context_alloc", "out of memory"))
         return;
-    check(run_bounded(&j) && j.rc == 0, "auto/thread_without_context", "rc %d, done %d", j.rc,
-          j.done);
-    check(j.ctx_after_null, "auto/thread_context_left_as_it_was", "a context is current after");
+    t_check(run_bounded(&j) && j.rc == 0, "auto/thread_without_context", "rc %d, done %d", j.rc,
+            j.done);
+    t_check(j.ctx_after_null, "auto/thread_context_left_as_it_was", "a context is current after");
     free(j.buf);
 }
 
@@ -302,12 +302,12 @@ static void test_legacy_stream_held(void)
 
     if (cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS ||
         cuMemHostGetDevicePointer(&dflag, (void *)flag, 0) != CUDA_SUCCESS) {
-        check_skip("auto/legacy_stream_held", "no mapped host memory");
+        t_skip("auto/legacy_stream_held", "no mapped host memory");
         return;
     }
     *flag = 0;
     if (cuStreamWaitValue32(NULL, dflag, 1, CU_STREAM_WAIT_VALUE_EQ) != CUDA_SUCCESS) {
-        check_skip("auto/legacy_stream_held", "cuStreamWaitValue32 is not supported here");
+        t_skip("auto/legacy_stream_held", "cuStreamWaitValue32 is not supported here");
         cuMemFreeHost((void *)flag);
         return;
     }
@@ -315,9 +315,9 @@ static void test_legacy_stream_held(void)
     ok = j.buf && run_bounded(&j) && j.rc == 0;
     *flag = 1;             /* release the legacy stream whatever happened */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    check(ok, "auto/does_not_wait_for_the_legacy_stream", "rc %d, done %d (5 s bound)", j.rc,
-          j.done);
-    check(cuCtxSynchronize() == CUDA_SUCCESS, "auto/legacy_stream_released", "sync failed");
+    t_check(ok, "auto/does_not_wait_for_the_legacy_stream", "rc %d, done %d (5 s bound)", j.rc,
+            j.done);
+    t_check(cuCtxSynchronize() == CUDA_SUCCESS, "auto/legacy_stream_released", "sync failed");
     if (j.done)
         free(j.buf);
     cuMemFreeHost((void *)flag);
@@ -334,12 +334,12 @@ int main(void)
     gpu_cuda_setup();
     g = gdr_open();
     if (!g || gpu_vmm_alloc(AREA, &v)) {
-        check_skip("auto", "no usable backend or no VMM memory: %s", vramio_last_error());
+        t_skip("auto", "no usable backend or no VMM memory: %s", vramio_last_error());
         return 0;
     }
-    if (!check(gpu_pin_map(g, v.ptr, AREA, &mh, &m, &mlen, &at) == 0, "auto/pin_map", "%s",
-               vramio_last_error()))
-        return check_status();
+    if (!t_check(gpu_pin_map(g, v.ptr, AREA, &mh, &m, &mlen, &at) == 0, "auto/pin_map", "%s",
+                 vramio_last_error()))
+        return t_status();
     map = at;
     dev = v.ptr;
     test_crossover_and_data();
@@ -348,5 +348,5 @@ int main(void)
     gdr_unpin_buffer(g, mh);
     gdr_close(g);
     gpu_vmm_free(&v);
-    return check_status();
+    return t_status();
 }

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "gpu_common.h"
-#include "helpers/check.h"
+#include "t.h"
 
 #define MiB (1ull << 20)
 
@@ -33,7 +33,7 @@ static int roundtrip(gdr_mh_t mh, void *at, CUdeviceptr d, size_t n, uint64_t se
 
     if (!a || !b)
         goto out;
-    gpu_fill(a, n, seed);
+    t_pattern(a, n, seed);
     rc = gdr_copy_to_mapping(mh, at, a, n);
     if (rc) {
         snprintf(why, wlen, "gdr_copy_to_mapping: %d %s", rc, vramio_last_error());
@@ -44,7 +44,7 @@ static int roundtrip(gdr_mh_t mh, void *at, CUdeviceptr d, size_t n, uint64_t se
                  (unsigned long long)d);
         goto out;
     }
-    gpu_fill(a, n, seed + 1);
+    t_pattern(a, n, seed + 1);
     if (cuMemcpyHtoD(d, a, n) || cuCtxSynchronize())
         goto out;
     memset(b, 0, n);
@@ -70,7 +70,7 @@ static void test_open(void)
     size_t i;
 
     g = gdr_open();
-    if (!check(g != NULL, "open", "gdr_open: %s", vramio_last_error())) {
+    if (!t_check(g != NULL, "open", "gdr_open: %s", vramio_last_error())) {
         exit(1);
     }
     for (i = 0; i < 3; i++) {
@@ -78,15 +78,15 @@ static void test_open(void)
         printf("# backend %s: %s (%d)\n", vramio_backend_name(bs[i]), why, rc);
     }
     vramio_get_backend(g, &b);
-    check(b == VRAMIO_BACKEND_VULKAN, "open_first_backend_vulkan", "first usable is %s",
-              vramio_backend_name(b));
+    t_check(b == VRAMIO_BACKEND_VULKAN, "open_first_backend_vulkan", "first usable is %s",
+                vramio_backend_name(b));
     gdr_driver_get_version(g, &major, &minor);
-    check(major == 2 && minor >= 5, "driver_version", "%d.%d", major, minor);
+    t_check(major == 2 && minor >= 5, "driver_version", "%d.%d", major, minor);
     gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
     gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &v2);
     gdr_get_attribute(g, GDR_ATTR_USING_DMA_BUF_MMAP, &v3);
-    check(v1 == 1 && v2 == 1 && v3 == 0, "attributes", "persistent %d force_pcie %d dmabuf %d",
-              v1, v2, v3);
+    t_check(v1 == 1 && v2 == 1 && v3 == 0, "attributes", "persistent %d force_pcie %d dmabuf %d",
+                v1, v2, v3);
 }
 
 /* Pin, info, map, copy both ways on one allocation; name says which kind. */
@@ -102,7 +102,7 @@ static void check_whole(const char *name, CUdeviceptr d, size_t size, size_t all
 
     snprintf(tname, sizeof(tname), "%s_pin_map", name);
     rc = gpu_pin_map(g, d, size, &mh, &map, &len, &at);
-    if (!check(rc == 0, tname, "rc %d: %s", rc, vramio_last_error()))
+    if (!t_check(rc == 0, tname, "rc %d: %s", rc, vramio_last_error()))
         return;
     gdr_get_info(g, mh, &info);
     vramio_handle_backend(g, mh, &b);
@@ -110,25 +110,25 @@ static void check_whole(const char *name, CUdeviceptr d, size_t size, size_t all
            (unsigned long long)info.va, (unsigned long long)info.mapped_size, info.page_size,
            (int)info.mapping_type, vramio_backend_name(b));
     snprintf(tname, sizeof(tname), "%s_info", name);
-    check(info.va == d && info.mapped_size == (size + 0xffff) / 0x10000 * 0x10000 &&
-                  info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC &&
-                  info.page_size >= 65536 && info.page_size <= alloc_size &&
-                  b == VRAMIO_BACKEND_VULKAN,
-              tname, "va 0x%llx/0x%llx size %llu page %u mapped %u wc %u type %d backend %s",
-              (unsigned long long)info.va, (unsigned long long)d,
-              (unsigned long long)info.mapped_size, info.page_size, info.mapped,
-              info.wc_mapping, (int)info.mapping_type, vramio_backend_name(b));
+    t_check(info.va == d && info.mapped_size == (size + 0xffff) / 0x10000 * 0x10000 &&
+                    info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC &&
+                    info.page_size >= 65536 && info.page_size <= alloc_size &&
+                    b == VRAMIO_BACKEND_VULKAN,
+                tname, "va 0x%llx/0x%llx size %llu page %u mapped %u wc %u type %d backend %s",
+                (unsigned long long)info.va, (unsigned long long)d,
+                (unsigned long long)info.mapped_size, info.page_size, info.mapped,
+                info.wc_mapping, (int)info.mapping_type, vramio_backend_name(b));
     snprintf(tname, sizeof(tname), "%s_copy_both_ways", name);
-    check(roundtrip(mh, at, d, size, 11, why, sizeof(why)), tname, "%s", why);
+    t_check(roundtrip(mh, at, d, size, 11, why, sizeof(why)), tname, "%s", why);
     snprintf(tname, sizeof(tname), "%s_map_twice_eagain", name);
     {
         void *m2 = NULL;
         rc = gdr_map(g, mh, &m2, len);
-        check(rc == EAGAIN, tname, "second gdr_map gave %d", rc);
+        t_check(rc == EAGAIN, tname, "second gdr_map gave %d", rc);
     }
     snprintf(tname, sizeof(tname), "%s_unmap_unpin", name);
     rc = gdr_unmap(g, mh, map, len);
-    check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, tname, "unmap %d", rc);
+    t_check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, tname, "unmap %d", rc);
 }
 
 static void test_alloc_and_vmm(void)
@@ -138,12 +138,12 @@ static void test_alloc_and_vmm(void)
     int rc;
 
     rc = vramio_alloc(0, 3 * MiB, &d);
-    if (check(rc == 0 && d, "vramio_alloc", "rc %d: %s", rc, vramio_last_error())) {
+    if (t_check(rc == 0 && d, "vramio_alloc", "rc %d: %s", rc, vramio_last_error())) {
         check_whole("vramio_alloc", d, 3 * MiB, 4 * MiB);
-        check(vramio_free(d) == 0, "vramio_free", "%s", vramio_last_error());
-        check(vramio_free(d) == EINVAL, "vramio_free_twice", "not EINVAL");
+        t_check(vramio_free(d) == 0, "vramio_free", "%s", vramio_last_error());
+        t_check(vramio_free(d) == EINVAL, "vramio_free_twice", "not EINVAL");
     }
-    if (check(gpu_vmm_alloc(8 * MiB, &v) == 0, "nccl_vmm_alloc", "cuMemCreate path failed")) {
+    if (t_check(gpu_vmm_alloc(8 * MiB, &v) == 0, "nccl_vmm_alloc", "cuMemCreate path failed")) {
         check_whole("nccl_vmm", v.ptr, v.size, v.size);
         gpu_vmm_free(&v);
     }
@@ -182,14 +182,14 @@ static void test_two_in_one_reservation(void)
            gran, (unsigned long long)base, (unsigned long long)rb, rs);
 
     rc = gpu_pin_map(g, base + gran + 100, 5000, &mh, &map, &len, &at);
-    if (check(rc == 0, "two_allocs_pin_second", "rc %d: %s", rc, vramio_last_error())) {
-        check(roundtrip(mh, at, base + gran + 100, 5000, 21, why, sizeof(why)),
-                  "two_allocs_copy_second", "%s", why);
+    if (t_check(rc == 0, "two_allocs_pin_second", "rc %d: %s", rc, vramio_last_error())) {
+        t_check(roundtrip(mh, at, base + gran + 100, 5000, 21, why, sizeof(why)),
+                    "two_allocs_copy_second", "%s", why);
         gdr_unpin_buffer(g, mh);
     }
     rc = gdr_pin_buffer_v2(g, (unsigned long)(base + gran - 4096), 8192, 0, &mh);
-    check(rc != 0, "two_allocs_pin_across_refused", "a pin across two allocations "
-              "succeeded");
+    t_check(rc != 0, "two_allocs_pin_across_refused", "a pin across two allocations "
+                "succeeded");
     if (rc == 0)
         gdr_unpin_buffer(g, mh);
     else
@@ -211,15 +211,15 @@ static void test_flags(void)
     int rc;
 
     if (vramio_alloc(0, 2 * MiB, &d))
-        return (void)check(0, "flags_alloc", "%s", vramio_last_error());
+        return (void)t_check(0, "flags_alloc", "%s", vramio_last_error());
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 65536, GDR_PIN_FLAG_FORCE_PCIE, &mh);
-    if (check(rc == 0, "pin_force_pcie_accepted", "%d %s", rc, vramio_last_error())) {
+    if (t_check(rc == 0, "pin_force_pcie_accepted", "%d %s", rc, vramio_last_error())) {
         rc = gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_CACHE_MAPPING);
-        check(rc == EINVAL, "map_req_cache_einval", "gave %d", rc);
+        t_check(rc == EINVAL, "map_req_cache_einval", "gave %d", rc);
         rc = gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_DEVICE_MAPPING);
-        check(rc == EINVAL, "map_req_device_einval", "gave %d", rc);
+        t_check(rc == EINVAL, "map_req_device_einval", "gave %d", rc);
         rc = gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_WC_MAPPING);
-        check(rc == 0 && m, "map_req_wc_granted", "gave %d", rc);
+        t_check(rc == 0 && m, "map_req_wc_granted", "gave %d", rc);
         gdr_unpin_buffer(g, mh);
     }
     vramio_free(d);
@@ -233,7 +233,7 @@ static void test_multi_gpu(void)
 
     cuDeviceGetCount(&n);
     if (n < 2)
-        return check_skip("multi_gpu_pins", "%d GPU on this machine", n);
+        return t_skip("multi_gpu_pins", "%d GPU on this machine", n);
     for (i = 0; i < n && ok; i++) {
         unsigned long long d = 0;
         gdr_mh_t mh;
@@ -255,7 +255,7 @@ static void test_multi_gpu(void)
         vramio_free(d);
         cuCtxPopCurrent(&prev);
     }
-    check(ok, "multi_gpu_pins", "%s", why);
+    t_check(ok, "multi_gpu_pins", "%s", why);
 }
 
 static void test_unaligned(void)
@@ -270,7 +270,7 @@ static void test_unaligned(void)
     int all_info = 1;
 
     if (vramio_alloc(0, 2 * MiB, &d)) {
-        check(0, "unaligned_alloc", "%s", vramio_last_error());
+        t_check(0, "unaligned_alloc", "%s", vramio_last_error());
         return;
     }
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -281,7 +281,7 @@ static void test_unaligned(void)
         int rc = gpu_pin_map(g, a, cases[i].n, &mh, &map, &len, &at);
 
         snprintf(name, sizeof(name), "unaligned_%zx_%zu", cases[i].off, cases[i].n);
-        if (!check(rc == 0, name, "pin: %d %s", rc, vramio_last_error()))
+        if (!t_check(rc == 0, name, "pin: %d %s", rc, vramio_last_error()))
             continue;
         gdr_get_info(g, mh, &info);
         if (info.va != (a & ~0xffffull) ||
@@ -291,14 +291,14 @@ static void test_unaligned(void)
                    (unsigned long long)info.mapped_size);
         }
         why[0] = '\0';
-        check(roundtrip(mh, at, a, cases[i].n, 31 + i, why, sizeof(why)), name, "%s", why);
+        t_check(roundtrip(mh, at, a, cases[i].n, 31 + i, why, sizeof(why)), name, "%s", why);
         gdr_unpin_buffer(g, mh);
     }
-    check(all_info, "unaligned_info_rounding", "va/mapped_size not rounded to 64 KiB");
+    t_check(all_info, "unaligned_info_rounding", "va/mapped_size not rounded to 64 KiB");
     {
         gdr_mh_t mh;
         int rc = gdr_pin_buffer_v2(g, (unsigned long)(d + 2 * MiB - 100), 200, 0, &mh);
-        check(rc != 0, "pin_past_allocation_end_refused", "succeeded");
+        t_check(rc != 0, "pin_past_allocation_end_refused", "succeeded");
         if (rc == 0)
             gdr_unpin_buffer(g, mh);
     }
@@ -319,7 +319,7 @@ static void test_many_pins(void)
     int i, ok = 1, rc;
 
     if (!exp || !got || !buf || vramio_alloc(0, total, &d)) {
-        check(0, "many_pins_setup", "%s", vramio_last_error());
+        t_check(0, "many_pins_setup", "%s", vramio_last_error());
         goto out;
     }
     CU_MUST(cuMemsetD8(d, 0, total));
@@ -328,21 +328,21 @@ static void test_many_pins(void)
         n[i] = 1 + rand_r(&seed) % (SLOT / 2);
         rc = gpu_pin_map(g, d + off[i], n[i], &mh[i], &map, &len, &at[i]);
         if (rc) {
-            ok = check(0, "many_pins_pin", "pin %d: %d %s", i, rc, vramio_last_error());
+            ok = t_check(0, "many_pins_pin", "pin %d: %d %s", i, rc, vramio_last_error());
             break;
         }
-        gpu_fill(exp + off[i], n[i], 100 + i);
+        t_pattern(exp + off[i], n[i], 100 + i);
         gdr_copy_to_mapping(mh[i], at[i], exp + off[i], n[i]);
     }
     if (!ok)
         goto out;
-    check(1, "many_pins_pin", "%s", "");
+    t_check(1, "many_pins_pin", "%s", "");
     CU_MUST(cuMemcpyDtoH(got, d, total));
-    check(memcmp(exp, got, total) == 0, "many_pins_data", "cuMemcpy sees other bytes");
+    t_check(memcmp(exp, got, total) == 0, "many_pins_data", "cuMemcpy sees other bytes");
     rc = gpu_pin_map(g, d, total, &whole, &map, &len, &wat);
-    if (check(rc == 0, "many_pins_whole_over_them", "%d %s", rc, vramio_last_error())) {
+    if (t_check(rc == 0, "many_pins_whole_over_them", "%d %s", rc, vramio_last_error())) {
         gdr_copy_from_mapping(whole, got, wat, total);
-        check(memcmp(exp, got, total) == 0, "many_pins_whole_reads_all", "differs");
+        t_check(memcmp(exp, got, total) == 0, "many_pins_whole_reads_all", "differs");
     }
     /* Unpin in a shuffled order; the others keep working. */
     for (i = 0; i < N; i++) {
@@ -358,7 +358,7 @@ static void test_many_pins(void)
                 ok &= memcmp(buf, exp + off[k], n[k]) == 0;
             }
     }
-    check(ok, "many_pins_survive_unpins", "a remaining pin read wrong data");
+    t_check(ok, "many_pins_survive_unpins", "a remaining pin read wrong data");
     if (rc == 0)
         gdr_unpin_buffer(g, whole);
     vramio_free(d);
@@ -404,7 +404,7 @@ static void *pin_thread(void *arg)
             snprintf(thread_why[t], 256, "pin: %d %s", rc, vramio_last_error());
             break;
         }
-        gpu_fill(a, n, (uint64_t)t * 1000 + (uint64_t)i);
+        t_pattern(a, n, (uint64_t)t * 1000 + (uint64_t)i);
         gdr_copy_to_mapping(mh, at, a, n);
         gdr_copy_from_mapping(mh, b, at, n);
         if (memcmp(a, b, n)) {
@@ -433,7 +433,7 @@ static void test_threads(void)
     uint64_t t0;
 
     if (vramio_alloc(0, (NT / 2) * 4 * MiB, &shared_d)) {
-        check(0, "threads16", "alloc: %s", vramio_last_error());
+        t_check(0, "threads16", "alloc: %s", vramio_last_error());
         return;
     }
     t0 = gpu_now_ns();
@@ -448,7 +448,7 @@ static void test_threads(void)
         }
     printf("# 16 threads x %d pin/map/copy/check/unpin: %.1f ms\n", ROUNDS,
            (gpu_now_ns() - t0) / 1e6);
-    check(bad == 0, "threads16", "%d threads failed", bad);
+    t_check(bad == 0, "threads16", "%d threads failed", bad);
     vramio_free(shared_d);
 }
 
@@ -464,17 +464,17 @@ static void test_live_teardown(void)
     unsigned char b[64];
 
     if (vramio_alloc(0, 2 * MiB, &d))
-        return (void)check(0, "unpin_live_mapping", "%s", vramio_last_error());
+        return (void)t_check(0, "unpin_live_mapping", "%s", vramio_last_error());
     rc = gpu_pin_map(g, d, 2 * MiB, &mh, &map, &len, &at);
-    check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, "unpin_live_mapping", "rc %d", rc);
-    check(gdr_get_info(g, mh, &info) != 0 && gdr_unmap(g, mh, map, len) != 0,
-              "stale_handle_refused", "a stale handle was accepted");
+    t_check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, "unpin_live_mapping", "rc %d", rc);
+    t_check(gdr_get_info(g, mh, &info) != 0 && gdr_unmap(g, mh, map, len) != 0,
+                "stale_handle_refused", "a stale handle was accepted");
     g2 = gdr_open();
     for (i = 0; g2 && i < 3; i++)
         ok &= gpu_pin_map(g2, d + (CUdeviceptr)i * 65536, 65536, &mhs[i], &map, &len, &at) == 0;
-    check(g2 && ok && gdr_close(g2) == 0, "close_live_mappings", "open %p pins %d", (void *)g2,
-              ok);
-    check(cuMemcpyDtoH(b, d, sizeof(b)) == CUDA_SUCCESS, "cuda_fine_after_close", "cuMemcpy");
+    t_check(g2 && ok && gdr_close(g2) == 0, "close_live_mappings", "open %p pins %d", (void *)g2,
+                ok);
+    t_check(cuMemcpyDtoH(b, d, sizeof(b)) == CUDA_SUCCESS, "cuda_fine_after_close", "cuMemcpy");
     vramio_free(d);
 }
 
@@ -493,38 +493,38 @@ static void test_free_while_pinned(void)
     CUdeviceptr old;
 
     if (!p1 || !p2 || !got || gpu_vmm_alloc(n, &a))
-        return (void)check(0, "free_while_pinned", "setup");
+        return (void)t_check(0, "free_while_pinned", "setup");
     rc = gpu_pin_map(g, a.ptr, n, &mh, &map, &len, &at);
-    if (!check(rc == 0, "free_while_pinned_pin", "%d %s", rc, vramio_last_error()))
+    if (!t_check(rc == 0, "free_while_pinned_pin", "%d %s", rc, vramio_last_error()))
         return;
-    gpu_fill(p1, n, 501);
+    t_pattern(p1, n, 501);
     gdr_copy_to_mapping(mh, at, p1, n);
     gdr_get_callback_flag(g, mh, &flag);
-    check(flag == 0, "callback_flag_clear_while_allocated", "flag %d", flag);
+    t_check(flag == 0, "callback_flag_clear_while_allocated", "flag %d", flag);
     old = a.ptr;
     gpu_vmm_free(&a); /* unmap, free the VA, release the handle: CUDA forgets it */
     gdr_copy_from_mapping(mh, got, at, n);
-    check(memcmp(got, p1, n) == 0, "free_while_pinned_mapping_keeps_data", "changed");
+    t_check(memcmp(got, p1, n) == 0, "free_while_pinned_mapping_keeps_data", "changed");
     gdr_get_callback_flag(g, mh, &flag);
-    check(flag == 1, "callback_flag_set_after_free", "flag %d", flag);
+    t_check(flag == 1, "callback_flag_set_after_free", "flag %d", flag);
     if (gpu_vmm_alloc(n, &b))
-        return (void)check(0, "free_while_pinned_realloc", "alloc");
+        return (void)t_check(0, "free_while_pinned_realloc", "alloc");
     printf("# new allocation at 0x%llx (%s address)\n", (unsigned long long)b.ptr,
            b.ptr == old ? "same" : "another");
-    gpu_fill(p2, n, 502);
+    t_pattern(p2, n, 502);
     CU_MUST(cuMemcpyHtoD(b.ptr, p2, n));
     gdr_copy_from_mapping(mh, got, at, n);
-    check(memcmp(got, p1, n) == 0, "freed_pages_not_reused", "the old mapping shows new data");
+    t_check(memcmp(got, p1, n) == 0, "freed_pages_not_reused", "the old mapping shows new data");
     gdr_copy_to_mapping(mh, at, p1, 4096);
     CU_MUST(cuMemcpyDtoH(got, b.ptr, n));
-    check(memcmp(got, p2, n) == 0, "old_mapping_does_not_alias_new", "new memory changed");
+    t_check(memcmp(got, p2, n) == 0, "old_mapping_does_not_alias_new", "new memory changed");
     rc = gpu_pin_map(g, b.ptr, n, &mh2, &map2, &len2, &at2);
-    if (check(rc == 0, "pin_new_allocation_same_va", "%d %s", rc, vramio_last_error())) {
+    if (t_check(rc == 0, "pin_new_allocation_same_va", "%d %s", rc, vramio_last_error())) {
         gdr_copy_from_mapping(mh2, got, at2, n);
-        check(memcmp(got, p2, n) == 0, "new_pin_maps_new_memory", "stale import reused");
+        t_check(memcmp(got, p2, n) == 0, "new_pin_maps_new_memory", "stale import reused");
         gdr_unpin_buffer(g, mh2);
     }
-    check(gdr_unpin_buffer(g, mh) == 0, "unpin_after_cuda_free", "failed");
+    t_check(gdr_unpin_buffer(g, mh) == 0, "unpin_after_cuda_free", "failed");
     gpu_vmm_free(&b);
     free(p1);
     free(p2);
@@ -540,8 +540,8 @@ static void test_cudamalloc_refused(void)
     CU_MUST(cuMemAlloc(&d, MiB));
     rc = gdr_pin_buffer(g, (unsigned long)d, MiB, 0, 0, &mh);
     printf("# cudaMalloc pin: %d: %s\n", rc, vramio_last_error());
-    check(rc != 0 && strstr(vramio_last_error(), "vramio_alloc"), "cudamalloc_refused_clearly",
-              "rc %d, error '%s'", rc, vramio_last_error());
+    t_check(rc != 0 && strstr(vramio_last_error(), "vramio_alloc"), "cudamalloc_refused_clearly",
+                "rc %d, error '%s'", rc, vramio_last_error());
     if (rc == 0)
         gdr_unpin_buffer(g, mh);
     cuMemFree(d);
@@ -551,32 +551,9 @@ static void test_cudamalloc_refused(void)
 
 static int run_child(const char *mode, const char *env, char *out, size_t len)
 {
-    int pfd[2], status = 0;
-    size_t used = 0;
-    ssize_t r;
-    pid_t pid;
+    const char *envv[] = { env, NULL };
 
-    if (pipe(pfd))
-        return -1;
-    pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        unsetenv("GDRCOPY_BACKEND");
-        unsetenv("GDRCOPY_USE_DMABUF_MMAP");
-        if (env)
-            putenv((char *)env);
-        execl("/proc/self/exe", "gpu_backend_test", "--child", mode, (char *)NULL);
-        _exit(127);
-    }
-    close(pfd[1]);
-    while (used + 1 < len && (r = read(pfd[0], out + used, len - 1 - used)) > 0)
-        used += (size_t)r;
-    out[used] = '\0';
-    close(pfd[0]);
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return t_run_self(mode, env ? envv : NULL, out, len, NULL);
 }
 
 static int child_main(const char *mode)
@@ -609,15 +586,15 @@ static void test_dmabuf_refusal(void)
 
     cuDriverGetVersion(&ver);
     rc = vramio_backend_status(g, VRAMIO_BACKEND_DMABUF, why, sizeof(why));
-    check(rc != 0 && why[0], "dmabuf_reason_in_open", "status %d '%s'", rc, why);
+    t_check(rc != 0 && why[0], "dmabuf_reason_in_open", "status %d '%s'", rc, why);
     rc = run_child("open", "GDRCOPY_USE_DMABUF_MMAP=1", out, sizeof(out));
     printf("# GDRCOPY_USE_DMABUF_MMAP=1 child (exit %d):\n%s", rc, out);
     if (ver >= 13030) {
-        check_skip("dmabuf_forced_reports_524", "CUDA driver %d may map dma-buf exports", ver);
+        t_skip("dmabuf_forced_reports_524", "CUDA driver %d may map dma-buf exports", ver);
         return;
     }
-    check(rc == 0 && strstr(out, "524"), "dmabuf_forced_reports_524",
-              "no errno 524 in the forced child's report");
+    t_check(rc == 0 && strstr(out, "524"), "dmabuf_forced_reports_524",
+                "no errno 524 in the forced child's report");
 }
 
 static void test_forced_absent(void)
@@ -626,11 +603,11 @@ static void test_forced_absent(void)
     int rc = run_child("open", "GDRCOPY_BACKEND=gdrdrv", out, sizeof(out));
 
     printf("# GDRCOPY_BACKEND=gdrdrv child (exit %d):\n%s", rc, out);
-    check(rc == 0 && strstr(out, "result NULL") && strstr(out, "gdrdrv"),
-              "forced_absent_backend_null_with_reason", "child said: %s", out);
+    t_check(rc == 0 && strstr(out, "result NULL") && strstr(out, "gdrdrv"),
+                "forced_absent_backend_null_with_reason", "child said: %s", out);
     rc = run_child("open", "GDRCOPY_BACKEND=vulkan", out, sizeof(out));
-    check(rc == 0 && strstr(out, "pinned_by vulkan"), "forced_vulkan_pins",
-              "child said: %s", out);
+    t_check(rc == 0 && strstr(out, "pinned_by vulkan"), "forced_vulkan_pins",
+                "child said: %s", out);
 }
 
 static void test_fork_child(void)
@@ -643,7 +620,7 @@ static void test_fork_child(void)
     pid_t pid;
 
     if (vramio_alloc(0, 2 * MiB, &d) || gpu_pin_map(g, d, 65536, &mh, &map, &len, &at))
-        return (void)check(0, "fork_child_refused", "setup: %s", vramio_last_error());
+        return (void)t_check(0, "fork_child_refused", "setup: %s", vramio_last_error());
     fflush(stdout);
     pid = fork();
     if (pid == 0) {
@@ -651,8 +628,8 @@ static void test_fork_child(void)
         _exit(rc != 0 ? 0 : 3);
     }
     waitpid(pid, &status, 0);
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_refused",
-              "child status 0x%x", status);
+    t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_refused",
+                "child status 0x%x", status);
     gdr_unpin_buffer(g, mh);
     vramio_free(d);
 }
@@ -661,8 +638,8 @@ int main(int argc, char **argv)
 {
     /* These programs test the vulkan backend too: opt in (a user's own setting wins). */
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
-    if (argc == 3 && strcmp(argv[1], "--child") == 0)
-        return child_main(argv[2]);
+    if (t_child_mode(argc, argv))
+        return child_main(t_child_mode(argc, argv));
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("# uid %d\n", (int)getuid());
     gpu_cuda_setup();
@@ -680,6 +657,6 @@ int main(int argc, char **argv)
     test_dmabuf_refusal();
     test_forced_absent();
     test_fork_child();
-    check(gdr_close(g) == 0, "close", "%s", vramio_last_error());
-    return check_status();
+    t_check(gdr_close(g) == 0, "close", "%s", vramio_last_error());
+    return t_status();
 }

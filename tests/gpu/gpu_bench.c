@@ -585,7 +585,7 @@ int main(int argc, char **argv)
     dev = d;
     host = aligned_alloc(4096, AREA);
     CU_MUST(cuMemAllocHost((void **)&pinned, 16 * MiB));
-    gpu_fill(host, AREA, 1);
+    t_pattern(host, AREA, 1);
     memcpy(pinned, host, 16 * MiB);
     printf("copy kernel %s, avx512 %s, mapping %p of %zu bytes\n", vramio_copy_kernel(),
            have_avx512 ? "yes" : "no", (void *)map, len);

@@ -17,7 +17,7 @@ void gpu_cu_must(CUresult r, const char *what, const char *file, int line)
     if (r == CUDA_SUCCESS)
         return;
     cuGetErrorName(r, &name);
-    printf("not ok setup: %s:%d: %s failed: %s\n", file, line, what, name ? name : "?");
+    t_fail("setup", "%s:%d: %s failed: %s", file, line, what, name ? name : "?");
     fflush(stdout);
     exit(1);
 }
@@ -98,20 +98,6 @@ int gpu_pin_map(gdr_t g, CUdeviceptr addr, size_t size, gdr_mh_t *mh, void **map
     *map_len = info.mapped_size;
     *at = (char *)*map + (addr - info.va);
     return 0;
-}
-
-void gpu_fill(void *buf, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    unsigned char *p = buf;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)(x >> 24);
-    }
 }
 
 uint64_t gpu_now_ns(void)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpu_common.h - what the GPU test program and the GPU benchmark share: CUDA set-up through
- * the driver API, NCCL-style VMM allocations and timing (result lines: tests/unit/helpers). These programs use the
- * library through its public headers only (gdrapi.h, vramio.h) and check it against cuMemcpy.
+ * the driver API, NCCL-style VMM allocations and timing (result lines and the fill pattern
+ * are the test kit's, tests/lib/t.h). These programs use the library through its public
+ * headers only (gdrapi.h, vramio.h) and check it against cuMemcpy.
  */
 #ifndef VRAMIO_GPU_COMMON_H
 #define VRAMIO_GPU_COMMON_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include "gdrapi.h"
 #include "vramio.h"
+#include "t.h"
 
 /* Abort the program with a message when a CUDA call that set-up depends on fails. */
 #define CU_MUST(call) gpu_cu_must((call), #call, __FILE__, __LINE__)
@@ -35,9 +37,6 @@ void gpu_vmm_free(struct gpu_vmm *v);
 /* Pin [addr, addr+size), map it, and return the CPU address of addr itself. */
 int gpu_pin_map(gdr_t g, CUdeviceptr addr, size_t size, gdr_mh_t *mh, void **map,
                 size_t *map_len, void **at);
-
-/* Deterministic pseudo-random bytes. */
-void gpu_fill(void *buf, size_t n, uint64_t seed);
 
 /* Monotonic time in nanoseconds. */
 uint64_t gpu_now_ns(void);

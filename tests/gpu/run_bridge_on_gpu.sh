@@ -30,8 +30,8 @@ fi
 mkdir -p "$G"
 nv() { # out src extra...
     local o=$1 s=$2; shift 2
-    timeout $(tmo 120) "$NVCC" -O2 -Iinclude -Itests/gpu/bridge "$@" -o "$G/$o" "tests/gpu/bridge/$s" \
-        -Lbuild/lib -lgdrapi -Xlinker -rpath -Xlinker "$PWD/build/lib" -lpthread >> "$OUT/build.log" 2>&1 ||
+    timeout $(tmo 120) "$NVCC" -O2 -Iinclude -Itests/lib -Itests/gpu/bridge "$@" -o "$G/$o" \
+        "tests/gpu/bridge/$s" tests/lib/t.c -Lbuild/lib -lgdrapi -Xlinker -rpath -Xlinker "$PWD/build/lib" -lpthread >> "$OUT/build.log" 2>&1 ||
         say "not ok bridge_gpu/build_$o: nvcc failed (see build.log)"
 }
 nv cudart_shared cudart_bridge.cu -cudart shared &

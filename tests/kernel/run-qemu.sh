@@ -12,18 +12,17 @@
 # (when driver/ has module sources), the last two with KBUILD_EXTRA_SYMBOLS; takes boot/vmlinuz-<abi> out of the Debian image package (cached with
 # the .deb in $VRAMIO_KERNEL_CACHE, default /var/cache/vramio-kernels, else
 # $BUILD/kernel/cache); packs busybox-static, the modules, the static guest programs
-# (tests/kernel/guest/*_test.c and emuctl.c, each linked with the helpers common.c and mmio.c,
-# and with $BUILD/lib/libgdrapi.a when they use gdrapi.h)
+# (tests/kernel/guest/*_test.c and emuctl.c, built by "make guest-progs": tests/kernel/guest.mk)
 # and tests/kernel/guest/init.sh as /init into a gzip'd newc cpio, and boots it under TCG.
 # The guest gets an ivshmem-plain PCI device whose 64 MiB memory BAR the provider hands out
 # as GPU pages on request (NVP2P_EMU_ALLOC_BAR), so gdrdrv is also run on MMIO pages
 # (tests/kernel/guest/bar_test.c, bar_life_test.c), as on a real GPU's BAR1.
 #
-# Adding guest programs (other areas, e.g. the tools): list them in
-# tests/kernel/guest-extra.list, or in a file named by $VRAMIO_GUEST_EXTRA, one per line:
+# Adding guest programs (other areas, e.g. the tools): list them in the one list,
+# tests/kernel/guest-extra.list, one per line:
 #     NAME  HOST_PATH  [ARGS...]
-# HOST_PATH is a statically linked program (relative to the repository root; "$BUILD" in it
-# is replaced by the build folder). It is copied into the guest as /extra/<basename> and run
+# HOST_PATH is a statically linked program that make builds (relative to the repository root;
+# "$BUILD" in it is replaced by the build folder). It is copied into the guest as /extra/<basename> and run
 # there, while gdrdrv (default parameters) and the provider are loaded, as
 # "/extra/<basename> ARGS". Its own ok/not ok/skip lines are passed through as
 # <kernel>/extra/NAME/<name>; without such lines its exit status counts (0 ok, 77 skip, other
@@ -152,56 +151,43 @@ build_module() {  # build_module KDIR DEST SRC_DIR "EXTRA FILES" [make args...];
     ! grep -vE '^make(\[[0-9]+\])?: ' "$dest.log" | grep -qE 'warning:|^WARNING:'
 }
 
-# ---- guest programs: static, built once for all kernels ------------------------------------
-GUEST=$KROOT/guest
-build_guest() {
-    local src out libs rc=0 flags
-    mkdir -p "$GUEST"
-    if [ ! -f "$BUILD/lib/libgdrapi.a" ] || [ "$ARCH" != x86_64 ]; then
-        make -C "$REPO" -j2 CC="$GCC" BUILD="$LIBBUILD" lib >"$GUEST/lib.log" 2>&1
-    fi
-    # The top Makefile's flags for static guest programs (GUEST_CFLAGS, GUEST_CPPFLAGS).
-    flags=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$REPO" \
-            print-GUEST_CFLAGS print-GUEST_CPPFLAGS | tr '\n' ' ')
+# ---- guest programs: static, built once for all kernels, by make (tests/kernel/guest.mk) ----
+# The tests of tests/kernel/guest/ and the extras of the one list, tests/kernel/guest-extra.list
+# ("NAME HOST_PATH [ARGS...]": each HOST_PATH a make target, "$BUILD" its build folder).
+GUEST=$LIBBUILD/guest/tests
+EXTRA_LIST=$KROOT/extra.list
+build_guest() {  # builds them; writes "name<TAB>command" lines for the guest, copies the extras
+    local name path args log=$KROOT/guest-build.log rc=0 src prog
+    local targets=(guest-progs) names=() paths=() argv=()
+    while read -r name path args; do
+        case "$name" in ''|'#'*) continue ;; esac
+        path=${path//\$BUILD/$LIBBUILD}
+        names+=("$name") paths+=("$path") argv+=("$args") targets+=("$path")
+    done <tests/kernel/guest-extra.list
+    # -k: one program that does not build must not keep the others out of the guest.
+    make -k -C "$REPO" -j2 CC="$GCC" BUILD="$LIBBUILD" \
+        "${targets[@]}" >"$log" 2>&1 || rc=1
     for src in tests/kernel/guest/*.c; do
-        case $src in */common.c|*/mmio.c) continue ;; esac      # helpers, linked into all
-        out=$GUEST/$(basename "$src" .c)
-        libs=
-        grep -q '<gdrapi.h>' "$src" && libs="$LIBBUILD/lib/libgdrapi.a -ldl"
-        # shellcheck disable=SC2086 # flags: several words
-        if ! $GCC $flags -o "$out" "$src" \
-            tests/kernel/guest/common.c tests/kernel/guest/mmio.c $libs >"$out.log" 2>&1; then
-            echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$out.log")"
-            sed 's/^/    /' "$out.log" | head -n 30
-            rm -f "$out"
+        prog=$GUEST/$(basename "$src" .c)
+        case $src in */mmio.c) continue ;; esac      # a helper, linked into all
+        if [ ! -x "$prog" ]; then      # guest-link removes what it could not build
+            echo "not ok guest-build/$(basename "$src" .c): $(grep -m1 -E 'error|undefined' "$log")"
             rc=1
         fi
     done
-    return $rc
-}
-
-# ---- extra guest programs listed by other areas ---------------------------------------------
-EXTRA_LIST=$KROOT/extra.list
-collect_extras() {  # writes "name<TAB>command" lines for the guest, copies the programs
-    local f name path args
+    [ "$rc" = 0 ] || grep -E 'error|undefined|\*\*\*' "$log" | head -n 30 | sed 's/^/    /'
     : >"$EXTRA_LIST"
     rm -rf "$KROOT/extra" && mkdir -p "$KROOT/extra"
-    for f in tests/kernel/guest-extra.list ${VRAMIO_GUEST_EXTRA:-}; do
-        [ -f "$f" ] || continue
-        while read -r name path args; do
-            case "$name" in ''|'#'*) continue ;; esac
-            path=${path//\$BUILD/$LIBBUILD}
-            # Another architecture's extras are built here, in its own build folder.
-            [ "$ARCH" = x86_64 ] || make -C "$REPO" -j2 CC="$GCC" BUILD="$LIBBUILD" "$path" \
-                >>"$KROOT/extra-build.log" 2>&1
-            if [ ! -f "$path" ]; then
-                EXTRA_MISSING+=("$name: $path was not built")
-                continue
-            fi
-            cp "$path" "$KROOT/extra/" &&
-                printf '%s\t/extra/%s %s\n' "$name" "$(basename "$path")" "$args" >>"$EXTRA_LIST"
-        done <"$f"
+    for i in "${!names[@]}"; do
+        if [ ! -f "${paths[$i]}" ]; then
+            EXTRA_MISSING+=("${names[$i]}: ${paths[$i]} was not built")
+            continue
+        fi
+        cp "${paths[$i]}" "$KROOT/extra/" &&
+            printf '%s\t/extra/%s %s\n' "${names[$i]}" "$(basename "${paths[$i]}")" "${argv[$i]}" \
+                >>"$EXTRA_LIST"
     done
+    return $rc
 }
 
 # ---- one kernel: build, pack, boot, report ----------------------------------------------------
@@ -325,7 +311,6 @@ main() {
     EXTRA_MISSING=()
     t0=$SECONDS
     build_guest
-    collect_extras
     echo "# guest programs built in $((SECONDS - t0)) s"
     for m in "${EXTRA_MISSING[@]}"; do echo "not ok guest-extra/${m%%:*}:${m#*:}"; done
 

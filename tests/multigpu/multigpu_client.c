@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vulkan/vulkan.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 #define MIB (1u << 20)
@@ -40,7 +40,7 @@ static void cu_must(CUresult r, const char *what, int line)
 {
     if (r == CUDA_SUCCESS)
         return;
-    printf("not ok setup: line %d: %s failed: %d\n", line, what, (int)r);
+    t_fail("setup", "line %d: %s failed: %d", line, what, (int)r);
     exit(1);
 }
 
@@ -57,13 +57,13 @@ static int setup(int real)
     served_by = vk ? (int (*)(const void *, unsigned char *))dlsym(vk, "fake_vk_served_by") : NULL;
     vk_live = vk ? (int (*)(void))dlsym(vk, "fake_vk_live") : NULL;
     if (!real && (!served_by || !vk_live)) {
-        printf("not ok setup: libvulkan.so.1 is not the stand-in (tests/fake/fake_vulkan.c)\n");
+        t_fail("setup", "libvulkan.so.1 is not the stand-in (tests/fake/fake_vulkan.c)");
         exit(1);
     }
     CU_MUST(cuInit(0));
     CU_MUST(cuDeviceGetCount(&n));
     if (n < 2) {
-        printf("skip multigpu: %d CUDA device%s here, 2 needed\n", n, n == 1 ? "" : "s");
+        t_skip("multigpu", "%d CUDA device%s here, 2 needed", n, n == 1 ? "" : "s");
         return 77;
     }
     return 0;
@@ -185,14 +185,6 @@ static int served_right(gdr_t g, const struct pin *p, char *why, size_t len)
     return 1;
 }
 
-static void pattern(unsigned char *b, size_t n, int seed)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        b[i] = (unsigned char)(i * 7 + (size_t)seed * 131 + 1);
-}
-
 /* A CPU write through the mapping is what the GPU's own cuMemcpyDtoH sees (with that GPU's
  * context current), and a cuMemcpyHtoD is what a read through the mapping gets. */
 static int copies_land(const struct pin *p, int seed, char *why, size_t len)
@@ -201,7 +193,7 @@ static int copies_land(const struct pin *p, int seed, char *why, size_t len)
     CUcontext saved = current();
     int ok = 1;
 
-    pattern(a, sizeof(a), seed);
+    t_pattern(a, sizeof(a), seed);
     gdr_copy_to_mapping(p->mh, p->map, a, sizeof(a));
     CU_MUST(cuCtxSetCurrent(primary(p->dev)));
     memset(b, 0, sizeof(b));
@@ -210,7 +202,7 @@ static int copies_land(const struct pin *p, int seed, char *why, size_t len)
         snprintf(why, len, "GPU %d: a write through the mapping is not in its memory", p->dev);
         ok = 0;
     }
-    pattern(a, sizeof(a), seed + 1000);
+    t_pattern(a, sizeof(a), seed + 1000);
     CU_MUST(cuMemcpyHtoD(p->ptr, a, sizeof(a)));
     CU_MUST(cuCtxSynchronize()); /* from pageable memory the DMA may still be in flight */
     memset(b, 0, sizeof(b));
@@ -230,7 +222,7 @@ static int untouched(const struct pin *p, int seed)
     unsigned char a[4096], b[4096];
     CUcontext saved = current();
 
-    pattern(a, sizeof(a), seed + 1000);
+    t_pattern(a, sizeof(a), seed + 1000);
     CU_MUST(cuCtxSetCurrent(primary(p->dev)));
     CU_MUST(cuMemcpyDtoH(b, p->ptr, sizeof(b)));
     CU_MUST(cuCtxSetCurrent(saved));
@@ -246,7 +238,7 @@ static int mode_both(void)
     gdr_t g = gdr_open();
     int i, rc, ok;
 
-    if (!check(g != NULL, "both/open", "gdr_open: %s", vramio_last_error()))
+    if (!t_check(g != NULL, "both/open", "gdr_open: %s", vramio_last_error()))
         return 1;
     for (i = 0, ok = 1; i < 2; i++) {
         vmm_alloc(i, &v[i]);
@@ -255,7 +247,7 @@ static int mode_both(void)
             ok = 0, snprintf(why, sizeof(why), "GPU %d: rc %d, owner %d", i, rc,
                              rc ? -1 : owner_gpu(va[i]));
     }
-    check(ok, "both/vramio_alloc_on_each_gpu", "%s", why);
+    t_check(ok, "both/vramio_alloc_on_each_gpu", "%s", why);
     /* Four pins in one gdr_t: NCCL-style and vramio_alloc memory of each GPU. */
     for (i = 0; i < 4; i++) {
         int dev = i % 2;
@@ -263,30 +255,30 @@ static int mode_both(void)
 
         rc = pin_map(g, ptr, i < 2 ? SZ : MIB, dev, &p[i]);
         if (rc)
-            return check(0, "both/pin_and_map_four", "GPU %d (%s): rc %d: %s", dev,
-                         i < 2 ? "cuMemCreate" : "vramio_alloc", rc, vramio_last_error()), 1;
+            return t_check(0, "both/pin_and_map_four", "GPU %d (%s): rc %d: %s", dev,
+                           i < 2 ? "cuMemCreate" : "vramio_alloc", rc, vramio_last_error()), 1;
     }
-    check(1, "both/pin_and_map_four", " ");
+    t_check(1, "both/pin_and_map_four", " ");
     for (i = 0, ok = 1; i < 4 && ok; i++)
         ok = served_right(g, &p[i], why, sizeof(why));
-    check(ok, "both/each_pin_served_by_its_gpus_vulkan_device", "%s", why);
+    t_check(ok, "both/each_pin_served_by_its_gpus_vulkan_device", "%s", why);
     for (i = 0, ok = 1; i < 4 && ok; i++)
         ok = copies_land(&p[i], i, why, sizeof(why));
-    check(ok, "both/copies_land_in_the_right_allocation", "%s", why);
+    t_check(ok, "both/copies_land_in_the_right_allocation", "%s", why);
     for (i = 0, ok = 1; i < 4 && ok; i++)
         if (!untouched(&p[i], i))
             ok = 0, snprintf(why, sizeof(why), "pin %d (GPU %d) was overwritten", i, p[i].dev);
-    check(ok, "both/other_allocations_untouched", "%s", why);
+    t_check(ok, "both/other_allocations_untouched", "%s", why);
     for (i = 0; i < 4; i++)
         unpin(g, &p[i]);
     if (vk_live)
-        check(vk_live() == 0, "both/imports_released_at_unpin", "%d Vulkan imports left",
-              vk_live());
+        t_check(vk_live() == 0, "both/imports_released_at_unpin", "%d Vulkan imports left",
+                vk_live());
     for (i = 0; i < 2; i++) {
         vmm_free(&v[i]);
         vramio_free(va[i]);
     }
-    check(gdr_close(g) == 0, "both/close", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0, "both/close", "%s", vramio_last_error());
     return 0;
 }
 
@@ -302,16 +294,16 @@ static void pin_under(gdr_t g, int dev, CUcontext ctx, const char *name)
     vmm_alloc(dev, &v);
     CU_MUST(cuCtxSetCurrent(ctx));
     rc = pin_map(g, v.ptr, SZ, dev, &p);
-    if (check(rc == 0, name, "rc %d: %s", rc, vramio_last_error())) {
+    if (t_check(rc == 0, name, "rc %d: %s", rc, vramio_last_error())) {
         CUcontext after = current();
         char n2[128];
 
         snprintf(n2, sizeof(n2), "%s/context_kept", name);
-        check(after == ctx, n2, "the current context changed from %p to %p", (void *)ctx,
-              (void *)after);
+        t_check(after == ctx, n2, "the current context changed from %p to %p", (void *)ctx,
+                (void *)after);
         snprintf(n2, sizeof(n2), "%s/served_right", name);
-        check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, dev, why, sizeof(why)),
-              n2, "%s", why);
+        t_check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, dev, why, sizeof(why)),
+                n2, "%s", why);
         unpin(g, &p);
     }
     if (!ctx)
@@ -323,13 +315,13 @@ static int mode_cross(void)
 {
     gdr_t g = gdr_open();
 
-    if (!check(g != NULL, "cross/open", "gdr_open: %s", vramio_last_error()))
+    if (!t_check(g != NULL, "cross/open", "gdr_open: %s", vramio_last_error()))
         return 1;
     pin_under(g, 1, primary(0), "cross/gpu1_memory_under_gpu0_context");
     pin_under(g, 0, primary(1), "cross/gpu0_memory_under_gpu1_context");
     pin_under(g, 1, NULL, "cross/gpu1_memory_without_context");
     pin_under(g, 0, primary(1), "cross/gpu0_memory_under_gpu1_context_again");
-    check(gdr_close(g) == 0, "cross/close", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0, "cross/close", "%s", vramio_last_error());
     return 0;
 }
 
@@ -348,15 +340,15 @@ static void *alloc_thread(void *arg)
     CU_MUST(cuCtxSetCurrent(ctx)); /* NULL unbinds the thread's first context */
     after = current();
     if (after != ctx) {
-        check(0, j->name, "cannot set up the thread's context");
+        t_check(0, j->name, "cannot set up the thread's context");
         return NULL;
     }
     rc = vramio_alloc(j->gpu, 3 * MIB, &d);      /* a slab of its own */
     after = current();
     owner = rc ? -1 : owner_gpu(d);
-    check(rc == 0 && owner == j->gpu && after == ctx, j->name,
-          "rc %d (%s), memory of GPU %d, context %p before, %p after", rc,
-          rc ? vramio_last_error() : "", owner, (void *)ctx, (void *)after);
+    t_check(rc == 0 && owner == j->gpu && after == ctx, j->name,
+            "rc %d (%s), memory of GPU %d, context %p before, %p after", rc,
+            rc ? vramio_last_error() : "", owner, (void *)ctx, (void *)after);
     if (!rc) {
         rc = vramio_alloc(j->gpu, 4096, &d);     /* and a small one from the shared slabs */
         if (rc || owner_gpu(d) != j->gpu || current() != ctx)
@@ -389,11 +381,11 @@ static int mode_alloc(void)
     g = gdr_open();
     rc = vramio_alloc(1, MIB, &d);
     if (!g || rc || pin_map(g, d, MIB, 1, &p) != 0) {
-        check(0, "alloc/gpu1_memory_pins_as_gpu1", "open %p, alloc rc %d: %s", (void *)g, rc,
-              vramio_last_error());
+        t_check(0, "alloc/gpu1_memory_pins_as_gpu1", "open %p, alloc rc %d: %s", (void *)g, rc,
+                vramio_last_error());
     } else {
-        check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, 5, why, sizeof(why)),
-              "alloc/gpu1_memory_pins_as_gpu1", "%s", why);
+        t_check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, 5, why, sizeof(why)),
+                "alloc/gpu1_memory_pins_as_gpu1", "%s", why);
         unpin(g, &p);
     }
     vramio_free(d);
@@ -409,17 +401,17 @@ static int mode_missing(void)
     gdr_t g = gdr_open();
     int i, rc;
 
-    if (!check(g != NULL, "missing/open", "gdr_open: %s", vramio_last_error()))
+    if (!t_check(g != NULL, "missing/open", "gdr_open: %s", vramio_last_error()))
         return 1;
     for (i = 0; i < 3; i++)
         vmm_alloc(i, &v[i]);
     CU_MUST(cuCtxSetCurrent(ctx));
     for (i = 0; i < 2; i++) { /* twice: the refusal is remembered, with its reason */
         rc = pin_map(g, v[2].ptr, SZ, 2, &p);
-        check(rc == ENODEV && strstr(vramio_last_error(), "UUID of CUDA device 2") &&
-                  current() == ctx, i ? "missing/refused_again" : "missing/gpu_without_vulkan_device_refused",
-              "rc %d, reason '%s', context %s", rc, vramio_last_error(),
-              current() == ctx ? "kept" : "changed");
+        t_check(rc == ENODEV && strstr(vramio_last_error(), "UUID of CUDA device 2") &&
+                    current() == ctx, i ? "missing/refused_again" : "missing/gpu_without_vulkan_device_refused",
+                "rc %d, reason '%s', context %s", rc, vramio_last_error(),
+                current() == ctx ? "kept" : "changed");
         if (!rc)
             unpin(g, &p);
     }
@@ -427,17 +419,17 @@ static int mode_missing(void)
         char why[256] = "";
 
         rc = pin_map(g, v[i].ptr, SZ, i, &p);
-        if (check(rc == 0, i ? "missing/gpu1_still_pins" : "missing/gpu0_still_pins",
-                  "rc %d: %s", rc, vramio_last_error())) {
-            check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, i, why, sizeof(why)),
-                  i ? "missing/gpu1_still_served_right" : "missing/gpu0_still_served_right",
-                  "%s", why);
+        if (t_check(rc == 0, i ? "missing/gpu1_still_pins" : "missing/gpu0_still_pins",
+                    "rc %d: %s", rc, vramio_last_error())) {
+            t_check(served_right(g, &p, why, sizeof(why)) && copies_land(&p, i, why, sizeof(why)),
+                    i ? "missing/gpu1_still_served_right" : "missing/gpu0_still_served_right",
+                    "%s", why);
             unpin(g, &p);
         }
     }
     for (i = 0; i < 3; i++)
         vmm_free(&v[i]);
-    check(gdr_close(g) == 0, "missing/close", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0, "missing/close", "%s", vramio_last_error());
     return 0;
 }
 
@@ -457,7 +449,7 @@ static void fork_child(gdr_t g, struct pin *p, int n, int through_exit)
         bad |= gdr_pin_buffer(g, (unsigned long)p[i].ptr, SZ, 0, 0, &mh) != EACCES;
         bad |= gdr_unmap(g, p[i].mh, p[i].map, p[i].len) != EACCES;
         bad |= gdr_unpin_buffer(g, p[i].mh) != EACCES;
-        bad |= touch_faults(p[i].map) == 0;
+        bad |= t_touch_faults(p[i].map) == 0;
     }
     if (through_exit)
         exit(bad ? 3 : 0);
@@ -473,12 +465,12 @@ static int mode_fork(void)
     int i, k, status, ok;
     pid_t pid;
 
-    if (!check(g != NULL, "fork/open", "gdr_open: %s", vramio_last_error()))
+    if (!t_check(g != NULL, "fork/open", "gdr_open: %s", vramio_last_error()))
         return 1;
     for (i = 0; i < 2; i++) {
         vmm_alloc(i, &v[i]);
         if (pin_map(g, v[i].ptr, SZ, i, &p[i]) != 0)
-            return check(0, "fork/pin", "GPU %d: %s", i, vramio_last_error()), 1;
+            return t_check(0, "fork/pin", "GPU %d: %s", i, vramio_last_error()), 1;
     }
     for (k = 0; k < 2; k++) {
         const char *name = k ? "fork/child_refused_then__exit" : "fork/child_refused_then_exit";
@@ -486,24 +478,24 @@ static int mode_fork(void)
         fflush(NULL);
         pid = fork();
         if (pid < 0)
-            return check(0, name, "fork failed"), 1;
+            return t_check(0, name, "fork failed"), 1;
         if (pid == 0)
             fork_child(g, p, 2, !k);
-        if (wait_bounded(pid, &status, 60) != 0)
-            check(0, name, "the child hung (killed after 60 s)");
+        if (t_wait_bounded(pid, &status, 60) != 0)
+            t_check(0, name, "the child hung (killed after 60 s)");
         else
-            check(WIFEXITED(status) && WEXITSTATUS(status) == 0, name,
-                  "child status %#x (3: a call was not refused with EACCES, or a mapping was "
-                  "inherited)", status);
+            t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, name,
+                    "child status %#x (3: a call was not refused with EACCES, or a mapping was "
+                    "inherited)", status);
     }
     for (i = 0, ok = 1; i < 2 && ok; i++)
         ok = served_right(g, &p[i], why, sizeof(why)) && copies_land(&p[i], i, why, sizeof(why));
-    check(ok, "fork/parent_pins_still_work", "%s", why);
+    t_check(ok, "fork/parent_pins_still_work", "%s", why);
     for (i = 0; i < 2; i++) {
         unpin(g, &p[i]);
         vmm_free(&v[i]);
     }
-    check(gdr_close(g) == 0, "fork/close", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0, "fork/close", "%s", vramio_last_error());
     return 0;
 }
 
@@ -531,14 +523,14 @@ static int mode_fork_start(void)
     starting = (int (*)(void))dlsym(dlopen("libvulkan.so.1", RTLD_NOW), "fake_vk_starting");
     memset(&f, 0, sizeof(f));
     f.g = gdr_open();
-    if (!check(f.g != NULL && starting, "fork_start/open", "gdr_open: %s",
-               vramio_last_error()))
+    if (!t_check(f.g != NULL && starting, "fork_start/open", "gdr_open: %s",
+                 vramio_last_error()))
         return 1;
     vmm_alloc(0, &f.v);
     pthread_create(&t, NULL, first_pin_thread, &f);
     for (waited = 0; !starting() && waited < 10000; waited++)
         usleep(1000);
-    if (!check(starting(), "fork_start/driver_starting", "vkCreateInstance never started"))
+    if (!t_check(starting(), "fork_start/driver_starting", "vkCreateInstance never started"))
         return 1;
     fflush(NULL);
     pid = fork();
@@ -548,17 +540,17 @@ static int mode_fork_start(void)
         alarm(30);
         exit(gdr_unpin_buffer(f.g, none) == EACCES ? 0 : 3);
     }
-    if (wait_bounded(pid, &status, 60) != 0)
-        check(0, "fork_start/child_exits", "the child hung (killed after 60 s)");
+    if (t_wait_bounded(pid, &status, 60) != 0)
+        t_check(0, "fork_start/child_exits", "the child hung (killed after 60 s)");
     else
-        check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_start/child_exits",
-              "child status %#x (signal 6: the driver's exit handler ran in the child)", status);
+        t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_start/child_exits",
+                "child status %#x (signal 6: the driver's exit handler ran in the child)", status);
     pthread_join(t, NULL);
-    check(f.rc == 0, "fork_start/first_pin", "%s", vramio_last_error());
+    t_check(f.rc == 0, "fork_start/first_pin", "%s", vramio_last_error());
     if (f.rc == 0)
         unpin(f.g, &f.p);
     vmm_free(&f.v);
-    check(gdr_close(f.g) == 0, "fork_start/close", "%s", vramio_last_error());
+    t_check(gdr_close(f.g) == 0, "fork_start/close", "%s", vramio_last_error());
     return 0;
 }
 
@@ -572,7 +564,7 @@ static int mode_foreign(void)
 
     gipa = vk ? (PFN_vkGetInstanceProcAddr)dlsym(vk, "vkGetInstanceProcAddr") : NULL;
     if (!gipa)
-        return check(0, "foreign/loader", "no vkGetInstanceProcAddr"), 1;
+        return t_check(0, "foreign/loader", "no vkGetInstanceProcAddr"), 1;
     vmm_alloc(1, &v);
     CU_MUST(cuMemExportToShareableHandle(&fd, v.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     {
@@ -618,9 +610,9 @@ static int mode_foreign(void)
             }
             ((PFN_vkDestroyDevice)gdpa(dev, "vkDestroyDevice"))(dev, NULL);
         }
-        check(r == VK_ERROR_INVALID_EXTERNAL_HANDLE && r_own == VK_SUCCESS,
-              "foreign/stand_in_refuses_another_gpus_memory",
-              "import into GPU 0's device: %d, into GPU 1's: %d", (int)r, (int)r_own);
+        t_check(r == VK_ERROR_INVALID_EXTERNAL_HANDLE && r_own == VK_SUCCESS,
+                "foreign/stand_in_refuses_another_gpus_memory",
+                "import into GPU 0's device: %d, into GPU 1's: %d", (int)r, (int)r_own);
     }
     close(fd);
     vmm_free(&v);
@@ -646,7 +638,7 @@ int main(int argc, char **argv)
         return rc;
     for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
         if (strcmp(argv[1], modes[i].name) == 0)
-            return modes[i].fn() | check_status();
+            return modes[i].fn() | t_status();
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
 }

@@ -6,6 +6,7 @@
 # (GDRCOPY_BACKEND=vulkan) and opted into (VRAMIO_ENABLE_VULKAN=1); again against the
 # ASan+UBSan library when 'make check' has built it. One result line per case.
 set -u
+. "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
@@ -14,21 +15,21 @@ warn="-Wall -Wextra -Werror"
 mkdir -p "$dir/fake"
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
         -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
-    echo "not ok multigpu/build_fake_cuda: compiler failed"; exit 1
+    t_fail "multigpu/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
 if ! $CC -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs \
         -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread; then
-    echo "not ok multigpu/build_fake_vulkan: compiler failed"; exit 1
+    t_fail "multigpu/build_fake_vulkan" "compiler failed"; exit 1
 fi
 
 run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
     shift 2
-    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/unit -I"$CUDA_INC" -o "$prog" \
-            tests/multigpu/multigpu_client.c tests/unit/helpers/check.c -L"$dir/fake" -lcuda \
+    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" \
+            tests/multigpu/multigpu_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
             -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
-        echo "not ok multigpu/$label/build_client: compiler failed"; return
+        t_fail "multigpu/$label/build_client" "compiler failed"; return
     fi
     for mode in both cross alloc missing fork foreign both:optin fork:optin fork_start; do
         sel=GDRCOPY_BACKEND=vulkan tag=
@@ -42,7 +43,7 @@ run_modes() { # label libdir [cflags]
         rc=$?
         printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 multigpu/$label/${tag}#p"
         if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-            echo "not ok multigpu/$label/${tag}${mode%:*}/exit: status $rc"
+            t_fail "multigpu/$label/${tag}${mode%:*}/exit" "status $rc"
             printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
         fi
     done
@@ -56,11 +57,11 @@ log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_DEVICES=2 FAK
       timeout 60 "$dir/client_plain" both 2>&1)
 if printf '%s\n' "$log" | grep -q "CUDA device 0 is Vulkan physical device 1 of 2, 'fake GPU 0'" &&
    printf '%s\n' "$log" | grep -q "CUDA device 1 is Vulkan physical device 0 of 2, 'fake GPU 1'"; then
-    echo "ok multigpu/log_names_each_gpus_vulkan_device"
+    t_ok "multigpu/log_names_each_gpus_vulkan_device"
 else
-    echo "not ok multigpu/log_names_each_gpus_vulkan_device: $(printf '%s' "$log" | grep 'vulkan: CUDA' | head -c 300)"
+    t_fail "multigpu/log_names_each_gpus_vulkan_device" "$(printf '%s' "$log" | grep 'vulkan: CUDA' | head -c 300)"
 fi
 if [ -e "$B/asan/lib/libgdrapi.so" ]; then
     run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
 fi
-exit 0
+t_done

@@ -1,14 +1,11 @@
 # SPDX-License-Identifier: MIT
-# tests/packaging/common.sh - sourced by the packaging tests: result lines in the format of
-# tests/run.sh, the project's version, and a clean clone of the committed tree.
+# tests/packaging/common.sh - sourced by the packaging tests: the test kit's result lines
+# (tests/lib/t.sh), the project's version, and a clean clone of the committed tree.
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$REPO/tests/packaging
 
-ok()     { echo "ok $1"; }
-not_ok() { echo "not ok $1: $2"; FAILED=1; }
-skip()   { echo "skip $1: $2"; }
-FAILED=0
+. "$REPO/tests/lib/t.sh"
 
 # The one version source: the top Makefile.
 project_version() {

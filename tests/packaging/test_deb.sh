@@ -53,7 +53,7 @@ trap cleanup EXIT
 
 # ---- build -------------------------------------------------------------------------------
 if ! clean_clone "$work/vramio" >"$work/clone.log"; then
-    not_ok deb-build "git clone failed: $(tail -n 3 "$work/clone.log")"; exit 1
+    t_fail deb-build "git clone failed: $(tail -n 3 "$work/clone.log")"; exit 1
 fi
 (cd "$work/vramio" && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc) \
     >"$work/build.log" 2>&1
@@ -64,24 +64,24 @@ for p in $PKGS; do
     [ -n "$f" ] && debs+=("$f")
 done
 if [ $rc -ne 0 ] || [ ${#debs[@]} -ne 4 ]; then
-    not_ok deb-build "dpkg-buildpackage exit $rc, ${#debs[@]} of 4 packages"
+    t_fail deb-build "dpkg-buildpackage exit $rc, ${#debs[@]} of 4 packages"
     tail -n 40 "$work/build.log"; exit 1
 fi
-ok deb-build
+t_ok deb-build
 # dpkg-gensymbols prints a diff when the exported symbols and debian/libgdrapi2.symbols differ.
 if grep -q 'dpkg-gensymbols: warning' "$work/build.log"; then
-    not_ok deb-symbols "the library's symbols differ from debian/libgdrapi2.symbols"
+    t_fail deb-symbols "the library's symbols differ from debian/libgdrapi2.symbols"
     grep -A 30 'dpkg-gensymbols: warning' "$work/build.log" | head -n 40
 else
-    ok deb-symbols
+    t_ok deb-symbols
 fi
 
 # ---- lintian -----------------------------------------------------------------------------
 lintian --tag-display-limit 0 "$work"/vramio_"$VERSION"_*.changes >"$work/lintian.log" 2>&1
 if grep -q '^E: ' "$work/lintian.log"; then
-    not_ok lintian "$(grep -c '^E: ' "$work/lintian.log") errors"; grep '^E: ' "$work/lintian.log"
+    t_fail lintian "$(grep -c '^E: ' "$work/lintian.log") errors"; grep '^E: ' "$work/lintian.log"
 else
-    ok lintian
+    t_ok lintian
     grep '^W: ' "$work/lintian.log" | sed 's/^/  lintian /'
 fi
 
@@ -95,7 +95,7 @@ hits=$(find "$work/unpacked" -type f | while read -r f; do
     case "$f" in */DEBIAN/*|*.rules|*.conf|*.sh) ;; *) head -c 2 "$f" | grep -q '#!' || continue ;; esac
     grep -Hnw mknod "$f" | grep -vE '^[^:]+:[0-9]+: *#'
 done)
-[ -z "$hits" ] && ok no-mknod || not_ok no-mknod "$hits"
+[ -z "$hits" ] && t_ok no-mknod || t_fail no-mknod "$hits"
 
 # ---- install -----------------------------------------------------------------------------
 installed_pkgs() {
@@ -120,22 +120,22 @@ for p in $PKGS; do
         missing="$missing $p"
 done
 if [ -n "$missing" ]; then
-    not_ok deb-install "not installed:$missing"; tail -n 30 "$work/install.log"; exit 1
+    t_fail deb-install "not installed:$missing"; tail -n 30 "$work/install.log"; exit 1
 fi
-ok deb-install
+t_ok deb-install
 for p in $PKGS; do dpkg -L "$p"; done | sort -u >"$work/files"
 # The runtime package alone holds the unversioned name that NCCL, aws-ofi-nccl, TensorRT-LLM
 # and DPDK dlopen.
-dpkg -L libgdrapi2 | grep -qE "^/usr/lib/$MA/libgdrapi\.so\$" && ok deb-runtime-unversioned ||
-    not_ok deb-runtime-unversioned "libgdrapi2 lacks /usr/lib/$MA/libgdrapi.so"
+dpkg -L libgdrapi2 | grep -qE "^/usr/lib/$MA/libgdrapi\.so\$" && t_ok deb-runtime-unversioned ||
+    t_fail deb-runtime-unversioned "libgdrapi2 lacks /usr/lib/$MA/libgdrapi.so"
 
 # ---- pkg-config, a client built against the installed header, dlopen by both names -------
 pc=$(pkg-config --cflags --libs gdrapi 2>&1)
 pcver=$(pkg-config --modversion gdrapi 2>&1)
 if [ "$pcver" = "$VERSION" ] && grep -qw -- -lgdrapi <<<"$pc"; then
-    ok pkg-config
+    t_ok pkg-config
 else
-    not_ok pkg-config "cflags/libs '$pc', version '$pcver' (expected $VERSION)"
+    t_fail pkg-config "cflags/libs '$pc', version '$pcver' (expected $VERSION)"
 fi
 
 cc=${CC:-cc}
@@ -144,20 +144,20 @@ if $cc -Wall -Wextra -Werror -o "$work/use_gdrapi" "$HERE/use_gdrapi.c" \
     lib=$(readlink -f "$(ldd "$work/use_gdrapi" | awk '/libgdrapi/ {print $3}')")
     out=$(env -u LD_LIBRARY_PATH "$work/use_gdrapi" 2>&1); rc=$?
     if [ $rc -eq 0 ] && [ "$lib" = "$(readlink -f "/usr/lib/$MA/libgdrapi.so.2")" ]; then
-        ok installed-client; echo "  $(tail -n 1 <<<"$out")"
+        t_ok installed-client; echo "  $(tail -n 1 <<<"$out")"
     else
-        not_ok installed-client "exit $rc, library '$lib': $out"
+        t_fail installed-client "exit $rc, library '$lib': $out"
     fi
 else
-    not_ok installed-client "does not compile against the installed header: $(head -c 600 "$work/cc.log")"
+    t_fail installed-client "does not compile against the installed header: $(head -c 600 "$work/cc.log")"
 fi
 
 if $cc -Wall -Wextra -Werror -o "$work/dlopen_gdrapi" "$HERE/dlopen_gdrapi.c" -ldl \
         >"$work/cc2.log" 2>&1; then
     out=$(env -u LD_LIBRARY_PATH "$work/dlopen_gdrapi" libgdrapi.so libgdrapi.so.2 2>&1) &&
-        ok dlopen-both-names || not_ok dlopen-both-names "$out"
+        t_ok dlopen-both-names || t_fail dlopen-both-names "$out"
 else
-    not_ok dlopen-both-names "$(head -c 600 "$work/cc2.log")"
+    t_fail dlopen-both-names "$(head -c 600 "$work/cc2.log")"
 fi
 
 # ---- the tools: on PATH, each with its man page, runnable --------------------------------
@@ -171,19 +171,19 @@ for p in $(preload_names); do
 done
 out=$(env -u LD_LIBRARY_PATH timeout 60 vramio-run sh -c 'echo "$LD_PRELOAD"' 2>&1)
 [ -f "$out" ] || bad="$bad vramio-run(preloads '$out')"
-[ -z "$bad" ] && ok tools-installed || not_ok tools-installed "missing:$bad"
+[ -z "$bad" ] && t_ok tools-installed || t_fail tools-installed "missing:$bad"
 out=$(env -u LD_LIBRARY_PATH timeout 60 gdrcopy_info 2>&1); rc=$?
 # Without a GPU it reports why nothing is usable; it must not crash or hang.
 if [ $rc -lt 124 ] && [ -n "$out" ]; then
-    ok tools-run
+    t_ok tools-run
 else
-    not_ok tools-run "gdrcopy_info exit $rc: $out"
+    t_fail tools-run "gdrcopy_info exit $rc: $out"
 fi
 
 # ---- the module: DKMS build for Debian's kernel headers, udev rule, modprobe.d ------------
 abi=$(debian_headers_abi)
 if [ -z "$abi" ] || [ ! -d "/usr/lib/modules/$abi/build" ]; then
-    skip dkms-build "linux-headers-$(dpkg --print-architecture) is not installed"
+    t_skip dkms-build "linux-headers-$(dpkg --print-architecture) is not installed"
 else
     # DKMS keeps the build's log in build/ after a failure, beside the module after a success.
     dkms_make_log() {
@@ -197,9 +197,9 @@ else
     nvh=$(grep -m1 -o 'GDRDRV_NV_P2P_H=[^ ]*' "$(dkms_make_log)" 2>/dev/null)
     if [ $rc -eq 0 ] && [ "${magic%% *}" = "$abi" ] &&
        { [ "$nvh" = "GDRDRV_NV_P2P_H=" ] || ls /usr/src/nvidia-*/nvidia/nv-p2p.h >/dev/null 2>&1; }; then
-        ok "dkms-build ($abi)"
+        t_ok "dkms-build ($abi)"
     else
-        not_ok "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic', $nvh"
+        t_fail "dkms-build ($abi)" "dkms exit $rc, module '$ko', vermagic '$magic', $nvh"
         grep -v '^$' "$work/dkms.log" | tail -n 15
         tail -n 25 "$(dkms_make_log)" 2>/dev/null
     fi
@@ -208,9 +208,9 @@ else
     # asked: on a shared machine it would change other people's module builds meanwhile.
     fake=/usr/src/nvidia-999.99.99-vramio-test
     if [ "${CI:-}" != true ] && [ "${VRAMIO_TEST_FAKE_NVIDIA:-}" != 1 ]; then
-        skip dkms-build-nvidia-src "needs CI=true or VRAMIO_TEST_FAKE_NVIDIA=1 (it writes $fake)"
+        t_skip dkms-build-nvidia-src "needs CI=true or VRAMIO_TEST_FAKE_NVIDIA=1 (it writes $fake)"
     elif [ -e "$fake" ]; then
-        skip dkms-build-nvidia-src "$fake exists already"
+        t_skip dkms-build-nvidia-src "$fake exists already"
     else
         FAKE_NV=$fake
         mkdir -p "$fake/nvidia"
@@ -219,27 +219,27 @@ else
         dkms build -m gdrdrv -v "$VERSION" -k "$abi" --force >"$work/dkms-nv.log" 2>&1; rc=$?
         log=$(dkms_make_log)
         if [ $rc -eq 0 ] && grep -q "GDRDRV_NV_P2P_H=$fake/nvidia/nv-p2p.h" "$log"; then
-            ok dkms-build-nvidia-src
+            t_ok dkms-build-nvidia-src
         else
-            not_ok dkms-build-nvidia-src "dkms exit $rc; $(grep -m1 -o 'GDRDRV_NV_P2P_H=[^ ]*' "$log" 2>/dev/null)"
+            t_fail dkms-build-nvidia-src "dkms exit $rc; $(grep -m1 -o 'GDRDRV_NV_P2P_H=[^ ]*' "$log" 2>/dev/null)"
             tail -n 15 "$log" 2>/dev/null
         fi
         rm -rf "$fake"; FAKE_NV=
     fi
     # The package's postinst installed it for this kernel: modprobe must find it there.
     dep=$(modprobe -S "$abi" --show-depends gdrdrv 2>&1)
-    grep -q "/updates/dkms/gdrdrv.ko" <<<"$dep" && ok modprobe-finds-module ||
-        not_ok modprobe-finds-module "$dep"
+    grep -q "/updates/dkms/gdrdrv.ko" <<<"$dep" && t_ok modprobe-finds-module ||
+        t_fail modprobe-finds-module "$dep"
 fi
 rule=/lib/udev/rules.d/60-gdrdrv.rules
 if grep -E '^KERNEL=="gdrdrv"' "$rule" 2>/dev/null | grep 'MODE="0660"' | grep -q 'GROUP="video"'; then
-    ok udev-rule
+    t_ok udev-rule
 else
-    not_ok udev-rule "$rule does not give /dev/gdrdrv mode 0660 group video"
+    t_fail udev-rule "$rule does not give /dev/gdrdrv mode 0660 group video"
 fi
 conf=$(modprobe -c 2>/dev/null)
 grep -qx 'softdep gdrdrv pre: nvidia' <<<"$conf" && grep -qx 'options gdrdrv dev_mode=0660' <<<"$conf" &&
-    ok modprobe-conf || not_ok modprobe-conf "modprobe does not read /etc/modprobe.d/gdrdrv.conf"
+    t_ok modprobe-conf || t_fail modprobe-conf "modprobe does not read /etc/modprobe.d/gdrdrv.conf"
 
 # ---- purge: everything the packages installed is gone -----------------------------------
 dpkg_locked --purge $PKGS >"$work/purge.log" 2>&1; rc=$?
@@ -258,13 +258,13 @@ for d in /var/lib/dkms/gdrdrv /usr/src/gdrdrv-"$VERSION"; do [ -e "$d" ] && left
 left="$left $(find /lib/modules/ -name 'gdrdrv.ko*' 2>/dev/null | tr '\n' ' ')"
 left=$(echo $left)
 if [ $rc -ne 0 ]; then
-    not_ok deb-purge "dpkg --purge exit $rc: $(tail -n 5 "$work/purge.log")"
+    t_fail deb-purge "dpkg --purge exit $rc: $(tail -n 5 "$work/purge.log")"
 elif [ -n "$left" ]; then
-    not_ok deb-purge "left behind: $left"
+    t_fail deb-purge "left behind: $left"
 else
-    ok deb-purge
+    t_ok deb-purge
 fi
 if [ -s "$work/pulled" ]; then
     dpkg_locked --purge $(cat "$work/pulled") >/dev/null 2>&1
 fi
-exit $FAILED
+t_done

@@ -23,7 +23,7 @@ left_in() { find "$1" ! -type d | sed "s|^$1||" | tr '\n' ' '; }
 check_install() {
     local name=$1 d=$2 prefix=$3 libdir=$4; shift 4
     if ! pmake install DESTDIR="$d" "$@" >"$work/$name.log" 2>&1; then
-        not_ok "$name" "make install failed: $(tail -n 5 "$work/$name.log")"; return
+        t_fail "$name" "make install failed: $(tail -n 5 "$work/$name.log")"; return
     fi
     local miss="" f
     for f in "$libdir/libgdrapi.so.$VERSION" "$prefix/include/gdrapi.h" \
@@ -37,43 +37,43 @@ check_install() {
     done
     [ "$(readlink "$d$libdir/libgdrapi.so.2")" = "libgdrapi.so.$VERSION" ] || miss="$miss libgdrapi.so.2->"
     [ "$(readlink "$d$libdir/libgdrapi.so")" = "libgdrapi.so.2" ] || miss="$miss libgdrapi.so->"
-    [ -z "$miss" ] || { not_ok "$name" "missing or wrong:$miss"; return; }
+    [ -z "$miss" ] || { t_fail "$name" "missing or wrong:$miss"; return; }
 
     # The .pc names the final paths (not DESTDIR); pkg-config's sysroot maps them to the stage.
     local pc=$d$libdir/pkgconfig/gdrapi.pc
     if ! grep -qx "prefix=$prefix" "$pc" || ! grep -qx "libdir=$libdir" "$pc" ||
        ! grep -qx "Version: $VERSION" "$pc"; then
-        not_ok "$name" "gdrapi.pc: $(tr '\n' ' ' <"$pc")"; return
+        t_fail "$name" "gdrapi.pc: $(tr '\n' ' ' <"$pc")"; return
     fi
     local flags
     flags=$(PKG_CONFIG_PATH=$d$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$d \
             pkg-config --cflags --libs gdrapi)
     if ! ${CC:-cc} -Wall -Wextra -Werror -o "$work/client" "$HERE/use_gdrapi.c" $flags \
             >"$work/$name.cc.log" 2>&1; then
-        not_ok "$name" "client does not build with '$flags': $(head -c 400 "$work/$name.cc.log")"
+        t_fail "$name" "client does not build with '$flags': $(head -c 400 "$work/$name.cc.log")"
         return
     fi
     local out lib
     lib=$(LD_LIBRARY_PATH=$d$libdir ldd "$work/client" | awk '/libgdrapi/ {print $3}')
     out=$(LD_LIBRARY_PATH=$d$libdir "$work/client" 2>&1) ||
-        { not_ok "$name" "client: $out"; return; }
-    [ "$lib" = "$d$libdir/libgdrapi.so.2" ] || { not_ok "$name" "client loaded '$lib'"; return; }
-    ok "$name"
+        { t_fail "$name" "client: $out"; return; }
+    [ "$lib" = "$d$libdir/libgdrapi.so.2" ] || { t_fail "$name" "client loaded '$lib'"; return; }
+    t_ok "$name"
 
     # vramio-run finds the bridge where this layout put it.
     out=$("$d$prefix/bin/vramio-run" sh -c 'echo "$LD_PRELOAD"' 2>&1)
     case $out in
-        */vramio/libvramio_bridge.so) [ -f "$out" ] && ok "$name-vramio-run" ||
-                                          not_ok "$name-vramio-run" "preloads missing $out" ;;
+        */vramio/libvramio_bridge.so) [ -f "$out" ] && t_ok "$name-vramio-run" ||
+                                          t_fail "$name-vramio-run" "preloads missing $out" ;;
         *) not_ok "$name-vramio-run" "LD_PRELOAD is '$out'" ;;
     esac
 
     if ! pmake uninstall DESTDIR="$d" "$@" >"$work/$name.un.log" 2>&1; then
-        not_ok "$name-uninstall" "make uninstall failed: $(tail -n 5 "$work/$name.un.log")"
+        t_fail "$name-uninstall" "make uninstall failed: $(tail -n 5 "$work/$name.un.log")"
     elif [ -n "$(left_in "$d")" ]; then
-        not_ok "$name-uninstall" "left behind: $(left_in "$d")"
+        t_fail "$name-uninstall" "left behind: $(left_in "$d")"
     else
-        ok "$name-uninstall"
+        t_ok "$name-uninstall"
     fi
 }
 
@@ -93,10 +93,10 @@ if pmake install-dkms DESTDIR="$d" >"$work/dkms.log" 2>&1; then
     [ -f "$src/Makefile" ] || [ -f "$src/Kbuild" ] || miss="$miss kbuild file"
     [ -f "$d/etc/udev/rules.d/60-gdrdrv.rules" ] || miss="$miss udev rule"
     [ -f "$d/etc/modprobe.d/gdrdrv.conf" ] || miss="$miss modprobe.d file"
-    [ -z "$miss" ] && ok install-dkms || not_ok install-dkms "missing or wrong:$miss"
+    [ -z "$miss" ] && t_ok install-dkms || t_fail install-dkms "missing or wrong:$miss"
     pmake uninstall-dkms DESTDIR="$d" >>"$work/dkms.log" 2>&1
-    [ -z "$(left_in "$d")" ] && ok uninstall-dkms || not_ok uninstall-dkms "left: $(left_in "$d")"
+    [ -z "$(left_in "$d")" ] && t_ok uninstall-dkms || t_fail uninstall-dkms "left: $(left_in "$d")"
 else
-    not_ok install-dkms "make install-dkms failed: $(tail -n 5 "$work/dkms.log")"
+    t_fail install-dkms "make install-dkms failed: $(tail -n 5 "$work/dkms.log")"
 fi
-exit $FAILED
+t_done

@@ -14,13 +14,13 @@ work=$(mktemp -d /tmp/vramio-rpm.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 if ! clean_clone "$work/vramio" >"$work/clone.log"; then
-    not_ok rpm-build "git clone failed: $(tail -n 3 "$work/clone.log")"; exit 1
+    t_fail rpm-build "git clone failed: $(tail -n 3 "$work/clone.log")"; exit 1
 fi
 spec=$work/vramio/packaging/rpm/vramio.spec
 if ! rpmspec -P "$spec" >"$work/parsed.spec" 2>"$work/parse.log"; then
-    not_ok rpm-spec-parse "$(head -n 5 "$work/parse.log")"; exit 1
+    t_fail rpm-spec-parse "$(head -n 5 "$work/parse.log")"; exit 1
 fi
-ok rpm-spec-parse
+t_ok rpm-spec-parse
 
 mkdir -p "$work/top/SOURCES"
 git -C "$work/vramio" archive --prefix="vramio-$VERSION/" \
@@ -30,7 +30,7 @@ kmod=()
 if [ -n "$abi" ] && [ -d "/usr/lib/modules/$abi/build" ]; then
     kmod=(--with kmod --define "kernel_version $abi")
 else
-    skip rpm-kmod "linux-headers-$(dpkg --print-architecture 2>/dev/null) is not installed: the prebuilt-module variant was not built"
+    t_skip rpm-kmod "linux-headers-$(dpkg --print-architecture 2>/dev/null) is not installed: the prebuilt-module variant was not built"
 fi
 # Build from outside the clone so nothing but the tarball is used.
 (cd "$work" && rpmbuild -bb --nodeps --define "_topdir $work/top" \
@@ -40,20 +40,20 @@ rc=$?
 rpms=$work/top/RPMS
 pkg() { ls "$rpms"/*/"$1-$VERSION"-*.rpm 2>/dev/null | head -n 1; }
 if [ $rc -ne 0 ]; then
-    not_ok rpm-build "rpmbuild exit $rc"; tail -n 30 "$work/build.log"; exit 1
+    t_fail rpm-build "rpmbuild exit $rc"; tail -n 30 "$work/build.log"; exit 1
 fi
-ok rpm-build
+t_ok rpm-build
 
 # The split and the files of each package.
 check_rpm() {
     local name=$1 f list missing=""; shift
     f=$(pkg "$name")
-    [ -n "$f" ] || { not_ok "rpm-$name" "not built"; return; }
+    [ -n "$f" ] || { t_fail "rpm-$name" "not built"; return; }
     list=$(rpm -qlp "$f" 2>/dev/null)
     for want in "$@"; do
         grep -qE "$want" <<<"$list" || missing="$missing $want"
     done
-    [ -z "$missing" ] && ok "rpm-$name" || not_ok "rpm-$name" "no file matching:$missing"
+    [ -z "$missing" ] && t_ok "rpm-$name" || t_fail "rpm-$name" "no file matching:$missing"
 }
 # The runtime package holds the unversioned name too (clients dlopen "libgdrapi.so").
 check_rpm libgdrapi "/libgdrapi\.so\.$VERSION\$" '/libgdrapi\.so\.2$' '/libgdrapi\.so$'
@@ -66,19 +66,19 @@ check_rpm gdrdrv-dkms "/usr/src/gdrdrv-$VERSION/dkms\.conf\$" "/usr/src/gdrdrv-$
 
 # The library package provides the soname that dependent packages require.
 prov=$(rpm -qp --provides "$(pkg libgdrapi)" 2>/dev/null)
-grep -q '^libgdrapi\.so\.2()' <<<"$prov" && ok rpm-provides-soname ||
-    not_ok rpm-provides-soname "libgdrapi provides: $(tr '\n' ' ' <<<"$prov")"
+grep -q '^libgdrapi\.so\.2()' <<<"$prov" && t_ok rpm-provides-soname ||
+    t_fail rpm-provides-soname "libgdrapi provides: $(tr '\n' ' ' <<<"$prov")"
 
 if [ ${#kmod[@]} -gt 0 ]; then
     f=$(pkg gdrdrv-kmod)
     if [ -z "$f" ]; then
-        not_ok rpm-kmod "gdrdrv-kmod not built"
+        t_fail rpm-kmod "gdrdrv-kmod not built"
     else
         mkdir -p "$work/x" && (cd "$work/x" && rpm2cpio "$f" | cpio -idm --quiet)
         ko=$(find "$work/x" -name gdrdrv.ko | head -n 1)
         magic=$( [ -n "$ko" ] && modinfo -F vermagic "$ko" 2>/dev/null)
-        [ "${magic%% *}" = "$abi" ] && ok "rpm-kmod ($abi)" ||
-            not_ok "rpm-kmod ($abi)" "module '$ko', vermagic '$magic'"
+        [ "${magic%% *}" = "$abi" ] && t_ok "rpm-kmod ($abi)" ||
+            t_fail "rpm-kmod ($abi)" "module '$ko', vermagic '$magic'"
     fi
 fi
-exit $FAILED
+t_done

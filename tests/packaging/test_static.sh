@@ -28,7 +28,7 @@ h() { sed -n "s/^#define $2 \([0-9]*\).*/\1/p" "$1"; }
     bad="$bad vramio.h"
 grep -q "^libgdrapi.so.$MAJOR libgdrapi$MAJOR " debian/libgdrapi2.symbols || bad="$bad symbols-soname"
 grep -q "^Package: libgdrapi$MAJOR\$" debian/control || bad="$bad control-package-name"
-[ -z "$bad" ] && ok version-sources || not_ok version-sources "not $VERSION:$bad"
+[ -z "$bad" ] && t_ok version-sources || t_fail version-sources "not $VERSION:$bad"
 
 # ---- symbols file = export map (gdr_*) + vramio.h's functions ----------------------------
 map_gdr=$(grep -oE '^ *gdr_[a-z0-9_]+;' src/libgdrapi.map | tr -d ' ;' | sort)
@@ -36,25 +36,25 @@ sym_gdr=$(sed -n 's/^ \(gdr_[a-z0-9_]*\)@Base .*/\1/p' debian/libgdrapi2.symbols
 hdr_vr=$(grep -oE '\bvramio_[a-z0-9_]+\(' include/vramio.h | tr -d '(' | sort -u)
 sym_vr=$(sed -n 's/^ \(vramio_[a-z0-9_]*\)@Base .*/\1/p' debian/libgdrapi2.symbols | sort)
 if [ "$map_gdr" != "$sym_gdr" ] || [ "$(wc -l <<<"$map_gdr")" -ne 17 ]; then
-    not_ok symbols-file "gdr_* of the map and the symbols file differ: $(diff <(echo "$map_gdr") <(echo "$sym_gdr") | grep '^[<>]' | tr '\n' ' ')"
+    t_fail symbols-file "gdr_* of the map and the symbols file differ: $(diff <(echo "$map_gdr") <(echo "$sym_gdr") | grep '^[<>]' | tr '\n' ' ')"
 elif [ "$hdr_vr" != "$sym_vr" ]; then
-    not_ok symbols-file "vramio_* of vramio.h and the symbols file differ: $(diff <(echo "$hdr_vr") <(echo "$sym_vr") | grep '^[<>]' | tr '\n' ' ')"
+    t_fail symbols-file "vramio_* of vramio.h and the symbols file differ: $(diff <(echo "$hdr_vr") <(echo "$sym_vr") | grep '^[<>]' | tr '\n' ' ')"
 else
-    ok symbols-file
+    t_ok symbols-file
 fi
 
 # ---- man pages: one per tool, no groff warnings, every -h option documented ---------------
 # The six tools of GDRCopy 2.6, as install.mk lists them (the other tests read that list too).
 n=$(tool_names | wc -l)
-[ "$n" -eq 6 ] && ok tool-list || not_ok tool-list "install.mk's INSTALL_TOOLS names $n tools, not 6"
+[ "$n" -eq 6 ] && t_ok tool-list || t_fail tool-list "install.mk's INSTALL_TOOLS names $n tools, not 6"
 for t in $(tool_names); do
     page=packaging/man/$t.1
-    [ -f "$page" ] || { not_ok "man-$t" "no $page"; continue; }
+    [ -f "$page" ] || { t_fail "man-$t" "no $page"; continue; }
     warn=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
-    [ -z "$warn" ] || { not_ok "man-$t" "groff: $warn"; continue; }
+    [ -z "$warn" ] || { t_fail "man-$t" "groff: $warn"; continue; }
     bin=$BUILD/bin/$t
     if [ ! -x "$bin" ]; then
-        skip "man-$t" "$bin is not built, its options were not compared"; continue
+        t_skip "man-$t" "$bin is not built, its options were not compared"; continue
     fi
     text=$(groff -man -Tascii "$page" 2>/dev/null | col -b)
     missing=""
@@ -63,16 +63,16 @@ for t in $(tool_names); do
                grep -oE '(^| )--?[A-Za-z][A-Za-z0-9-]*'); do
         grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" <<<"$text" || missing="$missing $o"
     done
-    [ -z "$missing" ] && ok "man-$t" || not_ok "man-$t" "options of $t -h not in $page:$missing"
+    [ -z "$missing" ] && t_ok "man-$t" || t_fail "man-$t" "options of $t -h not in $page:$missing"
 done
 
 # ---- nothing makes /dev/gdrdrv by hand: the kernel does --------------------------------
 hits=$(grep -rnw mknod debian packaging 2>/dev/null | grep -vE '^[^:]+:[0-9]+: *(#|\.\\")')
-[ -z "$hits" ] && ok no-mknod || not_ok no-mknod "$hits"
+[ -z "$hits" ] && t_ok no-mknod || t_fail no-mknod "$hits"
 
 # ---- the udev rule and modprobe.d agree on 0660 ----------------------------------------
 grep -qE '^KERNEL=="gdrdrv", MODE="0660", GROUP="video"' packaging/udev/60-gdrdrv.rules &&
     grep -qx 'options gdrdrv dev_mode=0660' packaging/modprobe/gdrdrv.conf &&
-    ok device-permissions ||
-    not_ok device-permissions "60-gdrdrv.rules and gdrdrv.conf do not both give mode 0660"
-exit $FAILED
+    t_ok device-permissions ||
+    t_fail device-permissions "60-gdrdrv.rules and gdrdrv.conf do not both give mode 0660"
+t_done

@@ -4,16 +4,17 @@
 # once as is, once over the stand-in CUDA driver of tests/dmabuf with the dma-buf backend
 # forced (real pins, maps and copies without a GPU). Skips when there is no python3.
 set -u
+. "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-command -v python3 >/dev/null || { echo "skip python/all: python3 is not installed"; exit 0; }
+command -v python3 >/dev/null || { t_skip "python/all" "python3 is not installed"; exit 0; }
 lib=$(cd "$B/lib" && pwd)/libgdrapi.so.2
 dir=$B/tests/python
 mkdir -p "$dir/fake"
 if ! $CC -shared -fPIC -O1 -Wall -Wextra -Werror -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
         -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
-    echo "not ok python/build_fake_cuda: compiler failed"; exit 1
+    t_fail "python/build_fake_cuda" "compiler failed"; exit 1
 fi
 fake=$(cd "$dir/fake" && pwd)
 env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP VRAMIO_LIB="$lib" LD_LIBRARY_PATH="$fake" \
@@ -29,7 +30,7 @@ for p in python3 /usr/bin/python3; do
     if command -v "$p" >/dev/null && "$p" -c 'import setuptools, wheel' 2>/dev/null && "$p" -m pip --version >/dev/null 2>&1; then py=$p; break; fi
 done
 if [ -z "$py" ]; then
-    echo "skip python/pip_install_from_tree: no python3 with pip, setuptools and wheel"
+    t_skip "python/pip_install_from_tree" "no python3 with pip, setuptools and wheel"
 else
     site=$(cd "$dir" && pwd)/site
     rm -rf "$dir/src" "$site" && cp -r python "$dir/src" && rm -rf "$dir/src/build"
@@ -38,9 +39,9 @@ else
        out=$(cd / && PYTHONPATH="$site" VRAMIO_LIB="$lib" "$py" -c \
              'import vramio; print(vramio.__version__, vramio.__file__)' 2>&1) &&
        [ "$out" = "2.6 $site/vramio/__init__.py" ]; then
-        echo "ok python/pip_install_from_tree"
+        t_ok "python/pip_install_from_tree"
     else
-        echo "not ok python/pip_install_from_tree: ${out:-$(tail -n 3 "$dir/pip.log")}"
+        t_fail "python/pip_install_from_tree" "${out:-$(tail -n 3 "$dir/pip.log")}"
     fi
 fi
 exit $rc

@@ -5,8 +5,7 @@
 # synthetic JSON in a temporary folder (never with docs/), so it runs without a GPU.
 set -u
 cd "$(dirname "$0")/../.."
-ok()   { echo "ok $1"; }
-fail() { echo "not ok $1: $2"; }
+. "$(dirname "$0")/../lib/t.sh"
 if ! command -v python3 >/dev/null; then echo "python3 is not installed"; exit 77; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -36,28 +35,28 @@ json.dump({"tool": "copybw", "backend": "vulkan", "kind": "vramio", "results": b
 json.dump({"gdr": st(2.3), "rawmap": st(2.2), "host": st(3.0), "size": 4}, open(os.path.join(d, "pplat.json"), "w"))
 PY
 if ! python3 bench/report.py --dir "$tmp" --md "$tmp/b.md" --svg "$tmp/b.svg" --command "make bench TEST" 2>"$tmp/err"; then
-    fail report/runs "$(head -c 300 "$tmp/err")"; exit 0
+    t_fail report/runs "$(head -c 300 "$tmp/err")"; t_done
 fi
-ok report/runs
+t_ok report/runs
 md=$(cat "$tmp/b.md")
-grep -q 'Made by `make bench TEST`' <<<"$md" && ok report/command || fail report/command "the command is not in the report"
-grep -q 'cuMemcpy is faster from \*\*256 KiB\*\* up' <<<"$md" && ok report/write-crossover || fail report/write-crossover "$(grep -m1 Crossover <<<"$md")"
-grep -q 'missed:\*\* gdr_copy_to_mapping p50, 8-256 B, within 3% of the best raw sequence: worst ratio 1.070' <<<"$md" && ok report/target-small-writes || fail report/target-small-writes "the paired ratio 1.070 at 64 B must be judged a miss"
-grep -q 'missed:\*\* gdr_copy_from_mapping p50, 64-256 B at new addresses, within 1.1x of the raw streaming-load loop: worst ratio 1.120' <<<"$md" && ok report/target-small-reads || fail report/target-small-reads "$(grep -m1 'streaming-load' <<<"$md")"
-grep -qE 'missed:\*\* at least 40x faster than cuMemcpy up to 1 KiB \(writes\): least [0-9.]+x at 1 KiB \(the raw loop: [0-9.]+x\), and within 2% of the raw loop at every size: worst 1.070 at 64 B' <<<"$md" && ok report/target-40x || fail report/target-40x "$(grep -m1 40x <<<"$md")"
-grep -q 'met: vramio_copy_to_mapping_auto at every size 1 B-1 MiB at least 0.95x the better of the BAR copy and cuMemcpy: least 0.990' <<<"$md" && ok report/target-auto-write || fail report/target-auto-write "$(grep -m1 'to_mapping_auto' <<<"$md")"
-grep -q 'missed:\*\* vramio_copy_from_mapping_auto at every size 1 B-1 MiB at least 0.95x the better of the BAR copy and cuMemcpy: least 0.500 at 8 KiB' <<<"$md" && ok report/target-auto-read || fail report/target-auto-read "$(grep -m1 'from_mapping_auto' <<<"$md")"
-grep -q 'The _auto call uses the copy engine from \*\*8 KiB\*\*' <<<"$md" && grep -q 'The _auto call uses the copy engine from \*\*never\*\*' <<<"$md" && ok report/dma-crossover || fail report/dma-crossover "the measured crossovers are not stated"
-grep -q 'CPU binding: CPU 3 (local to GPU 0, NUMA node 0' <<<"$md" && ok report/cpu-binding || fail report/cpu-binding "the binding is not stated"
-grep -qE '^\| 64 B \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| nt \| 1.070 \|' <<<"$md" && ok report/raw-sequence-column || fail report/raw-sequence-column "$(grep -m1 '^| 64 B' <<<"$md")"
-grep -q 'missed:\*\* write bandwidth 64 KiB-1 MiB at least 95% of raw: least 92.3%' <<<"$md" && ok report/target-write-bw || fail report/target-write-bw "18000/19500 must be a miss at 92.3%"
-grep -q 'met: read bandwidth 64 KiB-1 MiB at least 90% of raw: least 92.1%' <<<"$md" && ok report/target-read-bw || fail report/target-read-bw "700/760 must be met at 92.1%"
-grep -q 'met: pplat p50 within 10% of the raw ping-pong through host memory: 0.767' <<<"$md" && ok report/target-pplat || fail report/target-pplat "not judged"
-grep -qE '^\| 4 KiB \| 0\.390 \|' <<<"$md" && ok report/latency-table || fail report/latency-table "no 4 KiB row with p50 0.390"
+grep -q 'Made by `make bench TEST`' <<<"$md" && t_ok report/command || t_fail report/command "the command is not in the report"
+grep -q 'cuMemcpy is faster from \*\*256 KiB\*\* up' <<<"$md" && t_ok report/write-crossover || t_fail report/write-crossover "$(grep -m1 Crossover <<<"$md")"
+grep -q 'missed:\*\* gdr_copy_to_mapping p50, 8-256 B, within 3% of the best raw sequence: worst ratio 1.070' <<<"$md" && t_ok report/target-small-writes || t_fail report/target-small-writes "the paired ratio 1.070 at 64 B must be judged a miss"
+grep -q 'missed:\*\* gdr_copy_from_mapping p50, 64-256 B at new addresses, within 1.1x of the raw streaming-load loop: worst ratio 1.120' <<<"$md" && t_ok report/target-small-reads || t_fail report/target-small-reads "$(grep -m1 'streaming-load' <<<"$md")"
+grep -qE 'missed:\*\* at least 40x faster than cuMemcpy up to 1 KiB \(writes\): least [0-9.]+x at 1 KiB \(the raw loop: [0-9.]+x\), and within 2% of the raw loop at every size: worst 1.070 at 64 B' <<<"$md" && t_ok report/target-40x || t_fail report/target-40x "$(grep -m1 40x <<<"$md")"
+grep -q 'met: vramio_copy_to_mapping_auto at every size 1 B-1 MiB at least 0.95x the better of the BAR copy and cuMemcpy: least 0.990' <<<"$md" && t_ok report/target-auto-write || t_fail report/target-auto-write "$(grep -m1 'to_mapping_auto' <<<"$md")"
+grep -q 'missed:\*\* vramio_copy_from_mapping_auto at every size 1 B-1 MiB at least 0.95x the better of the BAR copy and cuMemcpy: least 0.500 at 8 KiB' <<<"$md" && t_ok report/target-auto-read || t_fail report/target-auto-read "$(grep -m1 'from_mapping_auto' <<<"$md")"
+grep -q 'The _auto call uses the copy engine from \*\*8 KiB\*\*' <<<"$md" && grep -q 'The _auto call uses the copy engine from \*\*never\*\*' <<<"$md" && t_ok report/dma-crossover || t_fail report/dma-crossover "the measured crossovers are not stated"
+grep -q 'CPU binding: CPU 3 (local to GPU 0, NUMA node 0' <<<"$md" && t_ok report/cpu-binding || t_fail report/cpu-binding "the binding is not stated"
+grep -qE '^\| 64 B \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| nt \| 1.070 \|' <<<"$md" && t_ok report/raw-sequence-column || t_fail report/raw-sequence-column "$(grep -m1 '^| 64 B' <<<"$md")"
+grep -q 'missed:\*\* write bandwidth 64 KiB-1 MiB at least 95% of raw: least 92.3%' <<<"$md" && t_ok report/target-write-bw || t_fail report/target-write-bw "18000/19500 must be a miss at 92.3%"
+grep -q 'met: read bandwidth 64 KiB-1 MiB at least 90% of raw: least 92.1%' <<<"$md" && t_ok report/target-read-bw || t_fail report/target-read-bw "700/760 must be met at 92.1%"
+grep -q 'met: pplat p50 within 10% of the raw ping-pong through host memory: 0.767' <<<"$md" && t_ok report/target-pplat || t_fail report/target-pplat "not judged"
+grep -qE '^\| 4 KiB \| 0\.390 \|' <<<"$md" && t_ok report/latency-table || t_fail report/latency-table "no 4 KiB row with p50 0.390"
 if python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) >= 14' "$tmp/b.svg"; then
-    ok report/svg
+    t_ok report/svg
 else
-    fail report/svg "not well-formed or fewer than 14 curves"
+    t_fail report/svg "not well-formed or fewer than 14 curves"
 fi
 # bench/small_writes.py (run_bench_on_gpu.sh SMALL_WRITES=N): one run that meets the
 # small-write targets and one that misses at 64 B must be told apart, and the exit says so.
@@ -76,5 +75,5 @@ grep -q '^ok small_writes_8_256_within_3pct run 1: worst 1.010' <<<"$out" &&
 grep -q '^not ok small_writes_8_256_within_3pct run 2: worst 1.050 at 64 B' <<<"$out" &&
 grep -q '^ok cumemcpy_40x_upto_1k_and_within_2pct run 1' <<<"$out" &&
 grep -q '^     64  1.000-1.050' <<<"$out" && [ $rc -eq 1 ] &&
-    ok small_writes/verdicts || fail small_writes/verdicts "rc $rc: $(head -c 600 <<<"$out")"
-exit 0
+    t_ok small_writes/verdicts || t_fail small_writes/verdicts "rc $rc: $(head -c 600 <<<"$out")"
+t_done

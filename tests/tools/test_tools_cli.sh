@@ -7,8 +7,7 @@
 set -u
 BIN=${BUILD:-build}/bin
 
-ok()   { echo "ok $1"; }
-fail() { echo "not ok $1: $2"; }
+. "$(dirname "$0")/../lib/t.sh"
 
 # tool: the options its help must list
 declare -A OPTS=(
@@ -22,27 +21,27 @@ declare -A OPTS=(
 
 for tool in gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat gdrcopy_info; do
     exe=$BIN/$tool
-    if [ ! -x "$exe" ]; then fail "$tool/built" "$exe is missing"; continue; fi
+    if [ ! -x "$exe" ]; then t_fail "$tool/built" "$exe is missing"; continue; fi
     for flag in -h --help; do
         out=$("$exe" "$flag" 2>&1); rc=$?
-        if [ $rc -ne 0 ]; then fail "$tool/help$flag" "exit $rc"; continue; fi
-        if ! grep -q "^Usage: $tool" <<<"$out"; then fail "$tool/help$flag" "no 'Usage: $tool' line"; continue; fi
-        ok "$tool/help$flag"
+        if [ $rc -ne 0 ]; then t_fail "$tool/help$flag" "exit $rc"; continue; fi
+        if ! grep -q "^Usage: $tool" <<<"$out"; then t_fail "$tool/help$flag" "no 'Usage: $tool' line"; continue; fi
+        t_ok "$tool/help$flag"
     done
     missing=""
     for o in ${OPTS[$tool]}; do
         # an option is listed when it starts an option line of the help ("  -s SIZE ...")
         grep -qE "^  (-., )?$o([ ,=]|$)" <<<"$out" || missing="$missing $o"
     done
-    [ -z "$missing" ] && ok "$tool/help-lists-options" || fail "$tool/help-lists-options" "missing:$missing"
+    [ -z "$missing" ] && t_ok "$tool/help-lists-options" || t_fail "$tool/help-lists-options" "missing:$missing"
 
     out=$("$exe" --no-such-option 2>&1); rc=$?
-    if [ $rc -eq 2 ] && grep -q "Try '$tool -h'" <<<"$out"; then ok "$tool/bad-option"
-    else fail "$tool/bad-option" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+    if [ $rc -eq 2 ] && grep -q "Try '$tool -h'" <<<"$out"; then t_ok "$tool/bad-option"
+    else t_fail "$tool/bad-option" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
 
     out=$("$exe" stray-argument 2>&1); rc=$?
-    if [ $rc -eq 2 ] && grep -q "unexpected argument 'stray-argument'" <<<"$out"; then ok "$tool/stray-argument"
-    else fail "$tool/stray-argument" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+    if [ $rc -eq 2 ] && grep -q "unexpected argument 'stray-argument'" <<<"$out"; then t_ok "$tool/stray-argument"
+    else t_fail "$tool/stray-argument" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
 done
 
 # Bad values: each must be refused before anything is opened.
@@ -50,8 +49,8 @@ bad_value() {  # name tool args... (expects exit 2 and the tool's name in the me
     local name=$1 tool=$2; shift 2
     local out rc
     out=$("$BIN/$tool" "$@" 2>&1); rc=$?
-    if [ $rc -eq 2 ] && grep -q "^$tool: " <<<"$out"; then ok "$tool/bad-value/$name"
-    else fail "$tool/bad-value/$name" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
+    if [ $rc -eq 2 ] && grep -q "^$tool: " <<<"$out"; then t_ok "$tool/bad-value/$name"
+    else t_fail "$tool/bad-value/$name" "exit $rc, output: $(head -c 200 <<<"$out")"; fi
 }
 bad_value size-not-a-number gdrcopy_copylat -s abc
 bad_value size-bad-suffix   gdrcopy_copylat -s 4X
@@ -77,17 +76,17 @@ listed=$(sed -nE 's/^([a-z0-9_]+) +[a-zA-Z].*/\1/p' <<<"$out")
 registered=$(sed -nE 's/^T_CASE\(([a-z0-9_]+),.*/\1/p' "$SRC"/tools/sanity/*.c | sort)
 twice=$(sort <<<"$listed" | uniq -d)
 if [ $rc -ne 0 ]; then
-    fail "gdrcopy_sanity/list" "-l exited $rc: $(head -c 200 <<<"$out")"
+    t_fail "gdrcopy_sanity/list" "-l exited $rc: $(head -c 200 <<<"$out")"
 elif [ -z "$registered" ]; then
-    fail "gdrcopy_sanity/list" "no T_CASE( in $SRC/tools/sanity/*.c"
+    t_fail "gdrcopy_sanity/list" "no T_CASE( in $SRC/tools/sanity/*.c"
 elif [ -n "$twice" ]; then
-    fail "gdrcopy_sanity/list" "listed more than once: $(echo $twice)"
+    t_fail "gdrcopy_sanity/list" "listed more than once: $(echo $twice)"
 elif [ "$(sort <<<"$listed")" != "$registered" ]; then
-    fail "gdrcopy_sanity/list" "registered but not listed: $(echo $(comm -23 <(echo "$registered") \
+    t_fail "gdrcopy_sanity/list" "registered but not listed: $(echo $(comm -23 <(echo "$registered") \
         <(sort <<<"$listed"))); listed but not registered: $(echo $(comm -13 <(echo "$registered") \
         <(sort <<<"$listed")))"
 else
-    ok "gdrcopy_sanity/list"
+    t_ok "gdrcopy_sanity/list"
 fi
 
 sel() { "$BIN/gdrcopy_sanity" -l "$@" 2>&1 | tr '\n' ' '; }  # the runs that args select
@@ -110,25 +109,25 @@ for t in $listed; do
         [ "$(sel $ext -t "$u")" = "$want " ] || bad="$bad $u"
     done
 done
-[ -n "$listed" ] && [ -z "$bad" ] && ok "gdrcopy_sanity/select-each-listed" ||
-    fail "gdrcopy_sanity/select-each-listed" "wrong selection for:${bad:- (nothing listed)}"
+[ -n "$listed" ] && [ -z "$bad" ] && t_ok "gdrcopy_sanity/select-each-listed" ||
+    t_fail "gdrcopy_sanity/select-each-listed" "wrong selection for:${bad:- (nothing listed)}"
 
 # Upstream's names are listed beside ours, and upstream's extended test is marked.
 for u in basic_cumemalloc basic_vmmalloc invalidation_fork_map_and_free_vmmalloc; do
-    grep -qE "upstream:.*\b$u\b" <<<"$out" && ok "gdrcopy_sanity/list-upstream-$u" ||
-        fail "gdrcopy_sanity/list-upstream-$u" "upstream name $u not listed"
+    grep -qE "upstream:.*\b$u\b" <<<"$out" && t_ok "gdrcopy_sanity/list-upstream-$u" ||
+        t_fail "gdrcopy_sanity/list-upstream-$u" "upstream name $u not listed"
 done
 grep -qE '^leakage_pin_pages_fork .*\[extended: -e\]' <<<"$out" &&
-    ok "gdrcopy_sanity/list-extended" ||
-    fail "gdrcopy_sanity/list-extended" "leakage_pin_pages_fork not marked extended"
+    t_ok "gdrcopy_sanity/list-extended" ||
+    t_fail "gdrcopy_sanity/list-extended" "leakage_pin_pages_fork not marked extended"
 
 # Upstream's names select the same runs: NAME_cumemalloc is kind cuda, NAME_vmmalloc the VMM
 # kinds; an extended test runs only with -e.
 check_sel() { # name want args...
     local name=$1 want=$2 got; shift 2
     got=$(sel "$@")
-    [ "$got" = "$want" ] && ok "gdrcopy_sanity/select-$name" ||
-        fail "gdrcopy_sanity/select-$name" "'$*' selected '$got', want '$want'"
+    [ "$got" = "$want" ] && t_ok "gdrcopy_sanity/select-$name" ||
+        t_fail "gdrcopy_sanity/select-$name" "'$*' selected '$got', want '$want'"
 }
 check_sel cumemalloc "basic.cuda " -t basic_cumemalloc
 check_sel vmmalloc "data_validation.vmm-rdma data_validation.vmm-fd " -t data_validation_vmmalloc
@@ -137,4 +136,4 @@ check_sel tokens "invalidation_fork_child_gdr_pin_parent_with_tokens.cuda " \
     -t invalidation_fork_child_gdr_pin_parent_with_tokens_cumemalloc
 check_sel not-extended "" -t leakage_pin_pages_fork
 check_sel extended "leakage_pin_pages_fork.emu " -e --kind emu -t leakage_pin_pages_fork
-exit 0
+t_done

@@ -7,63 +7,61 @@
 set -u
 BIN=${BUILD:-build}/bin
 
-ok()   { echo "ok $1"; }
-fail() { echo "not ok $1: $2"; }
-skip() { echo "skip $1: $2"; }
+. "$(dirname "$0")/../lib/t.sh"
 
 info=$("$BIN/gdrcopy_info" 2>&1); rc=$?
-[ $rc -eq 0 ] && ok "gdrcopy_info/exit-status" || fail "gdrcopy_info/exit-status" "exit $rc"
+[ $rc -eq 0 ] && t_ok "gdrcopy_info/exit-status" || t_fail "gdrcopy_info/exit-status" "exit $rc"
 
 # Every backend has a line: "usable" or "unusable: <reason>" with a non-empty reason.
 for b in gdrdrv dmabuf vulkan; do
     line=$(grep -E "^  $b +" <<<"$info")
-    if [ -z "$line" ]; then fail "gdrcopy_info/backend-$b" "no line for $b"
-    elif grep -qE "unusable: .{8,}" <<<"$line" || grep -qE "^  $b +usable" <<<"$line"; then ok "gdrcopy_info/backend-$b"
-    else fail "gdrcopy_info/backend-$b" "no reason given: $line"; fi
+    if [ -z "$line" ]; then t_fail "gdrcopy_info/backend-$b" "no line for $b"
+    elif grep -qE "unusable: .{8,}" <<<"$line" || grep -qE "^  $b +usable" <<<"$line"; then t_ok "gdrcopy_info/backend-$b"
+    else t_fail "gdrcopy_info/backend-$b" "no reason given: $line"; fi
 done
-grep -q "^  copy kernel: " <<<"$info" && ok "gdrcopy_info/copy-kernel" || fail "gdrcopy_info/copy-kernel" "no copy kernel line"
-grep -q "^What to do next" <<<"$info" && ok "gdrcopy_info/next-steps" || fail "gdrcopy_info/next-steps" "no advice section"
+grep -q "^  copy kernel: " <<<"$info" && t_ok "gdrcopy_info/copy-kernel" || t_fail "gdrcopy_info/copy-kernel" "no copy kernel line"
+grep -q "^What to do next" <<<"$info" && t_ok "gdrcopy_info/next-steps" || t_fail "gdrcopy_info/next-steps" "no advice section"
 
 usable=$(grep -cE "^  (gdrdrv|dmabuf|vulkan) +usable" <<<"$info")
 nogpu=0
 grep -q "No GPU is present" <<<"$info" && nogpu=1
 if [ -e /dev/nvidia0 ] || [ -d /proc/driver/nvidia ]; then
-    skip "gdrcopy_info/no-gpu" "this machine has an NVIDIA GPU"
+    t_skip "gdrcopy_info/no-gpu" "this machine has an NVIDIA GPU"
 elif [ $nogpu -eq 1 ]; then
-    ok "gdrcopy_info/no-gpu"
+    t_ok "gdrcopy_info/no-gpu"
 else
-    fail "gdrcopy_info/no-gpu" "no NVIDIA GPU here, but gdrcopy_info does not say 'No GPU is present'"
+    t_fail "gdrcopy_info/no-gpu" "no NVIDIA GPU here, but gdrcopy_info does not say 'No GPU is present'"
 fi
 
 # JSON output parses and carries the same verdicts.
 tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
 if "$BIN/gdrcopy_info" --json "$tmp" >/dev/null 2>&1 && command -v python3 >/dev/null; then
     if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["backends"])==3; assert all("reason" in b for b in d["backends"]); assert d["usable_backends"]==int(sys.argv[2])' "$tmp" "$usable"; then
-        ok "gdrcopy_info/json"
-    else fail "gdrcopy_info/json" "invalid or inconsistent JSON"; fi
+        t_ok "gdrcopy_info/json"
+    else t_fail "gdrcopy_info/json" "invalid or inconsistent JSON"; fi
 else
-    skip "gdrcopy_info/json" "python3 missing or --json failed"
+    t_skip "gdrcopy_info/json" "python3 missing or --json failed"
 fi
 
 if [ "$usable" -gt 0 ]; then
-    skip "gdrcopy_sanity/no-backend" "a backend is usable here"
-    skip "tools/no-backend-benchmarks" "a backend is usable here"
-    exit 0
+    t_skip "gdrcopy_sanity/no-backend" "a backend is usable here"
+    t_skip "tools/no-backend-benchmarks" "a backend is usable here"
+    t_done
 fi
 out=$("$BIN/gdrcopy_sanity" 2>&1); rc=$?
 if [ $rc -eq 2 ] && grep -q "cannot run: no backend can map GPU memory here" <<<"$out" \
    && grep -qE "^  vulkan: .+" <<<"$out" && grep -qE "^  gdrdrv: .+" <<<"$out"; then
-    ok "gdrcopy_sanity/no-backend"
+    t_ok "gdrcopy_sanity/no-backend"
 else
-    fail "gdrcopy_sanity/no-backend" "exit $rc, output: $(head -c 300 <<<"$out")"
+    t_fail "gdrcopy_sanity/no-backend" "exit $rc, output: $(head -c 300 <<<"$out")"
 fi
 # The benchmarks need GPU memory: a one-line error, exit 1 (pplat: 77 when built without nvcc).
 for t in gdrcopy_copylat gdrcopy_copybw gdrcopy_apiperf gdrcopy_pplat; do
     out=$("$BIN/$t" 2>&1); rc=$?
     if { [ $rc -eq 1 ] && grep -q "^$t: ERROR: " <<<"$out"; } || { [ $t = gdrcopy_pplat ] && [ $rc -eq 77 ]; }; then
-        ok "$t/no-gpu-error"
+        t_ok "$t/no-gpu-error"
     else
-        fail "$t/no-gpu-error" "exit $rc, output: $(head -c 300 <<<"$out")"
+        t_fail "$t/no-gpu-error" "exit $rc, output: $(head -c 300 <<<"$out")"
     fi
 done
-exit 0
+t_done

@@ -18,29 +18,22 @@
 #include "common/rawcopy.h"
 #include "common/stats.h"
 #include "common/util.h"
-
-static int failed;
-
-static void check(int cond, const char *name, const char *why)
-{
-    printf(cond ? "ok %s\n" : "not ok %s: %s\n", name, why);
-    failed |= !cond;
-}
+#include "t.h"
 
 static void test_parse(void)
 {
     size_t v = 0;
     unsigned long u = 0;
 
-    check(parse_size("4096", &v) == 0 && v == 4096, "parse_size/plain", "4096");
-    check(parse_size("64K", &v) == 0 && v == 65536, "parse_size/K", "64K");
-    check(parse_size("16M", &v) == 0 && v == 16u << 20, "parse_size/M", "16M");
-    check(parse_size("1GiB", &v) == 0 && v == 1u << 30, "parse_size/GiB", "1GiB");
-    check(parse_size("0x1000", &v) == 0 && v == 4096, "parse_size/hex", "0x1000");
-    check(parse_size("4X", &v) != 0 && parse_size("", &v) != 0 && parse_size("-1", &v) != 0 &&
-          parse_size("abc", &v) != 0, "parse_size/rejects", "4X, empty, -1, abc accepted");
-    check(parse_uint("10", 5, &u) != 0 && parse_uint("5", 5, &u) == 0 && u == 5,
-          "parse_uint/bounds", "max not enforced");
+    t_check(parse_size("4096", &v) == 0 && v == 4096, "parse_size/plain", "4096");
+    t_check(parse_size("64K", &v) == 0 && v == 65536, "parse_size/K", "64K");
+    t_check(parse_size("16M", &v) == 0 && v == 16u << 20, "parse_size/M", "16M");
+    t_check(parse_size("1GiB", &v) == 0 && v == 1u << 30, "parse_size/GiB", "1GiB");
+    t_check(parse_size("0x1000", &v) == 0 && v == 4096, "parse_size/hex", "0x1000");
+    t_check(parse_size("4X", &v) != 0 && parse_size("", &v) != 0 && parse_size("-1", &v) != 0 &&
+            parse_size("abc", &v) != 0, "parse_size/rejects", "4X, empty, -1, abc accepted");
+    t_check(parse_uint("10", 5, &u) != 0 && parse_uint("5", 5, &u) == 0 && u == 5,
+            "parse_uint/bounds", "max not enforced");
 }
 
 static void test_stats(void)
@@ -51,10 +44,10 @@ static void test_stats(void)
     for (int i = 0; i < 200; i++)
         s[i] = 200 - i; /* 200 .. 1, unsorted */
     stats_compute(s, 200, &st);
-    check(st.min == 1 && st.max == 200 && st.p50 == 100 && st.p99 == 198 && st.avg == 100.5,
-          "stats/percentiles", "nearest-rank p50/p99 of 1..200 must be 100/198");
+    t_check(st.min == 1 && st.max == 200 && st.p50 == 100 && st.p99 == 198 && st.avg == 100.5,
+            "stats/percentiles", "nearest-rank p50/p99 of 1..200 must be 100/198");
     stats_compute(s, 0, &st);
-    check(st.n == 0 && st.p50 == 0, "stats/empty", "no samples must give zeros");
+    t_check(st.n == 0 && st.p50 == 0, "stats/empty", "no samples must give zeros");
 }
 
 static void test_json(void)
@@ -66,7 +59,7 @@ static void test_json(void)
     int fd = mkstemp(path);
 
     if (fd < 0) {
-        check(0, "json/output", "mkstemp failed");
+        t_check(0, "json/output", "mkstemp failed");
         return;
     }
     close(fd);
@@ -86,8 +79,8 @@ static void test_json(void)
         fclose(f);
     }
     unlink(path);
-    check(strcmp(buf, "{\"tool\":\"t\\\"x\",\"rows\":[1,{\"s\":{\"min\":1,\"p50\":1.5,\"p99\":2,"
-                      "\"max\":2,\"avg\":1.5,\"n\":2}}]}\n") == 0, "json/output", buf);
+    t_check(strcmp(buf, "{\"tool\":\"t\\\"x\",\"rows\":[1,{\"s\":{\"min\":1,\"p50\":1.5,\"p99\":2,"
+                      "\"max\":2,\"avg\":1.5,\"n\":2}}]}\n") == 0, "json/output", "%s", buf);
 }
 
 static void test_raw(void)
@@ -111,7 +104,7 @@ static void test_raw(void)
             bad |= memcmp(dst + off, src, n) != 0 || dst[off + n] != 0;
         }
     }
-    check(!bad, "rawcopy/every-size-and-offset", raw_kernel_name());
+    t_check(!bad, "rawcopy/every-size-and-offset", "%s", raw_kernel_name());
 
     /* The write sequences copylat picks from, at a 64-byte aligned place, every size each
      * applies to (whole lines for MOVDIR64B, where this CPU has it). */
@@ -133,7 +126,7 @@ static void test_raw(void)
             snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), " %s",
                      raw_write_name((enum raw_write)w));
     }
-    check(!bad && strstr(tried, "st8") && strstr(tried, "nt"), "rawcopy/write-sequences", tried);
+    t_check(!bad && strstr(tried, "st8") && strstr(tried, "nt"), "rawcopy/write-sequences", "%s", tried);
 }
 
 /* measure_latency_pair: two busy-waits, the second twice as long, give a ratio near 2, both
@@ -189,7 +182,7 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
     snprintf(why, sizeof(why), "ratio %.3f, p50 %.3f / %.3f us, runs %lu / %lu, done %zu", r,
              a.p50, b.p50, c.runs[1], c.runs[2], done);
     snprintf(what, sizeof(what), "measure/pair-ratio/%s", name);
-    check(r > 1.6 && r < 2.4 && a.p50 >= ns / 1e3 && b.p50 >= 2 * ns / 1e3, what, why);
+    t_check(r > 1.6 && r < 2.4 && a.p50 >= ns / 1e3 && b.p50 >= 2 * ns / 1e3, what, "%s", why);
     /* Runs after the estimate: the first is one batch; interior ones should be two. */
     while (i < c.len) {
         for (run = 0; i + run < c.len && c.seq[i + run] == c.seq[i]; run++)
@@ -205,13 +198,13 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
     snprintf(why + strlen(why), sizeof(why) - strlen(why), ", batch %zu (want %zu), %zu of %zu "
              "later runs of two batches", first, want_batch, doubled, interior);
     snprintf(what, sizeof(what), "measure/pair-alternates/%s", name);
-    check(done > 0 && c.runs[1] == c.runs[2] && first == want_batch && interior > 4 &&
-          doubled == interior, what, why);
+    t_check(done > 0 && c.runs[1] == c.runs[2] && first == want_batch && interior > 4 &&
+          doubled == interior, what, "%s", why);
     /* Indices pick addresses: a's and b's must not meet. */
     snprintf(why, sizeof(why), "a used %zu..%zu, b %zu..%zu", c.min_index[1], c.max_index[1],
              c.min_index[2], c.max_index[2]);
     snprintf(what, sizeof(what), "measure/pair-indices/%s", name);
-    check(c.max_index[1] < c.min_index[2], what, why);
+    t_check(c.max_index[1] < c.min_index[2], what, "%s", why);
 }
 
 /* The installed tools know the emu kind by name but do not carry it (only the guest build
@@ -222,14 +215,14 @@ static void test_kinds(void)
     char why[256] = "";
     struct gm_buf b;
 
-    check(gm_kind_parse("emu", &k) == 0 && k == GM_EMU && !gm_kind_is_cuda(k),
-          "gpumem/emu_known_by_name", "emu not parsed as a non-CUDA kind");
-    check(gm_init(GM_EMU, 0, why, sizeof(why)) == ENODEV && strstr(why, "QEMU guest"),
-          "gpumem/emu_not_linked", why);
-    check(gm_alloc(GM_EMU, 4096, &b, why, sizeof(why)) == EINVAL && gm_free(&b) == 0,
-          "gpumem/emu_alloc_refused", why);
-    check(gm_kind_parse("cuMemCreate", &k) == 0 && k == GM_VMM_RDMA &&
-          gm_kind_parse("nope", &k) == EINVAL, "gpumem/kind_names", "alias or unknown name");
+    t_check(gm_kind_parse("emu", &k) == 0 && k == GM_EMU && !gm_kind_is_cuda(k),
+            "gpumem/emu_known_by_name", "emu not parsed as a non-CUDA kind");
+    t_check(gm_init(GM_EMU, 0, why, sizeof(why)) == ENODEV && strstr(why, "QEMU guest"),
+          "gpumem/emu_not_linked", "%s", why);
+    t_check(gm_alloc(GM_EMU, 4096, &b, why, sizeof(why)) == EINVAL && gm_free(&b) == 0,
+          "gpumem/emu_alloc_refused", "%s", why);
+    t_check(gm_kind_parse("cuMemCreate", &k) == 0 && k == GM_VMM_RDMA &&
+            gm_kind_parse("nope", &k) == EINVAL, "gpumem/kind_names", "alias or unknown name");
 }
 
 /* A file under the fake sysfs root, its directories made first. */
@@ -260,7 +253,7 @@ static void test_numa(void)
     int me = -1;
 
     if (!mkdtemp(root) || sched_getaffinity(0, sizeof(set), &set)) {
-        check(0, "numa/setup", "no temporary directory or affinity mask");
+        t_check(0, "numa/setup", "no temporary directory or affinity mask");
         return;
     }
     for (int c = 0; c < CPU_SETSIZE && me < 0; c++)
@@ -268,16 +261,16 @@ static void test_numa(void)
             me = c;
     setenv("VRAMIO_SYSFS_ROOT", root, 1);
     numa_of_bdf("0000:00:01.0", &nu);
-    check(nu.node == -1 && !nu.cpus[0] && nu.first_cpu == -1, "numa/no_files", "found something");
+    t_check(nu.node == -1 && !nu.cpus[0] && nu.first_cpu == -1, "numa/no_files", "found something");
     put(root, "bus/pci/devices/0000:00:02.0/numa_node", "0\n");
     snprintf(list, sizeof(list), "%d\n", me);
     put(root, "bus/pci/devices/0000:00:02.0/local_cpulist", list);
     numa_of_bdf("0000:00:02.0", &nu);
-    check(nu.node == 0 && nu.first_cpu == me, "numa/one_node", "wrong node or CPU");
+    t_check(nu.node == 0 && nu.first_cpu == me, "numa/one_node", "wrong node or CPU");
     put(root, "bus/pci/devices/0000:00:03.0/numa_node", "-1\n");
     put(root, "bus/pci/devices/0000:00:03.0/local_cpulist", list);
     numa_of_bdf("0000:00:03.0", &nu);
-    check(nu.node == -1 && nu.first_cpu == me, "numa/minus_one", "wrong node or CPU");
+    t_check(nu.node == -1 && nu.first_cpu == me, "numa/minus_one", "wrong node or CPU");
     /* Several nodes: the GPU on node 1, whose CPUs come from the node's own list (no
      * local_cpulist), ranges and CPUs this process may not use skipped. */
     put(root, "bus/pci/devices/0000:00:04.0/numa_node", "1\n");
@@ -285,20 +278,20 @@ static void test_numa(void)
     snprintf(list, sizeof(list), "4090-4093,%d-%d\n", me, me + 1);
     put(root, "devices/system/node/node1/cpulist", list);
     numa_of_bdf("0000:00:04.0", &nu);
-    check(nu.node == 1 && nu.first_cpu == me && strncmp(nu.cpus, "4090-4093,", 10) == 0,
-          "numa/several_nodes", "wrong node, list or CPU");
+    t_check(nu.node == 1 && nu.first_cpu == me && strncmp(nu.cpus, "4090-4093,", 10) == 0,
+            "numa/several_nodes", "wrong node, list or CPU");
     put(root, "bus/pci/devices/0000:00:05.0/numa_node", "zero\n");
     put(root, "bus/pci/devices/0000:00:05.0/local_cpulist", "0-x\n");
     numa_of_bdf("0000:00:05.0", &nu);
-    check(nu.node == -1 && nu.first_cpu == -1, "numa/garbage", "parsed");
-    check(numa_first_allowed("") == -1 && numa_first_allowed("3-1") == -1,
-          "numa/bad_lists", "accepted");
+    t_check(nu.node == -1 && nu.first_cpu == -1, "numa/garbage", "parsed");
+    t_check(numa_first_allowed("") == -1 && numa_first_allowed("3-1") == -1,
+            "numa/bad_lists", "accepted");
     numa_bdf_from_busid("00000000:AB:06.0", bdf, sizeof(bdf));
-    check(strcmp(bdf, "0000:ab:06.0") == 0, "numa/bdf_from_cuda_busid", bdf);
+    t_check(strcmp(bdf, "0000:ab:06.0") == 0, "numa/bdf_from_cuda_busid", "%s", bdf);
     unsetenv("VRAMIO_SYSFS_ROOT");
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     if (system(cmd))
-        check(0, "numa/cleanup", root);
+        t_check(0, "numa/cleanup", "%s", root);
 }
 
 int main(void)
@@ -311,5 +304,5 @@ int main(void)
     test_raw();
     test_measure_pair("2us", 1000, 1000, 1);
     test_measure_pair("0.4us", 200, 20000, 200);
-    return failed;
+    return t_status();
 }

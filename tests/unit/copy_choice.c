@@ -8,20 +8,16 @@
  * GDRCOPY_COPY_KERNEL set, and the child reports vr_copy_kernel_name() and its warnings.
  */
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "copy_test.h"
-
-static int failed;
+#include "t.h"
 
 static void result(int ok, const char *name, const char *why)
 {
-    if (ok)
-        printf("ok copy_choice/%s\n", name);
-    else
-        printf("not ok copy_choice/%s: %s\n", name, why);
-    failed |= !ok;
+    char full[128];
+
+    snprintf(full, sizeof(full), "copy_choice/%s", name);
+    t_check(ok, full, "%s", why);
 }
 
 /* vr_copy_choose(features, forced) gives 'want', and logs a warning iff 'warns'. */
@@ -73,46 +69,20 @@ static void policy(void)
 /* Runs this program with GDRCOPY_COPY_KERNEL=value (unset if NULL); reads "NAME WARNINGS". */
 static int child_choice(const char *value, char name[64], int *warnings)
 {
-    int fds[2], status;
-    pid_t pid;
-    char line[128] = "";
-    ssize_t got;
+    char var[128], out[4096];
+    const char *env[] = { var, NULL };
+    const char *line;
+    int rc;
 
-    if (pipe(fds))
-        return -1;
-    pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        if (value)
-            setenv("GDRCOPY_COPY_KERNEL", value, 1);
-        else
-            unsetenv("GDRCOPY_COPY_KERNEL");
-        /* Under qemu-user (tests/cross/) the emulator named by VRAMIO_TEST_LAUNCHER runs it. */
-        const char *launcher = getenv("VRAMIO_TEST_LAUNCHER");
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-        if (launcher && *launcher && n > 0) {
-            self[n] = '\0';
-            execlp(launcher, launcher, self, "--report", (char *)NULL);
-        } else {
-            execl("/proc/self/exe", "copy_choice", "--report", (char *)NULL);
-        }
-        _exit(127);
-    }
-    close(fds[1]);
-    got = read(fds[0], line, sizeof(line) - 1);
-    close(fds[0]);
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    snprintf(var, sizeof(var), "GDRCOPY_COPY_KERNEL=%s", value ? value : "");
+    rc = t_run_self("report", value ? env : NULL, out, sizeof(out), NULL);
+    if (rc == 127)
         return CHILD_NO_EXEC;
-    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    /* The child's warnings share the pipe with its report: find the report line. */
+    line = strstr(out, "copy_choice_report ");
+    if (rc != 0 || !line)
         return -1;
-    line[got] = '\0';
-    return sscanf(line, "%63s %d", name, warnings) == 2 ? 0 : -1;
+    return sscanf(line, "copy_choice_report %63s %d", name, warnings) == 2 ? 0 : -1;
 }
 
 static void expect_env(const char *test, const char *value, const char *want, int warns)
@@ -121,7 +91,10 @@ static void expect_env(const char *test, const char *value, const char *want, in
     int warnings = 0, rc = child_choice(value, name, &warnings);
 
     if (rc == CHILD_NO_EXEC) {
-        printf("skip copy_choice/%s: cannot run /proc/self/exe again here\n", test);
+        char full[128];
+
+        snprintf(full, sizeof(full), "copy_choice/%s", test);
+        t_skip(full, "cannot run /proc/self/exe again here");
         return;
     }
     if (rc) {
@@ -156,11 +129,13 @@ static void environment(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--report") == 0) {
-        printf("%s %d\n", vr_copy_kernel_name(), copy_test_warnings);
+    const char *mode = t_child_mode(argc, argv);
+
+    if (mode && strcmp(mode, "report") == 0) {
+        printf("copy_choice_report %s %d\n", vr_copy_kernel_name(), copy_test_warnings);
         return 0;
     }
     policy();
     environment();
-    return failed;
+    return t_status();
 }

@@ -67,18 +67,15 @@ int main(void)
     const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
 
     if (!map || !host) {
-        printf("not ok copy_guardpage: cannot set up guard pages\n");
-        return 1;
+        t_fail("copy_guardpage", "cannot set up guard pages");
+        return t_status();
     }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_fault;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
     sigaction(SIGBUS, &sa, NULL);
-    if (self_check(map))
-        printf("ok copy_guardpage/self-check: a read of the guard page is caught\n");
-    else
-        printf("not ok copy_guardpage/self-check: a read of the guard page was not caught\n");
+    t_check(self_check(map), "copy_guardpage/self-check", "a read of the guard page was not caught");
 
     for (i = 0; i < count; i++) {
         if (!copy_test_usable(&ks[i], "copy_guardpage"))
@@ -86,7 +83,7 @@ int main(void)
         for (d = 0; d < COPY_N_DIRECTIONS; d++)
             for (t = 0; t < COPY_N_TYPES; t++) {
                 const struct copy_direction *dir = &copy_directions[d];
-                char first[160] = "";
+                char first[160] = "", name[128];
                 unsigned long bad = 0;
 
                 for (n = 0; n <= page; n++)
@@ -129,14 +126,10 @@ int main(void)
                             snprintf(first, sizeof(first), "small read n=%zu at page offset %zu:"
                                      " %s", n, off, why);
                     }
-                if (bad)
-                    printf("not ok copy_guardpage/%s/%s/%s: %lu cases failed, first: %s\n",
-                           ks[i].name, dir->name, copy_types[t].name, bad, first);
-                else
-                    printf("ok copy_guardpage/%s/%s/%s\n", ks[i].name, dir->name,
-                           copy_types[t].name);
-                fflush(stdout);
+                snprintf(name, sizeof(name), "copy_guardpage/%s/%s/%s", ks[i].name, dir->name,
+                         copy_types[t].name);
+                t_check(!bad, name, "%lu cases failed, first: %s", bad, first);
             }
     }
-    return 0;
+    return t_status();
 }

@@ -166,12 +166,11 @@ static void run_matrix(const struct vr_copy_kernel *k, const struct copy_directi
 static void print_result(const char *kernel, const char *dir, const char *type,
                          const struct result *r)
 {
-    if (r->failures)
-        printf("not ok copy_matrix/%s/%s/%s: %lu of %lu copies wrong, first: %s\n", kernel, dir,
-               type, r->failures, r->copies, r->first);
-    else
-        printf("ok copy_matrix/%s/%s/%s (%lu copies)\n", kernel, dir, type, r->copies);
-    fflush(stdout);
+    char name[128];
+
+    snprintf(name, sizeof(name), "copy_matrix/%s/%s/%s", kernel, dir, type);
+    t_check(!r->failures, name, "%lu of %lu copies wrong, first: %s", r->failures, r->copies,
+            r->first);
 }
 
 static void run_kernel(const struct vr_copy_kernel *k, int probe)
@@ -245,8 +244,8 @@ int main(int argc, char **argv)
     if (posix_memalign((void **)&src_buf, 4096, SPAN) ||
         posix_memalign((void **)&src_ref, 4096, SPAN) ||
         posix_memalign((void **)&dst_buf, 4096, SPAN)) {
-        printf("not ok copy_matrix: out of memory\n");
-        return 1;
+        t_fail("copy_matrix", "out of memory");
+        return t_status();
     }
     for (i = 0; i < SPAN; i++)
         src_buf[i] = pattern(i);
@@ -263,5 +262,5 @@ int main(int argc, char **argv)
     free(src_buf);
     free(src_ref);
     free(dst_buf);
-    return 0;
+    return t_status();
 }

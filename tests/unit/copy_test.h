@@ -2,7 +2,8 @@
 /*
  * copy_test.h - shared by the copy engine's white-box tests (tests/unit/copy_*.c): the count
  * of warnings the copy objects log (these tests link those objects and log.c, not the
- * library), result lines in the runner's protocol, and the list of mapping types and directions.
+ * library), the skip of a kernel this CPU cannot run, and the list of mapping types and
+ * directions. Result lines are the test kit's (tests/lib/t.h).
  */
 #ifndef VRAMIO_COPY_TEST_H
 #define VRAMIO_COPY_TEST_H
@@ -13,6 +14,7 @@
 
 #include "copy_kernels.h"
 #include "log.h"
+#include "t.h"
 
 /* Warnings logged so far: the selection tests check that a fallback says why. */
 static int copy_test_warnings __attribute__((unused));
@@ -72,8 +74,10 @@ static inline int copy_test_usable(const struct vr_copy_kernel *k, const char *t
 {
     if (vr_copy_kernel_usable(k, vr_cpu_features()))
         return 1;
-    printf("skip %s/%s: this CPU lacks the instructions of the %s kernel\n", test, k->name,
-           k->name);
+    char name[128];
+
+    snprintf(name, sizeof(name), "%s/%s", test, k->name);
+    t_skip(name, "this CPU lacks the instructions of the %s kernel", k->name);
     return 0;
 }
 

@@ -2,7 +2,7 @@
 /*
  * guest_core.c - the library core's promises on real pins, run inside the QEMU guest (gdrdrv
  * and the emulated p2p provider loaded; listed in tests/kernel/guest-extra.list, built static
- * by tests/unit/guest.mk). Black-box: public headers, plus the provider's control device to
+ * by tests/kernel/guest.mk). Black-box: public headers, plus the provider's control device to
  * make "GPU" memory, read it back and count live pins.
  *
  * Covers what the host tests cannot reach without a backend: map/unmap/unpin state rules,
@@ -16,39 +16,24 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include "common.h"
-#include "helpers/check.h"
+#include "emu.h"
+#include "legacy_info.h"
+#include "t.h"
 #include "vramio.h"
 
-#undef gdr_get_info
-struct gdr_info_v1 {
-    uint64_t va, mapped_size;
-    uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
-    unsigned mapped : 1, wc_mapping : 1;
-};
-int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info);
 
 #define SZ (256 * 1024UL)
-
-static uint64_t live_pins(void)
-{
-    struct nvp2p_emu_stats st;
-
-    return emu_stats(&st) == 0 ? st.live_pins : ~0ULL;
-}
 
 /* Every call that takes the handle answers EINVAL: it is stale or foreign to g. */
 static int all_einval(gdr_t g, gdr_mh_t mh, void *some_ptr)
 {
     gdr_info_t info;
-    struct gdr_info_v1 info1;
+    struct t_info_v1 info1;
     vramio_backend_t be;
     void *va;
     int flag;
 
-    return gdr_get_info_v2(g, mh, &info) == EINVAL && gdr_get_info(g, mh, &info1) == EINVAL &&
+    return gdr_get_info_v2(g, mh, &info) == EINVAL && t_get_info_v1(g, mh, &info1) == EINVAL &&
            gdr_get_callback_flag(g, mh, &flag) == EINVAL && gdr_map(g, mh, &va, SZ) == EINVAL &&
            gdr_unmap(g, mh, some_ptr, SZ) == EINVAL && vramio_handle_backend(g, mh, &be) == EINVAL &&
            gdr_unpin_buffer(g, mh) == EINVAL;
@@ -73,16 +58,16 @@ static void fork_child_copy(gdr_t g, gdr_mh_t mh, char *p)
             bad = (gdr_copy_to_mapping(mh, p, buf, 8) != EINVAL ||
                    gdr_copy_from_mapping(mh, buf, p, 8) != EINVAL) |
                   (gdr_get_info_v2(g, mh, &info) != EACCES) << 1 |
-                  (touch_faults(p) == 0) << 2;
+                  (t_touch_faults(p) == 0) << 2;
             if (through_exit)
                 exit(bad);
             _exit(bad);
         }
-        bad = wait_bounded(pid, &status, 30);
-        check(bad == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              through_exit ? "fork_child_copy_einval_exit" : "fork_child_copy_einval__exit",
-              "child %s, status %#x (exit code bits: 1 copy, 2 not refused, 4 read the "
-              "mapping)", bad ? "hung" : "ended", (unsigned)status);
+        bad = t_wait_bounded(pid, &status, 30);
+        t_check(bad == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                through_exit ? "fork_child_copy_einval_exit" : "fork_child_copy_einval__exit",
+                "child %s, status %#x (exit code bits: 1 copy, 2 not refused, 4 read the "
+                "mapping)", bad ? "hung" : "ended", (unsigned)status);
     }
 }
 
@@ -96,66 +81,66 @@ static void lifecycle(gdr_t g, uint64_t dva)
     void *ptr = NULL, *ptr2 = NULL;
     char *p;
 
-    fill_pattern(pat, sizeof(pat), 7);
-    if (!check(gdr_pin_buffer_v2(g, dva, SZ, 0, &mh) == 0 && mh.h != 0, "pin", "%s",
-               vramio_last_error()))
+    t_pattern(pat, sizeof(pat), 7);
+    if (!t_check(gdr_pin_buffer_v2(g, dva, SZ, 0, &mh) == 0 && mh.h != 0, "pin", "%s",
+                 vramio_last_error()))
         return;
-    check(gdr_get_info_v2(g, mh, &info) == 0 && info.va == dva && info.mapped_size == SZ &&
-          !info.mapped && info.mapping_type == GDR_MAPPING_TYPE_NONE && info.page_size > 0,
-          "info_before_map", "va %#llx size %llu mapped %u type %d", (unsigned long long)info.va,
-          (unsigned long long)info.mapped_size, info.mapped, info.mapping_type);
-    check(vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV,
-          "handle_backend_gdrdrv", "backend %d", (int)be);
-    check(gdr_map(g, mh, &ptr, SZ + 65536) == EINVAL, "map_larger_than_pin_einval", "accepted");
-    check(gdr_map_v2(g, mh, &ptr, SZ, 4) == EINVAL, "map_bad_flags_einval", "accepted");
-    if (!check(gdr_map(g, mh, &ptr, SZ) == 0 && ptr, "map", "%s", vramio_last_error()))
+    t_check(gdr_get_info_v2(g, mh, &info) == 0 && info.va == dva && info.mapped_size == SZ &&
+            !info.mapped && info.mapping_type == GDR_MAPPING_TYPE_NONE && info.page_size > 0,
+            "info_before_map", "va %#llx size %llu mapped %u type %d", (unsigned long long)info.va,
+            (unsigned long long)info.mapped_size, info.mapped, info.mapping_type);
+    t_check(vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV,
+            "handle_backend_gdrdrv", "backend %d", (int)be);
+    t_check(gdr_map(g, mh, &ptr, SZ + 65536) == EINVAL, "map_larger_than_pin_einval", "accepted");
+    t_check(gdr_map_v2(g, mh, &ptr, SZ, 4) == EINVAL, "map_bad_flags_einval", "accepted");
+    if (!t_check(gdr_map(g, mh, &ptr, SZ) == 0 && ptr, "map", "%s", vramio_last_error()))
         goto unpin;
-    check(gdr_map(g, mh, &ptr2, SZ) == EAGAIN, "map_twice_eagain", "not EAGAIN");
-    check(gdr_get_info_v2(g, mh, &info) == 0 && info.mapped &&
-          info.mapping_type > GDR_MAPPING_TYPE_NONE && info.mapping_type < GDR_MAPPING_TYPE_MAX &&
-          info.wc_mapping == (info.mapping_type == GDR_MAPPING_TYPE_WC),
-          "info_after_map", "mapped %u type %d wc %u", info.mapped, info.mapping_type,
-          info.wc_mapping);
+    t_check(gdr_map(g, mh, &ptr2, SZ) == EAGAIN, "map_twice_eagain", "not EAGAIN");
+    t_check(gdr_get_info_v2(g, mh, &info) == 0 && info.mapped &&
+            info.mapping_type > GDR_MAPPING_TYPE_NONE && info.mapping_type < GDR_MAPPING_TYPE_MAX &&
+            info.wc_mapping == (info.mapping_type == GDR_MAPPING_TYPE_WC),
+            "info_after_map", "mapped %u type %d wc %u", info.mapped, info.mapping_type,
+            info.wc_mapping);
     memset(legacy, 0xee, sizeof(legacy));
-    check(gdr_get_info(g, mh, (struct gdr_info_v1 *)legacy) == 0 &&
-          ((struct gdr_info_v1 *)legacy)->va == dva && legacy[40] == 0xee && legacy[47] == 0xee,
-          "legacy_info_fills_40_bytes", "va or bytes 40..47 changed");
+    t_check(t_get_info_v1(g, mh, (struct t_info_v1 *)legacy) == 0 &&
+          ((struct t_info_v1 *)legacy)->va == dva && legacy[40] == 0xee && legacy[47] == 0xee,
+            "legacy_info_fills_40_bytes", "va or bytes 40..47 changed");
 
     p = ptr;
-    check(gdr_copy_to_mapping(mh, p + 4096, pat, sizeof(pat)) == 0 &&
-          emu_read(dva + 4096, back, sizeof(back)) == 0 && memcmp(back, pat, sizeof(pat)) == 0,
-          "copy_to_reaches_memory", "data differs");
+    t_check(gdr_copy_to_mapping(mh, p + 4096, pat, sizeof(pat)) == 0 &&
+            emu_read(dva + 4096, back, sizeof(back)) == 0 && memcmp(back, pat, sizeof(pat)) == 0,
+            "copy_to_reaches_memory", "data differs");
     memset(back, 0, sizeof(back));
-    check(gdr_copy_from_mapping(mh, back, p + 4096, sizeof(back)) == 0 &&
-          memcmp(back, pat, sizeof(pat)) == 0, "copy_from_reads_memory", "data differs");
-    check(gdr_copy_to_mapping(mh, p + SZ - 4, pat, 8) == EINVAL &&
-          gdr_copy_from_mapping(mh, back, p - 8, 8) == EINVAL &&
-          gdr_copy_to_mapping(mh, p + SZ, pat, 1) == EINVAL, "copy_outside_mapping_einval",
-          "accepted");
-    check(gdr_copy_to_mapping(mh, p + SZ - 8, pat, 8) == 0 && gdr_copy_to_mapping(mh, p, pat, 0) == 0,
-          "copy_edges", "refused");
+    t_check(gdr_copy_from_mapping(mh, back, p + 4096, sizeof(back)) == 0 &&
+            memcmp(back, pat, sizeof(pat)) == 0, "copy_from_reads_memory", "data differs");
+    t_check(gdr_copy_to_mapping(mh, p + SZ - 4, pat, 8) == EINVAL &&
+            gdr_copy_from_mapping(mh, back, p - 8, 8) == EINVAL &&
+            gdr_copy_to_mapping(mh, p + SZ, pat, 1) == EINVAL, "copy_outside_mapping_einval",
+            "accepted");
+    t_check(gdr_copy_to_mapping(mh, p + SZ - 8, pat, 8) == 0 && gdr_copy_to_mapping(mh, p, pat, 0) == 0,
+            "copy_edges", "refused");
 
     fork_child_copy(g, mh, p);
     /* As upstream (DPDK passes the device address): a pointer or size that is not the
      * mapping's releases the handle's own mapping, with a warning, and returns 0. */
-    check(gdr_unmap(g, mh, p + 4096, SZ) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
-          !info.mapped, "unmap_not_the_mapping_releases", "%s", vramio_last_error());
-    check(gdr_map(g, mh, &ptr, SZ) == 0 && gdr_unmap(g, mh, ptr, SZ / 2) == 0,
-          "unmap_wrong_size_releases", "%s", vramio_last_error());
-    check(gdr_map(g, mh, &ptr, SZ) == 0, "map_again_after_lenient_unmap", "%s",
-          vramio_last_error());
+    t_check(gdr_unmap(g, mh, p + 4096, SZ) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
+            !info.mapped, "unmap_not_the_mapping_releases", "%s", vramio_last_error());
+    t_check(gdr_map(g, mh, &ptr, SZ) == 0 && gdr_unmap(g, mh, ptr, SZ / 2) == 0,
+            "unmap_wrong_size_releases", "%s", vramio_last_error());
+    t_check(gdr_map(g, mh, &ptr, SZ) == 0, "map_again_after_lenient_unmap", "%s",
+            vramio_last_error());
     p = (char *)ptr + (dva - info.va);
-    check(gdr_unmap(g, mh, ptr, SZ) == 0, "unmap", "%s", vramio_last_error());
-    check(gdr_unmap(g, mh, ptr, SZ) == EINVAL, "unmap_twice_einval", "accepted");
-    check(gdr_copy_to_mapping(mh, p, pat, 8) == EINVAL, "copy_after_unmap_einval", "accepted");
-    check(gdr_map(g, mh, &ptr, SZ) == 0, "map_again_after_unmap", "%s", vramio_last_error());
+    t_check(gdr_unmap(g, mh, ptr, SZ) == 0, "unmap", "%s", vramio_last_error());
+    t_check(gdr_unmap(g, mh, ptr, SZ) == EINVAL, "unmap_twice_einval", "accepted");
+    t_check(gdr_copy_to_mapping(mh, p, pat, 8) == EINVAL, "copy_after_unmap_einval", "accepted");
+    t_check(gdr_map(g, mh, &ptr, SZ) == 0, "map_again_after_unmap", "%s", vramio_last_error());
 
 unpin:
     other = mh;
-    check(gdr_unpin_buffer(g, mh) == 0, "unpin_while_mapped", "%s", vramio_last_error());
-    check(all_einval(g, other, ptr) && gdr_copy_to_mapping(other, ptr, pat, 8) == EINVAL &&
-          gdr_copy_from_mapping(other, back, ptr, 0) == EINVAL, "stale_handle_every_call_einval",
-          "a call accepted the stale handle");
+    t_check(gdr_unpin_buffer(g, mh) == 0, "unpin_while_mapped", "%s", vramio_last_error());
+    t_check(all_einval(g, other, ptr) && gdr_copy_to_mapping(other, ptr, pat, 8) == EINVAL &&
+            gdr_copy_from_mapping(other, back, ptr, 0) == EINVAL, "stale_handle_every_call_einval",
+            "a call accepted the stale handle");
 }
 
 static void foreign_and_close(gdr_t g, uint64_t dva, uint64_t base)
@@ -165,21 +150,21 @@ static void foreign_and_close(gdr_t g, uint64_t dva, uint64_t base)
     void *ptr[4];
     int i, ok = 1;
 
-    if (!check(g2 != NULL, "second_instance", "%s", vramio_last_error()))
+    if (!t_check(g2 != NULL, "second_instance", "%s", vramio_last_error()))
         return;
     ok = gdr_pin_buffer(g2, dva, SZ, 0, 0, &m2) == 0;
-    check(ok && all_einval(g, m2, NULL), "foreign_handle_einval", "g accepted g2's handle");
+    t_check(ok && all_einval(g, m2, NULL), "foreign_handle_einval", "g accepted g2's handle");
     for (i = 0; i < 4; i++) {
         ok &= gdr_pin_buffer_v2(g2, dva + (uint64_t)i * 65536, 65536, 0, &mh[i]) == 0;
         if (i % 2 == 0)
             ok &= gdr_map(g2, mh[i], &ptr[i], 65536) == 0;
     }
-    check(ok && live_pins() > base, "pins_held", "pins failed: %s", vramio_last_error());
-    check(gdr_close(g2) == 0, "close_with_pins_and_mappings", "%s", vramio_last_error());
-    check(live_pins() == base, "close_released_every_pin", "live pins %llu, base %llu",
-          (unsigned long long)live_pins(), (unsigned long long)base);
-    check(all_einval(g2, mh[0], ptr[0]) && gdr_copy_to_mapping(mh[0], ptr[0], &ok, 4) == EINVAL,
-          "closed_instance_and_handles_einval", "accepted");
+    t_check(ok && emu_live_pins() > base, "pins_held", "pins failed: %s", vramio_last_error());
+    t_check(gdr_close(g2) == 0, "close_with_pins_and_mappings", "%s", vramio_last_error());
+    t_check(emu_live_pins() == base, "close_released_every_pin", "live pins %llu, base %llu",
+          (unsigned long long)emu_live_pins(), (unsigned long long)base);
+    t_check(all_einval(g2, mh[0], ptr[0]) && gdr_copy_to_mapping(mh[0], ptr[0], &ok, 4) == EINVAL,
+            "closed_instance_and_handles_einval", "accepted");
 }
 
 /* Threads pin, map, copy, check, unmap and unpin their own pieces of one allocation. */
@@ -205,7 +190,7 @@ static void *pin_worker(void *arg)
     void *ptr;
     int i;
 
-    fill_pattern(pat, sizeof(pat), (uint32_t)w->id);
+    t_pattern(pat, sizeof(pat), (uint32_t)w->id);
     for (i = 0; i < 40; i++) {
         if (gdr_pin_buffer_v2(w->g, w->dva, 65536, 0, &mh) != 0) {
             worker_failed(w, "pin");
@@ -246,9 +231,9 @@ static void threads(gdr_t g, uint64_t dva, uint64_t base)
             first = w[i].why;
         errors += w[i].errors;
     }
-    check(errors == 0, "threads_pin_map_copy_unpin", "%d failures, first: %s", errors, first);
-    check(live_pins() == base, "threads_no_leak", "live pins %llu, base %llu",
-          (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(errors == 0, "threads_pin_map_copy_unpin", "%d failures, first: %s", errors, first);
+    t_check(emu_live_pins() == base, "threads_no_leak", "live pins %llu, base %llu",
+          (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 
 /* gdr_close while other threads are pinning through the same instance. */
@@ -283,20 +268,20 @@ static void close_race(uint64_t dva, uint64_t base)
     gdr_t g = gdr_open();
     int i;
 
-    if (!check(g != NULL, "close_race_open", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "close_race_open", "%s", vramio_last_error()))
         return;
     for (i = 0; i < N; i++) {
         w[i] = (struct worker){ .g = g, .dva = dva + (uint64_t)i * 65536, .id = i };
         pthread_create(&t[i], NULL, close_racer, &w[i]);
     }
     usleep(20000);
-    check(gdr_close(g) == 0, "close_while_pinning", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0, "close_while_pinning", "%s", vramio_last_error());
     for (i = 0; i < N; i++)
         pthread_join(t[i], NULL);
-    check(racers_bad == 0, "racers_get_results_or_einval", "%d unexpected codes",
-          (int)racers_bad);
-    check(live_pins() == base, "close_race_no_leak", "live pins %llu, base %llu",
-          (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(racers_bad == 0, "racers_get_results_or_einval", "%d unexpected codes",
+            (int)racers_bad);
+    t_check(emu_live_pins() == base, "close_race_no_leak", "live pins %llu, base %llu",
+          (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 
 static void boundary(gdr_t g, uint64_t dva)
@@ -305,16 +290,16 @@ static void boundary(gdr_t g, uint64_t dva)
     gdr_mh_t mh;
     int major = -1, minor = -1, v = -1;
 
-    check(gdr_pin_buffer_v2(g, dva, SZ, 2, &mh) == EINVAL, "live_pin_unknown_flags_einval", "%s", vramio_last_error());
-    check(gdr_pin_buffer_v2(g, dva, 0, 0, &mh) == EINVAL, "live_pin_size_0_einval", "%s", vramio_last_error());
-    check(gdr_pin_buffer_v2(g, ~0UL - 4095, 65536, 0, &mh) == EINVAL, "live_pin_wrap_einval", "%s", vramio_last_error());
-    check(gdr_pin_buffer_v2(g, (unsigned long)host, sizeof(host), 0, &mh) != 0 && mh.h == 0 &&
-          vramio_last_error()[0], "host_memory_refused_with_reason", "rc or reason missing");
-    check(gdr_get_attribute(g, GDR_ATTR_MAX, &v) == EINVAL, "live_unknown_attr_einval", "%s", vramio_last_error());
-    check(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0 && (v == 0 || v == 1),
-          "persistent_attr", "v %d", v);
-    check(gdr_driver_get_version(g, &major, &minor) == 0 && major == 2 && minor >= 0,
-          "driver_version", "%d.%d", major, minor);
+    t_check(gdr_pin_buffer_v2(g, dva, SZ, 2, &mh) == EINVAL, "live_pin_unknown_flags_einval", "%s", vramio_last_error());
+    t_check(gdr_pin_buffer_v2(g, dva, 0, 0, &mh) == EINVAL, "live_pin_size_0_einval", "%s", vramio_last_error());
+    t_check(gdr_pin_buffer_v2(g, ~0UL - 4095, 65536, 0, &mh) == EINVAL, "live_pin_wrap_einval", "%s", vramio_last_error());
+    t_check(gdr_pin_buffer_v2(g, (unsigned long)host, sizeof(host), 0, &mh) != 0 && mh.h == 0 &&
+            vramio_last_error()[0], "host_memory_refused_with_reason", "rc or reason missing");
+    t_check(gdr_get_attribute(g, GDR_ATTR_MAX, &v) == EINVAL, "live_unknown_attr_einval", "%s", vramio_last_error());
+    t_check(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0 && (v == 0 || v == 1),
+            "persistent_attr", "v %d", v);
+    t_check(gdr_driver_get_version(g, &major, &minor) == 0 && major == 2 && minor >= 0,
+            "driver_version", "%d.%d", major, minor);
 }
 
 int main(int argc, char **argv)
@@ -329,21 +314,21 @@ int main(int argc, char **argv)
         return 77;
     }
     if (emu_alloc(SZ, 1, 0, &dva) != 0) {
-        printf("not ok emu_alloc: cannot allocate emulated GPU memory\n");
+        t_fail("emu_alloc", "cannot allocate emulated GPU memory");
         return 1;
     }
-    base = live_pins();
+    base = emu_live_pins();
     g = gdr_open();
-    if (!check(g != NULL, "open", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "open", "%s", vramio_last_error()))
         return 1;
     lifecycle(g, dva);
-    check(live_pins() == base, "lifecycle_no_leak", "live pins %llu, base %llu",
-          (unsigned long long)live_pins(), (unsigned long long)base);
+    t_check(emu_live_pins() == base, "lifecycle_no_leak", "live pins %llu, base %llu",
+          (unsigned long long)emu_live_pins(), (unsigned long long)base);
     boundary(g, dva);
     foreign_and_close(g, dva, base);
     threads(g, dva, base);
     close_race(dva, base);
-    check(gdr_close(g) == 0 && gdr_close(g) == EINVAL, "close_then_stale", "%s", vramio_last_error());
+    t_check(gdr_close(g) == 0 && gdr_close(g) == EINVAL, "close_then_stale", "%s", vramio_last_error());
     emu_free(dva);
-    return check_status();
+    return t_status();
 }

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 #define NTHREADS 16
@@ -139,18 +139,18 @@ int main(void)
     for (i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
 
-    check(bad_handle_accepted == 0, "bad_handles_einval_under_contention", "%d, first: %s",
-          (int)bad_handle_accepted, first_problem);
-    check(unexpected_rc == 0, "return_codes_in_range", "%d, first: %s", (int)unexpected_rc,
-          first_problem);
+    t_check(bad_handle_accepted == 0, "bad_handles_einval_under_contention", "%d, first: %s",
+            (int)bad_handle_accepted, first_problem);
+    t_check(unexpected_rc == 0, "return_codes_in_range", "%d, first: %s", (int)unexpected_rc,
+            first_problem);
     if (shared) {
         int v;
 
-        check(closed_shared && gdr_close(shared) == EINVAL &&
-              gdr_get_attribute(shared, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == EINVAL,
-              "shared_gdr_stale_after_close", "a closed gdr_t still works");
+        t_check(closed_shared && gdr_close(shared) == EINVAL &&
+                gdr_get_attribute(shared, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == EINVAL,
+                "shared_gdr_stale_after_close", "a closed gdr_t still works");
     } else {
-        check_skip("shared_gdr_stale_after_close", "no backend is usable here");
+        t_skip("shared_gdr_stale_after_close", "no backend is usable here");
     }
-    return check_status();
+    return t_status();
 }

@@ -7,7 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 static int child(const char *mode)
@@ -31,7 +31,7 @@ static int child(const char *mode)
 int main(int argc, char **argv)
 {
     static const char *const forced[] = { "GDRCOPY_USE_DMABUF_MMAP=1", NULL };
-    const char *mode = child_mode(argc, argv);
+    const char *mode = t_child_mode(argc, argv);
     char why[256] = "", out[8192];
     int rc, sig = 0;
 
@@ -40,14 +40,14 @@ int main(int argc, char **argv)
 
     rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
     if (rc == 0) {
-        check_skip("dmabuf_unusable_reason", "the dma-buf backend is usable here (tests/gpu)");
-        return check_status();
+        t_skip("dmabuf_unusable_reason", "the dma-buf backend is usable here (tests/gpu)");
+        return t_status();
     }
-    check(why[0] && (strstr(why, "libcuda") || strstr(why, "driver")), "dmabuf_unusable_reason",
-          "rc %d, reason '%s'", rc, why);
-    rc = run_self("open", forced, out, sizeof(out), &sig);
-    check(rc == 0 && strstr(out, "result NULL") && strstr(out, "dmabuf") &&
-              (strstr(out, "libcuda") || strstr(out, "driver")),
-          "dmabuf_forced_open_null_with_reason", "exit %d sig %d output: %s", rc, sig, out);
-    return check_status();
+    t_check(why[0] && (strstr(why, "libcuda") || strstr(why, "driver")), "dmabuf_unusable_reason",
+            "rc %d, reason '%s'", rc, why);
+    rc = t_run_self("open", forced, out, sizeof(out), &sig);
+    t_check(rc == 0 && strstr(out, "result NULL") && strstr(out, "dmabuf") &&
+                (strstr(out, "libcuda") || strstr(out, "driver")),
+            "dmabuf_forced_open_null_with_reason", "exit %d sig %d output: %s", rc, sig, out);
+    return t_status();
 }

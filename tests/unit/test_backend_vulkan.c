@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 static int child(const char *mode)
@@ -28,7 +28,7 @@ static int child(const char *mode)
 int main(int argc, char **argv)
 {
     static const char *const forced[] = { "GDRCOPY_BACKEND=vulkan", NULL };
-    const char *mode = child_mode(argc, argv);
+    const char *mode = t_child_mode(argc, argv);
     char why[256] = "", out[8192];
     unsigned long long d = 1;
     int rc, sig = 0;
@@ -38,25 +38,25 @@ int main(int argc, char **argv)
 
     rc = vramio_backend_probe(VRAMIO_BACKEND_VULKAN, why, sizeof(why));
     if (rc == 0) {
-        check_skip("vulkan_unusable_reason", "the vulkan backend is usable here (tests/gpu)");
+        t_skip("vulkan_unusable_reason", "the vulkan backend is usable here (tests/gpu)");
     } else {
-        check(why[0] && (strstr(why, "libcuda") || strstr(why, "libvulkan")),
-              "vulkan_unusable_reason", "rc %d, reason '%s' names neither library", rc, why);
-        rc = run_self("open", forced, out, sizeof(out), &sig);
-        check(rc == 0 && strstr(out, "result NULL") && strstr(out, "vulkan") &&
-                  (strstr(out, "libcuda") || strstr(out, "libvulkan")),
-              "vulkan_forced_open_null_with_reason", "exit %d sig %d output: %s", rc, sig, out);
+        t_check(why[0] && (strstr(why, "libcuda") || strstr(why, "libvulkan")),
+                "vulkan_unusable_reason", "rc %d, reason '%s' names neither library", rc, why);
+        rc = t_run_self("open", forced, out, sizeof(out), &sig);
+        t_check(rc == 0 && strstr(out, "result NULL") && strstr(out, "vulkan") &&
+                    (strstr(out, "libcuda") || strstr(out, "libvulkan")),
+                "vulkan_forced_open_null_with_reason", "exit %d sig %d output: %s", rc, sig, out);
         rc = vramio_alloc(0, 1 << 20, &d);
-        check(rc != 0 && d == 0 && vramio_last_error()[0], "alloc_without_gpu_fails",
-              "rc %d dptr %#llx last error '%s'", rc, d, vramio_last_error());
+        t_check(rc != 0 && d == 0 && vramio_last_error()[0], "alloc_without_gpu_fails",
+                "rc %d dptr %#llx last error '%s'", rc, d, vramio_last_error());
     }
 
-    check(vramio_alloc(0, 4096, NULL) == EINVAL, "alloc_null_dptr", "not EINVAL");
+    t_check(vramio_alloc(0, 4096, NULL) == EINVAL, "alloc_null_dptr", "not EINVAL");
     d = 1;
-    check(vramio_alloc(0, 0, &d) == EINVAL, "alloc_size_zero", "not EINVAL");
-    check(vramio_alloc(-1, 4096, &d) == EINVAL, "alloc_negative_gpu", "not EINVAL");
-    check(vramio_free(0) == EINVAL, "free_zero", "not EINVAL");
-    check(vramio_free(0x7f0000200000ull) == EINVAL && strstr(vramio_last_error(), "vramio_alloc"),
-          "free_foreign_pointer", "not EINVAL or no reason: '%s'", vramio_last_error());
-    return check_status();
+    t_check(vramio_alloc(0, 0, &d) == EINVAL, "alloc_size_zero", "not EINVAL");
+    t_check(vramio_alloc(-1, 4096, &d) == EINVAL, "alloc_negative_gpu", "not EINVAL");
+    t_check(vramio_free(0) == EINVAL, "free_zero", "not EINVAL");
+    t_check(vramio_free(0x7f0000200000ull) == EINVAL && strstr(vramio_last_error(), "vramio_alloc"),
+            "free_foreign_pointer", "not EINVAL or no reason: '%s'", vramio_last_error());
+    return t_status();
 }

@@ -7,6 +7,7 @@
 # cannot run is skipped.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/lib/t.sh
 BUILD=${BUILD:-build}
 prog=$BUILD/tests/copy_matrix
 [ -x "$prog" ] || { echo "$prog is not built"; exit 1; }
@@ -16,18 +17,18 @@ for k in avx512 avx2 sse41 c movdir64b neon; do
     # another name here means this CPU cannot run $k.
     used=$(echo "$out" | sed -n 's|^\(not \)\{0,1\}ok copy_matrix/\([^/]*\)/.*|\2|p' | head -n 1)
     if [ -z "$used" ]; then
-        echo "not ok copy_entry/$k: no result lines: $(echo "$out" | tail -n 3)"
+        t_fail "copy_entry/$k" "no result lines: $(echo "$out" | tail -n 3)"
         continue
     fi
     if [ "$used" != "$k" ]; then
-        echo "skip copy_entry/$k: this CPU cannot run it (the choice fell back to $used)"
+        t_skip "copy_entry/$k" "this CPU cannot run it (the choice fell back to $used)"
         continue
     fi
     bad=$(echo "$out" | grep -c '^not ok ')
     if [ "$bad" -eq 0 ]; then
-        echo "ok copy_entry/$k"
+        t_ok "copy_entry/$k"
     else
-        echo "not ok copy_entry/$k: $(echo "$out" | grep '^not ok ' | head -n 1)"
+        t_fail "copy_entry/$k" "$(echo "$out" | grep '^not ok ' | head -n 1)"
     fi
 done
-exit 0
+t_done

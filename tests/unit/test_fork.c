@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 static gdr_t g;
@@ -66,7 +66,7 @@ static int fork_child(int through_exit)
             exit(0);
         _exit(0);
     }
-    if (wait_bounded(pid, &status, 60) != 0)
+    if (t_wait_bounded(pid, &status, 60) != 0)
         return -1;
     if (WIFSIGNALED(status))
         printf("# child killed by signal %d\n", WTERMSIG(status));
@@ -81,11 +81,11 @@ int main(void)
     g = gdr_open();
     if (!g)
         printf("# no usable backend: the child inherits a NULL gdr_t\n");
-    check(fork_child(1) == 0, "child_uses_parent_gdr_exit", "the child crashed, hung or failed");
-    check(fork_child(0) == 0, "child_uses_parent_gdr__exit", "the child crashed, hung or failed");
+    t_check(fork_child(1) == 0, "child_uses_parent_gdr_exit", "the child crashed, hung or failed");
+    t_check(fork_child(0) == 0, "child_uses_parent_gdr__exit", "the child crashed, hung or failed");
     if (g)
-        check(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0,
-              "parent_gdr_still_works", "the parent's instance broke");
+        t_check(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0,
+                "parent_gdr_still_works", "the parent's instance broke");
 
     for (i = 0; i < 3; i++)
         pthread_create(&t[i], NULL, busy, NULL);
@@ -96,10 +96,10 @@ int main(void)
     stop = 1;
     for (i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    check(bad == 0, "fork_while_threads_in_library", "%d of 10 children failed", bad);
+    t_check(bad == 0, "fork_while_threads_in_library", "%d of 10 children failed", bad);
     if (g)
-        check(gdr_close(g) == 0, "parent_close", "gdr_close failed");
+        t_check(gdr_close(g) == 0, "parent_close", "gdr_close failed");
     else
-        check(gdr_close(g) == EINVAL, "parent_close_null", "not EINVAL");
-    return check_status();
+        t_check(gdr_close(g) == EINVAL, "parent_close_null", "not EINVAL");
+    return t_status();
 }

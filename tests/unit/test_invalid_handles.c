@@ -9,19 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "legacy_info.h"
+#include "t.h"
 #include "vramio.h"
 
-/* The exported legacy symbol (the header maps gdr_get_info to gdr_get_info_v2). */
-#undef gdr_get_info
-struct gdr_info_v1 {
-    uint64_t va, mapped_size;
-    uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
-    unsigned mapped : 1, wc_mapping : 1;
-};
-int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info);
 
 #define NVALS 8
 
@@ -34,7 +25,7 @@ static void every_call(gdr_t g, gdr_mh_t mh, int *bad, char *what, size_t len)
     int v = 0, major, minor;
     gdr_mh_t out;
     gdr_info_t info;
-    struct gdr_info_v1 info1;
+    struct t_info_v1 info1;
     vramio_backend_t be;
     const struct { const char *name; int rc; } r[] = {
         { "gdr_pin_buffer", gdr_pin_buffer(g, 0x100000, 65536, 0, 0, &out) },
@@ -42,7 +33,7 @@ static void every_call(gdr_t g, gdr_mh_t mh, int *bad, char *what, size_t len)
         { "gdr_unpin_buffer", gdr_unpin_buffer(g, mh) },
         { "gdr_get_callback_flag", gdr_get_callback_flag(g, mh, &v) },
         { "gdr_get_info_v2", gdr_get_info_v2(g, mh, &info) },
-        { "gdr_get_info(legacy)", gdr_get_info(g, mh, &info1) },
+        { "gdr_get_info(legacy)", t_get_info_v1(g, mh, &info1) },
         { "gdr_map", gdr_map(g, mh, &va, 65536) },
         { "gdr_map_v2", gdr_map_v2(g, mh, &va, 65536, GDR_MAP_FLAG_REQ_WC_MAPPING) },
         { "gdr_unmap", gdr_unmap(g, mh, buf, sizeof(buf)) },
@@ -99,14 +90,14 @@ int main(void)
             every_call(gvals[i], mh, &bad, what, sizeof(what));
         }
         snprintf(name, sizeof(name), "bad_gdr_%d_every_call_einval", i);
-        check(bad == 0, name, "%d calls were not EINVAL, first: %s", bad, what);
+        t_check(bad == 0, name, "%d calls were not EINVAL, first: %s", bad, what);
     }
 
     /* With a live gdr_t (where a backend is usable): bad handles, then a stale gdr_t. */
     g = gdr_open();
     if (!g) {
-        check_skip("bad_handles_on_live_gdr", "no backend is usable here");
-        check_skip("stale_gdr_every_call_einval", "no backend is usable here");
+        t_skip("bad_handles_on_live_gdr", "no backend is usable here");
+        t_skip("stale_gdr_every_call_einval", "no backend is usable here");
     } else {
         bad = 0;
         for (j = 0; j < NVALS; j++) {
@@ -120,26 +111,26 @@ int main(void)
                 gdr_unmap(g, mh, &v, 4) != EINVAL)
                 bad++;
         }
-        check(bad == 0, "bad_handles_on_live_gdr", "%d handle values were accepted", bad);
-        check(gdr_close(g) == 0, "close_live_gdr", "gdr_close failed");
+        t_check(bad == 0, "bad_handles_on_live_gdr", "%d handle values were accepted", bad);
+        t_check(gdr_close(g) == 0, "close_live_gdr", "gdr_close failed");
         bad = 0;
         what[0] = '\0';
         mh.h = 0;
         every_call(g, mh, &bad, what, sizeof(what));
-        check(bad == 0, "stale_gdr_every_call_einval", "%d calls, first: %s", bad, what);
+        t_check(bad == 0, "stale_gdr_every_call_einval", "%d calls, first: %s", bad, what);
     }
 
     /* NULL output pointers. */
-    check(gdr_pin_buffer(gvals[0], 0x100000, 65536, 0, 0, NULL) == EINVAL, "pin_null_handle",
-          "not EINVAL");
-    check(gdr_driver_get_version(NULL, NULL, NULL) == EINVAL, "driver_version_null_outputs",
-          "not EINVAL");
-    check(gdr_get_attribute(NULL, GDR_ATTR_USE_PERSISTENT_MAPPING, NULL) == EINVAL,
-          "attribute_null_output", "not EINVAL");
-    check(vramio_get_backend(NULL, NULL) == EINVAL, "get_backend_null_output", "not EINVAL");
+    t_check(gdr_pin_buffer(gvals[0], 0x100000, 65536, 0, 0, NULL) == EINVAL, "pin_null_handle",
+            "not EINVAL");
+    t_check(gdr_driver_get_version(NULL, NULL, NULL) == EINVAL, "driver_version_null_outputs",
+            "not EINVAL");
+    t_check(gdr_get_attribute(NULL, GDR_ATTR_USE_PERSISTENT_MAPPING, NULL) == EINVAL,
+            "attribute_null_output", "not EINVAL");
+    t_check(vramio_get_backend(NULL, NULL) == EINVAL, "get_backend_null_output", "not EINVAL");
     mh.h = 0x1234;
     gdr_pin_buffer_v2(NULL, 0x100000, 65536, 0, &mh);
-    check(mh.h == 0, "failed_pin_zeroes_handle", "handle left at %#lx", mh.h);
+    t_check(mh.h == 0, "failed_pin_zeroes_handle", "handle left at %#lx", mh.h);
     free(junk);
-    return check_status();
+    return t_status();
 }

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 #define NTHREADS 8
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         { "level_4_errors", { "GDRCOPY_BACKEND=nosuch", "GDRCOPY_ENABLE_LOGGING=1", "GDRCOPY_LOG_LEVEL=4", NULL }, 0, 1 },
         { "level_without_enable_ignored", { "GDRCOPY_BACKEND=nosuch", "GDRCOPY_LOG_LEVEL=1", NULL }, 0, 1 },
     };
-    const char *mode = child_mode(argc, argv);
+    const char *mode = t_child_mode(argc, argv);
     const char *thr_env[] = { "GDRCOPY_ENABLE_LOGGING=1", "GDRCOPY_LOG_LEVEL=1", NULL };
     char *out;
     size_t i;
@@ -92,22 +92,22 @@ int main(int argc, char **argv)
         return child(mode);
     out = malloc(1 << 20);
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        rc = run_self("levels", cases[i].env, out, 1 << 20, &sig);
+        rc = t_run_self("levels", cases[i].env, out, 1 << 20, &sig);
         dbg = count_lines(out, "gdrapi: debug: ", &other);
         err = count_lines(out, "gdrapi: error: ", &other);
-        check(rc == 0 && (dbg > 0) == cases[i].want_debug && (err > 0) == cases[i].want_error &&
-              other == 0, cases[i].name,
-              "exit %d, %d debug and %d error lines, %d lines without the prefix:\n%s", rc, dbg,
-              err, other, out);
+        t_check(rc == 0 && (dbg > 0) == cases[i].want_debug && (err > 0) == cases[i].want_error &&
+                other == 0, cases[i].name,
+                "exit %d, %d debug and %d error lines, %d lines without the prefix:\n%s", rc, dbg,
+                err, other, out);
     }
-    rc = run_self("levels", cases[0].env, out, 1 << 20, &sig);
-    check(strstr(out, "gdrapi: error: ") && strstr(out, "nosuch"), "error_line_explains",
-          "output:\n%s", out);
+    rc = t_run_self("levels", cases[0].env, out, 1 << 20, &sig);
+    t_check(strstr(out, "gdrapi: error: ") && strstr(out, "nosuch"), "error_line_explains",
+            "output:\n%s", out);
 
-    rc = run_self("threads", thr_env, out, 1 << 20, &sig);
+    rc = t_run_self("threads", thr_env, out, 1 << 20, &sig);
     dbg = count_lines(out, "gdrapi: debug: gdr_close: ", &other);
-    check(rc == 0 && dbg == NTHREADS * PER_THREAD && other == 0, "lines_whole_under_threads",
-          "exit %d, %d whole lines of %d, %d broken", rc, dbg, NTHREADS * PER_THREAD, other);
+    t_check(rc == 0 && dbg == NTHREADS * PER_THREAD && other == 0, "lines_whole_under_threads",
+            "exit %d, %d whole lines of %d, %d broken", rc, dbg, NTHREADS * PER_THREAD, other);
     free(out);
-    return check_status();
+    return t_status();
 }

@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 static const char *const names[] = { "gdrdrv", "dmabuf", "vulkan" };
@@ -44,7 +44,7 @@ static int child(const char *mode)
 
 int main(int argc, char **argv)
 {
-    const char *mode = child_mode(argc, argv);
+    const char *mode = t_child_mode(argc, argv);
     char out[16384], line[1024], why[256];
     const char *l, *after;
     int b, rc, sig = 0;
@@ -59,9 +59,9 @@ int main(int argc, char **argv)
         }
     }
 
-    rc = run_self("open", NULL, out, sizeof(out), &sig);
-    check(rc == 0, "open_child_exits_cleanly", "exit %d signal %d; output:\n%s", rc, sig, out);
-    check(strstr(out, "result NULL\n") != NULL, "open_returns_null", "output:\n%s", out);
+    rc = t_run_self("open", NULL, out, sizeof(out), &sig);
+    t_check(rc == 0, "open_child_exits_cleanly", "exit %d signal %d; output:\n%s", rc, sig, out);
+    t_check(strstr(out, "result NULL\n") != NULL, "open_returns_null", "output:\n%s", out);
     for (b = 0; b < 3; b++) {
         char name[64];
 
@@ -69,15 +69,15 @@ int main(int argc, char **argv)
         l = error_line_for(out, names[b], line, sizeof(line));
         after = l ? strstr(l, names[b]) + strlen(names[b]) : NULL;
         /* A reason: at least a few characters of text after the backend's name. */
-        check(after && strlen(after) > 4, name, "no error line naming %s with a reason:\n%s",
-              names[b], out);
+        t_check(after && strlen(after) > 4, name, "no error line naming %s with a reason:\n%s",
+                names[b], out);
     }
     l = strstr(out, "last_error ");
-    check(l && strstr(l, "gdrdrv") && strstr(l, "dmabuf") && strstr(l, "vulkan"),
-          "last_error_names_every_backend", "output:\n%s", out);
+    t_check(l && strstr(l, "gdrdrv") && strstr(l, "dmabuf") && strstr(l, "vulkan"),
+            "last_error_names_every_backend", "output:\n%s", out);
 
     /* The same in this process: NULL, and a last error. */
-    check(gdr_open() == NULL, "open_null_in_process", "gdr_open returned a handle");
-    check(vramio_last_error()[0] != '\0', "last_error_set", "vramio_last_error() is empty");
-    return check_status();
+    t_check(gdr_open() == NULL, "open_null_in_process", "gdr_open returned a handle");
+    t_check(vramio_last_error()[0] != '\0', "last_error_set", "vramio_last_error() is empty");
+    return t_status();
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "vramio.h"
 
 #define NB 3
@@ -71,36 +71,36 @@ static void check_forced(const char *var_eq, const char *var, int forced, const 
     char out[16384], why[512], name[128];
     int b, rc, got, sig = 0;
 
-    rc = run_self("open", env, out, sizeof(out), &sig);
+    rc = t_run_self("open", env, out, sizeof(out), &sig);
     snprintf(name, sizeof(name), "%s_child_ok", var_eq);
-    check(rc == 0, name, "exit %d signal %d:\n%s", rc, sig, out);
+    t_check(rc == 0, name, "exit %d signal %d:\n%s", rc, sig, out);
     for (b = 0; b < NB; b++) {
         got = probe_line(out, names[b], &rc, why, sizeof(why));
         snprintf(name, sizeof(name), "%s_probe_%s", var_eq, names[b]);
         if (b == forced)
-            check(got && rc == base_rc[b] && !strstr(why, var), name,
-                  "the forced backend should probe as without %s (rc %d), got %d '%s'", var,
-                  base_rc[b], got ? rc : -1, got ? why : "");
+            t_check(got && rc == base_rc[b] && !strstr(why, var), name,
+                    "the forced backend should probe as without %s (rc %d), got %d '%s'", var,
+                    base_rc[b], got ? rc : -1, got ? why : "");
         else
-            check(got && rc != 0 && strstr(why, var), name,
-                  "expected 'not selected' naming %s, got rc %d '%s'", var, got ? rc : -1,
-                  got ? why : "(no line)");
+            t_check(got && rc != 0 && strstr(why, var), name,
+                    "expected 'not selected' naming %s, got rc %d '%s'", var, got ? rc : -1,
+                    got ? why : "(no line)");
     }
     snprintf(name, sizeof(name), "%s_open_uses_only_forced", var_eq);
     if (strstr(out, "opened none") && base_rc[forced] == 0)
-        check(0, name, "%s probes usable, yet gdr_open failed:\n%s", names[forced], out);
+        t_check(0, name, "%s probes usable, yet gdr_open failed:\n%s", names[forced], out);
     else if (strstr(out, "opened none"))
-        check(strstr(out, "gdrapi: error:") != NULL, name,
-              "gdr_open failed without an error line:\n%s", out);
+        t_check(strstr(out, "gdrapi: error:") != NULL, name,
+                "gdr_open failed without an error line:\n%s", out);
     else
-        check(strstr(out, names[forced]) && strstr(out, "opened ") &&
-              strncmp(strstr(out, "opened ") + 7, names[forced], strlen(names[forced])) == 0,
-              name, "gdr_open used another backend:\n%s", out);
+        t_check(strstr(out, names[forced]) && strstr(out, "opened ") &&
+                strncmp(strstr(out, "opened ") + 7, names[forced], strlen(names[forced])) == 0,
+                name, "gdr_open used another backend:\n%s", out);
 }
 
 int main(int argc, char **argv)
 {
-    const char *mode = child_mode(argc, argv);
+    const char *mode = t_child_mode(argc, argv);
     char out[16384], why[512], var_eq[64], name[128];
     const char *bogus[] = { "GDRCOPY_BACKEND=bogus-backend", NULL };
     const char *dmabuf_off[] = { "GDRCOPY_USE_DMABUF_MMAP=0", NULL };
@@ -110,12 +110,12 @@ int main(int argc, char **argv)
         return child(mode);
 
     /* Baseline, without any forcing (run_self clears the GDRCOPY_* variables). */
-    rc = run_self("probe", NULL, out, sizeof(out), &sig);
-    check(rc == 0, "baseline_child_ok", "exit %d signal %d:\n%s", rc, sig, out);
+    rc = t_run_self("probe", NULL, out, sizeof(out), &sig);
+    t_check(rc == 0, "baseline_child_ok", "exit %d signal %d:\n%s", rc, sig, out);
     for (b = 0; b < NB; b++) {
         got = probe_line(out, names[b], &base_rc[b], why, sizeof(why));
         snprintf(name, sizeof(name), "baseline_probe_%s_has_reason", names[b]);
-        check(got && why[0] != '\0', name, "no probe result with a reason:\n%s", out);
+        t_check(got && why[0] != '\0', name, "no probe result with a reason:\n%s", out);
         if (!got)
             base_rc[b] = -1;
     }
@@ -126,24 +126,24 @@ int main(int argc, char **argv)
     }
     check_forced("GDRCOPY_USE_DMABUF_MMAP=1", "GDRCOPY_USE_DMABUF_MMAP", 1, base_rc);
 
-    rc = run_self("open", bogus, out, sizeof(out), &sig);
-    check(rc == 0, "bogus_child_ok", "exit %d signal %d:\n%s", rc, sig, out);
-    check(strstr(out, "opened none") != NULL, "bogus_open_fails", "output:\n%s", out);
-    check(strstr(out, "gdrapi: error:") && strstr(out, "bogus-backend"), "bogus_logged",
-          "no error line naming the bad value:\n%s", out);
+    rc = t_run_self("open", bogus, out, sizeof(out), &sig);
+    t_check(rc == 0, "bogus_child_ok", "exit %d signal %d:\n%s", rc, sig, out);
+    t_check(strstr(out, "opened none") != NULL, "bogus_open_fails", "output:\n%s", out);
+    t_check(strstr(out, "gdrapi: error:") && strstr(out, "bogus-backend"), "bogus_logged",
+            "no error line naming the bad value:\n%s", out);
     for (b = 0; b < NB; b++) {
         got = probe_line(out, names[b], &rc, why, sizeof(why));
         snprintf(name, sizeof(name), "bogus_probe_%s_einval", names[b]);
-        check(got && rc == 22 && strstr(why, "bogus-backend"), name, "rc %d '%s'",
-              got ? rc : -1, got ? why : "");
+        t_check(got && rc == 22 && strstr(why, "bogus-backend"), name, "rc %d '%s'",
+                got ? rc : -1, got ? why : "");
     }
 
-    rc = run_self("probe", dmabuf_off, out, sizeof(out), &sig);
+    rc = t_run_self("probe", dmabuf_off, out, sizeof(out), &sig);
     for (b = 0; b < NB; b++) {
         got = probe_line(out, names[b], &rc, why, sizeof(why));
         snprintf(name, sizeof(name), "dmabuf_mmap_0_does_not_force_%s", names[b]);
-        check(got && rc == base_rc[b] && !strstr(why, "GDRCOPY"), name, "rc %d '%s'",
-              got ? rc : -1, got ? why : "");
+        t_check(got && rc == base_rc[b] && !strstr(why, "GDRCOPY"), name, "rc %d '%s'",
+                got ? rc : -1, got ? why : "");
     }
-    return check_status();
+    return t_status();
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "core.h"
 
 #define BASE (1UL << 40)
@@ -100,28 +100,28 @@ static void test_merge(void)
     struct vr_pin_info info;
 
     vr_backend_merge(&m, &empty);
-    check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap && m.info &&
-          m.callback_flag && m.get_attr && m.driver_version && m.map_types_why,
-          "merge_fills_every_slot", "a slot is still NULL");
-    check(m.probe(why, sizeof(why)) == ENOTSUP && m.pin(NULL, &req, &pin, why, sizeof(why)) ==
-          ENOTSUP && m.info(NULL, NULL, &info) == ENOTSUP, "merge_refuses_missing_ops",
-          "a missing probe, pin or info did not refuse");
-    check(m.open(&ctx, why, sizeof(why)) == 0 && ctx == NULL, "merge_open_no_state",
-          "ctx %p", ctx);
+    t_check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap && m.info &&
+            m.callback_flag && m.get_attr && m.driver_version && m.map_types_why,
+            "merge_fills_every_slot", "a slot is still NULL");
+    t_check(m.probe(why, sizeof(why)) == ENOTSUP && m.pin(NULL, &req, &pin, why, sizeof(why)) ==
+            ENOTSUP && m.info(NULL, NULL, &info) == ENOTSUP, "merge_refuses_missing_ops",
+            "a missing probe, pin or info did not refuse");
+    t_check(m.open(&ctx, why, sizeof(why)) == 0 && ctx == NULL, "merge_open_no_state",
+            "ctx %p", ctx);
     m.close(NULL);
-    check(m.callback_flag(NULL, NULL, &flag) == 0 && flag == 0, "merge_never_invalidated",
-          "flag %d", flag);
-    check(m.get_attr(NULL, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0 && v == 5,
-          "merge_attr_keeps_table_answer", "v %d", v);
-    check(m.version.major == 2 && m.version.minor == 6 &&
-          m.driver_version(NULL, &major, &minor) == 0 && major == 0 && minor == 0,
-          "merge_version_default_2_6", "%d.%d, op wrote %d.%d", m.version.major,
-          m.version.minor, major, minor);
-    check(m.map_types == VR_MAP_TYPES_ALL, "merge_map_types_default_all", "%#x", m.map_types);
+    t_check(m.callback_flag(NULL, NULL, &flag) == 0 && flag == 0, "merge_never_invalidated",
+            "flag %d", flag);
+    t_check(m.get_attr(NULL, GDR_ATTR_USE_PERSISTENT_MAPPING, &v) == 0 && v == 5,
+            "merge_attr_keeps_table_answer", "v %d", v);
+    t_check(m.version.major == 2 && m.version.minor == 6 &&
+            m.driver_version(NULL, &major, &minor) == 0 && major == 0 && minor == 0,
+            "merge_version_default_2_6", "%d.%d, op wrote %d.%d", m.version.major,
+            m.version.minor, major, minor);
+    t_check(m.map_types == VR_MAP_TYPES_ALL, "merge_map_types_default_all", "%#x", m.map_types);
     vr_backend_merge(&m, &refined);
-    check(m.version.major == 3 && m.version.minor == 1 && m.get_attr == attr_op &&
-          m.map == any_map, "merge_keeps_what_is_given", "%d.%d", m.version.major,
-          m.version.minor);
+    t_check(m.version.major == 3 && m.version.minor == 1 && m.get_attr == attr_op &&
+            m.map == any_map, "merge_keeps_what_is_given", "%d.%d", m.version.major,
+            m.version.minor);
 }
 
 static void test_through_gdr(void)
@@ -137,31 +137,31 @@ static void test_through_gdr(void)
     int v1 = -1, v2 = -1, v3 = -1, major = -1, minor = -1, flag = -1, calls, rc;
 
     /* The empty backend's refused probe leaves it out; lean comes first. */
-    if (!check(vr_instance_open(table, &gdr) == 0, "open_from_table", "%s", vramio_last_error()))
+    if (!t_check(vr_instance_open(table, &gdr) == 0, "open_from_table", "%s", vramio_last_error()))
         return;
     g = (gdr_t)(uintptr_t)gdr->token;
-    check(gdr->nactive == 2 && gdr->status[VRAMIO_BACKEND_VULKAN] == ENOTSUP,
-          "refused_probe_not_active", "%d active, status %d", gdr->nactive,
-          gdr->status[VRAMIO_BACKEND_VULKAN]);
+    t_check(gdr->nactive == 2 && gdr->status[VRAMIO_BACKEND_VULKAN] == ENOTSUP,
+            "refused_probe_not_active", "%d active, status %d", gdr->nactive,
+            gdr->status[VRAMIO_BACKEND_VULKAN]);
     gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
     gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &v2);
     gdr_get_attribute(g, GDR_ATTR_USING_DMA_BUF_MMAP, &v3);
-    check(v1 == 1 && v2 == 1 && v3 == 0, "attributes_from_table", "%d %d %d", v1, v2, v3);
+    t_check(v1 == 1 && v2 == 1 && v3 == 0, "attributes_from_table", "%d %d %d", v1, v2, v3);
     rc = gdr_driver_get_version(g, &major, &minor);
-    check(rc == 0 && major == 2 && minor == 6, "version_default", "rc %d %d.%d", rc, major,
-          minor);
+    t_check(rc == 0 && major == 2 && minor == 6, "version_default", "rc %d %d.%d", rc, major,
+            minor);
     rc = gdr_pin_buffer_v2(g, BASE, PAGE, 0, &mh);
-    if (check(rc == 0, "pin", "%d %s", rc, vramio_last_error())) {
-        check(gdr_get_callback_flag(g, mh, &flag) == 0 && flag == 0, "callback_flag_default",
-              "flag %d", flag);
+    if (t_check(rc == 0, "pin", "%d %s", rc, vramio_last_error())) {
+        t_check(gdr_get_callback_flag(g, mh, &flag) == 0 && flag == 0, "callback_flag_default",
+                "flag %d", flag);
         calls = map_calls;
         rc = gdr_map_v2(g, mh, &va, PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING);
-        check(rc == EINVAL && map_calls == calls &&
-              strstr(vramio_last_error(), "lean maps write-combined only"),
-              "core_refuses_type_outside_map_types", "rc %d, %d map calls: %s", rc,
-              map_calls - calls, vramio_last_error());
+        t_check(rc == EINVAL && map_calls == calls &&
+                strstr(vramio_last_error(), "lean maps write-combined only"),
+                "core_refuses_type_outside_map_types", "rc %d, %d map calls: %s", rc,
+                map_calls - calls, vramio_last_error());
         rc = gdr_map_v2(g, mh, &va, PAGE, GDR_MAP_FLAG_REQ_WC_MAPPING);
-        check(rc == 0 && map_calls == calls + 1, "type_in_map_types_reaches_map", "rc %d", rc);
+        t_check(rc == 0 && map_calls == calls + 1, "type_in_map_types_reaches_map", "rc %d", rc);
         if (rc == 0)
             gdr_unmap(g, mh, va, PAGE);
         gdr_unpin_buffer(g, mh);
@@ -170,22 +170,22 @@ static void test_through_gdr(void)
 
     /* With lean forced away, refined answers: its data, changed by its ops. */
     setenv("GDRCOPY_BACKEND", "dmabuf", 1);
-    if (check(vr_instance_open(table, &gdr) == 0, "open_refined", "%s", vramio_last_error())) {
+    if (t_check(vr_instance_open(table, &gdr) == 0, "open_refined", "%s", vramio_last_error())) {
         g = (gdr_t)(uintptr_t)gdr->token;
         v1 = v2 = v3 = -1;
         gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
         gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &v2);
         gdr_get_attribute(g, GDR_ATTR_USING_DMA_BUF_MMAP, &v3);
-        check(v1 == 1 && v2 == 0 && v3 == 7, "attributes_refined_by_op", "%d %d %d", v1, v2,
-              v3);
+        t_check(v1 == 1 && v2 == 0 && v3 == 7, "attributes_refined_by_op", "%d %d %d", v1, v2,
+                v3);
         rc = gdr_driver_get_version(g, &major, &minor);
-        check(rc == 0 && major == 3 && minor == 4, "version_refined_by_op", "rc %d %d.%d", rc,
-              major, minor);
+        t_check(rc == 0 && major == 3 && minor == 4, "version_refined_by_op", "rc %d %d.%d", rc,
+                major, minor);
         rc = gdr_pin_buffer_v2(g, BASE, PAGE, 0, &mh);
         if (rc == 0) {
             rc = gdr_map_v2(g, mh, &va, PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING);
-            check(rc == 0, "map_types_default_lets_map_decide", "rc %d %s", rc,
-                  vramio_last_error());
+            t_check(rc == 0, "map_types_default_lets_map_decide", "rc %d %s", rc,
+                    vramio_last_error());
             if (rc == 0)
                 gdr_unmap(g, mh, va, PAGE);
             gdr_unpin_buffer(g, mh);
@@ -201,5 +201,5 @@ int main(void)
     unsetenv("GDRCOPY_USE_DMABUF_MMAP");
     test_merge();
     test_through_gdr();
-    return check_status();
+    return t_status();
 }

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "core.h"
 #include "fork.h"
 
@@ -218,23 +218,23 @@ static void test_rounding(gdr_t g)
     int ops, rc;
 
     rc = gdr_pin_buffer_v2(g, A_BASE + PAGE + 100, PAGE, 0, &mh);
-    check(rc == 0 && gdr_get_info_v2(g, mh, &info) == 0 && info.va == A_BASE + PAGE &&
-          info.mapped_size == 2 * PAGE, "core_rounds_to_gpu_pages", "rc %d va %#llx size %llu",
-          rc, (unsigned long long)info.va, (unsigned long long)info.mapped_size);
+    t_check(rc == 0 && gdr_get_info_v2(g, mh, &info) == 0 && info.va == A_BASE + PAGE &&
+            info.mapped_size == 2 * PAGE, "core_rounds_to_gpu_pages", "rc %d va %#llx size %llu",
+            rc, (unsigned long long)info.va, (unsigned long long)info.mapped_size);
     if (rc == 0)
         gdr_unpin_buffer(g, mh);
     memset(&info, 0, sizeof(info));
     rc = gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh);
     if (rc == 0)
         rc = gdr_get_info_v2(g, mh, &info);
-    check(rc == 0 && info.tm_cycles > 0 && info.cycles_per_ms > 0, "core_times_pin_for_backend",
-          "rc %d tm %llu rate %u", rc, (unsigned long long)info.tm_cycles, info.cycles_per_ms);
+    t_check(rc == 0 && info.tm_cycles > 0 && info.cycles_per_ms > 0, "core_times_pin_for_backend",
+            "rc %d tm %llu rate %u", rc, (unsigned long long)info.tm_cycles, info.cycles_per_ms);
     if (rc == 0)
         gdr_unpin_buffer(g, mh);
     ops = backend_ops;
     rc = gdr_pin_buffer_v2(g, (unsigned long)(UINT64_MAX - 0x8000), 0x100, 0, &mh);
-    check(rc == EINVAL && backend_ops == ops && mh.h == 0, "core_refuses_wrap_in_gpu_pages",
-          "rc %d, %d backend ops", rc, (int)(backend_ops - ops));
+    t_check(rc == EINVAL && backend_ops == ops && mh.h == 0, "core_refuses_wrap_in_gpu_pages",
+            "rc %d, %d backend ops", rc, (int)(backend_ops - ops));
 }
 
 static void test_dispatch(void)
@@ -245,27 +245,27 @@ static void test_dispatch(void)
     const char *e;
     int rc;
 
-    check(gdr_pin_buffer_v2(g, A_BASE + 100, 1000, 0, &mh) == 0 &&
-          vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV,
-          "first_backend_serves", "backend %d", (int)be);
+    t_check(gdr_pin_buffer_v2(g, A_BASE + 100, 1000, 0, &mh) == 0 &&
+            vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV,
+            "first_backend_serves", "backend %d", (int)be);
     gdr_unpin_buffer(g, mh);
-    check(gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh) == 0 &&
-          vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_DMABUF,
-          "enotsup_falls_through", "backend %d", (int)be);
+    t_check(gdr_pin_buffer_v2(g, B_BASE, PAGE, 0, &mh) == 0 &&
+            vramio_handle_backend(g, mh, &be) == 0 && be == VRAMIO_BACKEND_DMABUF,
+            "enotsup_falls_through", "backend %d", (int)be);
     gdr_unpin_buffer(g, mh);
     c_consulted = 0;
     rc = gdr_pin_buffer_v2(g, FAIL_BASE, PAGE, 0, &mh);
-    check(rc == EIO && c_consulted == 0 && mh.h == 0, "other_error_is_final",
-          "rc %d, C consulted %d times", rc, (int)c_consulted);
+    t_check(rc == EIO && c_consulted == 0 && mh.h == 0, "other_error_is_final",
+            "rc %d, C consulted %d times", rc, (int)c_consulted);
     rc = gdr_pin_buffer_v2(g, 5UL << 40, PAGE, 0, &mh);
     e = vramio_last_error();
-    check(rc == ENOTSUP && strstr(e, "fakeA") && strstr(e, "fakeB") && strstr(e, "fakeC") &&
-          strstr(e, "C serves nothing"), "all_decline_first_error_and_reasons",
-          "rc %d, '%s'", rc, e);
-    check(vramio_get_backend(g, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV, "get_backend_first",
-          "%d", (int)be);
+    t_check(rc == ENOTSUP && strstr(e, "fakeA") && strstr(e, "fakeB") && strstr(e, "fakeC") &&
+            strstr(e, "C serves nothing"), "all_decline_first_error_and_reasons",
+            "rc %d, '%s'", rc, e);
+    t_check(vramio_get_backend(g, &be) == 0 && be == VRAMIO_BACKEND_GDRDRV, "get_backend_first",
+            "%d", (int)be);
     test_rounding(g);
-    check(gdr_close(g) == 0 && live_ctx == 0, "close_closes_contexts", "%d left", (int)live_ctx);
+    t_check(gdr_close(g) == 0 && live_ctx == 0, "close_closes_contexts", "%d left", (int)live_ctx);
 }
 
 static void test_map_rules_and_close(void)
@@ -277,40 +277,40 @@ static void test_map_rules_and_close(void)
     int i, ok = 1;
     char buf[64] = "payload";
 
-    check(gdr_pin_buffer(g, A_BASE + 5, 3 * PAGE, 0, 0, &mh[0]) == 0 &&
-          gdr_get_info_v2(g, mh[0], &info) == 0 && info.va == A_BASE &&
-          info.mapped_size == 4 * PAGE && info.cycles_per_ms == 1000 && !info.mapped,
-          "info_from_backend", "va %#llx size %llu", (unsigned long long)info.va,
-          (unsigned long long)info.mapped_size);
-    check(gdr_map_v2(g, mh[0], &ptr, PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING) == EINVAL &&
-          strstr(vramio_last_error(), "no device mappings") &&
-          gdr_get_info_v2(g, mh[0], &info) == 0 && !info.mapped, "ungrantable_type_einval",
-          "accepted, left mapped, or the backend's reason lost: '%s'", vramio_last_error());
-    check(gdr_map_v2(g, mh[0], &ptr, 4 * PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == 0 &&
-          gdr_get_info_v2(g, mh[0], &info) == 0 && info.mapped &&
-          info.mapping_type == GDR_MAPPING_TYPE_CACHING && !info.wc_mapping,
-          "requested_type_reported", "type %d", info.mapping_type);
-    check(gdr_map(g, mh[0], &p2, PAGE) == EAGAIN, "map_twice_eagain", "%s", vramio_last_error());
-    check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 64, buf, 64) == 0 &&
-          memcmp((char *)ptr + 4 * PAGE - 64, buf, 64) == 0, "copy_last_bytes", "%s", vramio_last_error());
-    check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 63, buf, 64) == EINVAL,
-          "copy_past_end_einval", "%s", vramio_last_error());
-    check(gdr_copy_to_mapping(mh[0], (char *)ptr - 1, buf, 8) == EINVAL &&
-              gdr_copy_from_mapping(mh[0], buf, (char *)ptr - 64, 64) == EINVAL &&
-              gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 8, SIZE_MAX) == EINVAL &&
-              gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 4 * PAGE, 64) == EINVAL,
-          "copy_outside_either_end_einval", "%s", vramio_last_error());
+    t_check(gdr_pin_buffer(g, A_BASE + 5, 3 * PAGE, 0, 0, &mh[0]) == 0 &&
+            gdr_get_info_v2(g, mh[0], &info) == 0 && info.va == A_BASE &&
+            info.mapped_size == 4 * PAGE && info.cycles_per_ms == 1000 && !info.mapped,
+            "info_from_backend", "va %#llx size %llu", (unsigned long long)info.va,
+            (unsigned long long)info.mapped_size);
+    t_check(gdr_map_v2(g, mh[0], &ptr, PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING) == EINVAL &&
+            strstr(vramio_last_error(), "no device mappings") &&
+            gdr_get_info_v2(g, mh[0], &info) == 0 && !info.mapped, "ungrantable_type_einval",
+            "accepted, left mapped, or the backend's reason lost: '%s'", vramio_last_error());
+    t_check(gdr_map_v2(g, mh[0], &ptr, 4 * PAGE, GDR_MAP_FLAG_REQ_CACHE_MAPPING) == 0 &&
+            gdr_get_info_v2(g, mh[0], &info) == 0 && info.mapped &&
+            info.mapping_type == GDR_MAPPING_TYPE_CACHING && !info.wc_mapping,
+            "requested_type_reported", "type %d", info.mapping_type);
+    t_check(gdr_map(g, mh[0], &p2, PAGE) == EAGAIN, "map_twice_eagain", "%s", vramio_last_error());
+    t_check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 64, buf, 64) == 0 &&
+            memcmp((char *)ptr + 4 * PAGE - 64, buf, 64) == 0, "copy_last_bytes", "%s", vramio_last_error());
+    t_check(gdr_copy_to_mapping(mh[0], (char *)ptr + 4 * PAGE - 63, buf, 64) == EINVAL,
+            "copy_past_end_einval", "%s", vramio_last_error());
+    t_check(gdr_copy_to_mapping(mh[0], (char *)ptr - 1, buf, 8) == EINVAL &&
+                gdr_copy_from_mapping(mh[0], buf, (char *)ptr - 64, 64) == EINVAL &&
+                gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 8, SIZE_MAX) == EINVAL &&
+                gdr_copy_from_mapping(mh[0], buf, (char *)ptr + 4 * PAGE, 64) == EINVAL,
+            "copy_outside_either_end_einval", "%s", vramio_last_error());
     for (i = 1; i < 6; i++) {
         ok &= gdr_pin_buffer_v2(g, A_BASE + (uint64_t)i * 4 * PAGE, PAGE, 0, &mh[i]) == 0;
         if (i % 2)
             ok &= gdr_map(g, mh[i], &p2, PAGE) == 0;
     }
-    check(ok && live_pins == 6 && live_maps == 4, "held", "pins %d maps %d", (int)live_pins,
-          (int)live_maps);
-    check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
-          "close_releases_everything", "pins %d maps %d ctx %d", (int)live_pins,
-          (int)live_maps, (int)live_ctx);
-    check(gdr_copy_to_mapping(mh[0], ptr, buf, 8) == EINVAL, "copy_after_close_einval", "%s", vramio_last_error());
+    t_check(ok && live_pins == 6 && live_maps == 4, "held", "pins %d maps %d", (int)live_pins,
+            (int)live_maps);
+    t_check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
+            "close_releases_everything", "pins %d maps %d ctx %d", (int)live_pins,
+            (int)live_maps, (int)live_ctx);
+    t_check(gdr_copy_to_mapping(mh[0], ptr, buf, 8) == EINVAL, "copy_after_close_einval", "%s", vramio_last_error());
 }
 
 /* A pin that takes 200 ms must not hold up copies or calls on other pins of the same gdr_t. */
@@ -362,9 +362,9 @@ static void test_slow_pin(void)
     ok &= gdr_pin_buffer_v2(g, A_BASE + PAGE, PAGE, 0, &mh2) == 0 && gdr_unpin_buffer(g, mh2) == 0;
     during = slow_in_pin;
     pthread_join(t, NULL);
-    check(ok && during, "slow_pin_blocks_nothing", "calls %s; slow pin %s while they ran",
-          ok ? "ok" : "failed", during ? "in progress" : "already over");
-    check(a.rc == 0, "slow_pin_completes", "rc %d", a.rc);
+    t_check(ok && during, "slow_pin_blocks_nothing", "calls %s; slow pin %s while they ran",
+            ok ? "ok" : "failed", during ? "in progress" : "already over");
+    t_check(a.rc == 0, "slow_pin_completes", "rc %d", a.rc);
 
     /* Copies take no lock: they go on while another call holds this very pin's lock. */
     a = (struct slow_arg){ .g = g, .mh = mh, .rc = -1 };
@@ -377,9 +377,9 @@ static void test_slow_pin(void)
     during = slow_in_cb;
     pthread_join(t, NULL);
     slow_cb = 0;
-    check(ok && during && a.rc == 0, "copies_take_no_pin_lock",
-          "copies %s; the locked call %s while they ran", ok ? "ok" : "failed",
-          during ? "in progress" : "already over");
+    t_check(ok && during && a.rc == 0, "copies_take_no_pin_lock",
+            "copies %s; the locked call %s while they ran", ok ? "ok" : "failed",
+            during ? "in progress" : "already over");
     gdr_close(g);
 }
 
@@ -451,9 +451,9 @@ static void test_threads(void)
         pthread_create(&t[i], NULL, i < NW ? cycler : prober, (void *)i);
     for (i = 0; i < NT; i++)
         pthread_join(t[i], NULL);
-    check(thread_errors == 0, "threads_one_gdr", "%d errors", (int)thread_errors);
-    check(live_pins == 0 && live_maps == 0, "threads_no_leak", "pins %d maps %d",
-          (int)live_pins, (int)live_maps);
+    t_check(thread_errors == 0, "threads_one_gdr", "%d errors", (int)thread_errors);
+    t_check(live_pins == 0 && live_maps == 0, "threads_no_leak", "pins %d maps %d",
+            (int)live_pins, (int)live_maps);
     gdr_close(shared);
 }
 
@@ -491,12 +491,12 @@ static void test_close_race(void)
     for (i = 0; i < 8; i++)
         pthread_create(&t[i], NULL, close_user, (void *)i);
     usleep(50000);
-    check(gdr_close(shared) == 0, "close_under_users", "%s", vramio_last_error());
+    t_check(gdr_close(shared) == 0, "close_under_users", "%s", vramio_last_error());
     for (i = 0; i < 8; i++)
         pthread_join(t[i], NULL);
-    check(close_bad == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
-          "close_race_clean", "bad %d pins %d maps %d ctx %d", (int)close_bad, (int)live_pins,
-          (int)live_maps, (int)live_ctx);
+    t_check(close_bad == 0 && live_pins == 0 && live_maps == 0 && live_ctx == 0,
+            "close_race_clean", "bad %d pins %d maps %d ctx %d", (int)close_bad, (int)live_pins,
+            (int)live_maps, (int)live_ctx);
 }
 
 /*
@@ -516,7 +516,7 @@ enum child_end { END_EXIT, END_UNDERSCORE_EXIT };
  * else, so other bytes there also prove that the parent's mapping was not inherited. */
 static int parent_data_visible(const char *ptr)
 {
-    return touch_faults(ptr) == 0 && memcmp(ptr, PARENT_MARK, sizeof(PARENT_MARK)) == 0;
+    return t_touch_faults(ptr) == 0 && memcmp(ptr, PARENT_MARK, sizeof(PARENT_MARK)) == 0;
 }
 
 static int child_checks(gdr_t g, gdr_mh_t mh, void *ptr)
@@ -582,15 +582,15 @@ static void fork_case(enum child_end end, const char *how)
             exit(bad ? 1 : 0);
         _exit(bad ? 1 : 0);
     }
-    waited = wait_bounded(pid, &status, 30);
-    check(waited == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, name,
-          "child %s, status %#x (bit mask of failed checks in the exit code: 1)",
-          waited ? "hung and was killed" : "ended", (unsigned)status);
-    check(gdr_copy_to_mapping(mh, ptr, buf, 8) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
-          info.mapped && touch_faults(ptr) == 0, keeps, "%s",
-          vramio_last_error());
-    check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0, clean, "pins %d maps %d",
-          (int)live_pins, (int)live_maps);
+    waited = t_wait_bounded(pid, &status, 30);
+    t_check(waited == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, name,
+            "child %s, status %#x (bit mask of failed checks in the exit code: 1)",
+            waited ? "hung and was killed" : "ended", (unsigned)status);
+    t_check(gdr_copy_to_mapping(mh, ptr, buf, 8) == 0 && gdr_get_info_v2(g, mh, &info) == 0 &&
+          info.mapped && t_touch_faults(ptr) == 0, keeps, "%s",
+            vramio_last_error());
+    t_check(gdr_close(g) == 0 && live_pins == 0 && live_maps == 0, clean, "pins %d maps %d",
+            (int)live_pins, (int)live_maps);
 }
 
 static void test_fork_child(void)
@@ -613,18 +613,18 @@ static void test_lenient_unmap(void)
     gdr_pin_buffer_v2(g, A_BASE, 2 * PAGE, 0, &mh);
     gdr_map(g, mh, &ptr, 2 * PAGE);
     maps = live_maps;
-    check(gdr_unmap(g, mh, (void *)(uintptr_t)A_BASE, 2 * PAGE) == 0 && live_maps == maps - 1 &&
-          gdr_get_info_v2(g, mh, &info) == 0 && !info.mapped, "unmap_wrong_pointer_releases",
-          "maps %d -> %d", maps, (int)live_maps);
-    check(gdr_unmap(g, mh, ptr, 2 * PAGE) == EINVAL, "unmap_unmapped_einval", "%s",
-          vramio_last_error());
+    t_check(gdr_unmap(g, mh, (void *)(uintptr_t)A_BASE, 2 * PAGE) == 0 && live_maps == maps - 1 &&
+            gdr_get_info_v2(g, mh, &info) == 0 && !info.mapped, "unmap_wrong_pointer_releases",
+            "maps %d -> %d", maps, (int)live_maps);
+    t_check(gdr_unmap(g, mh, ptr, 2 * PAGE) == EINVAL, "unmap_unmapped_einval", "%s",
+            vramio_last_error());
     gdr_map(g, mh, &ptr, 2 * PAGE);
-    check(gdr_unmap(g, mh, ptr, PAGE) == 0 && live_maps == maps - 1, "unmap_wrong_size_releases",
-          "maps %d", (int)live_maps);
-    check(gdr_unmap(g, mh, ptr, 2 * PAGE) == EINVAL, "unmap_twice_einval", "%s",
-          vramio_last_error());
-    check(gdr_unpin_buffer(g, mh) == 0 && gdr_close(g) == 0 && live_maps == 0 && live_pins == 0,
-          "unmap_lenient_clean", "maps %d pins %d", (int)live_maps, (int)live_pins);
+    t_check(gdr_unmap(g, mh, ptr, PAGE) == 0 && live_maps == maps - 1, "unmap_wrong_size_releases",
+            "maps %d", (int)live_maps);
+    t_check(gdr_unmap(g, mh, ptr, 2 * PAGE) == EINVAL, "unmap_twice_einval", "%s",
+            vramio_last_error());
+    t_check(gdr_unpin_buffer(g, mh) == 0 && gdr_close(g) == 0 && live_maps == 0 && live_pins == 0,
+            "unmap_lenient_clean", "maps %d pins %d", (int)live_maps, (int)live_pins);
 }
 
 int main(void)
@@ -636,5 +636,5 @@ int main(void)
     test_slow_pin();
     test_threads();
     test_close_race();
-    return check_status();
+    return t_status();
 }

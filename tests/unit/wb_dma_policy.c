@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "dma_policy.h"
-#include "helpers/check.h"
+#include "t.h"
 
 #define KiB 1024u
 
@@ -91,7 +91,7 @@ static void expect(const char *name, const struct table *bar, const struct table
     size_t t = true_crossover(bar, eng), x = calibrated(bar, eng, write, first_write);
     int ok = t ? x != VR_DMA_NEVER && x >= t * 0.85 && x <= t * 1.15 : x == VR_DMA_NEVER;
 
-    check(ok, name, "calibrated %zu bytes, true %zu", x, t);
+    t_check(ok, name, "calibrated %zu bytes, true %zu", x, t);
 }
 
 /* H200, vulkan backend, writes: the BAR at 19.5 GB/s (64 KiB 3.35 us, 128 KiB 6.8, 256 KiB
@@ -143,7 +143,7 @@ static void calibrated_crossovers(void)
      * past the largest timed size, where the end segments decide. */
     expect("wb_dma/crossover_past_largest_size", &pcie3_bar, &pcie3_eng, 1, 1u << 20);
     expect("wb_dma/engine_slower_never", &h200_bar_write, &slow, 1, 1u << 20);
-    check(calibrated(&h200_bar_read, &fast, 0, 0) == VR_DMA_FLOOR, "wb_dma/engine_ahead_floor",
+    t_check(calibrated(&h200_bar_read, &fast, 0, 0) == VR_DMA_FLOOR, "wb_dma/engine_ahead_floor",
           "%zu", calibrated(&h200_bar_read, &fast, 0, 0));
 }
 
@@ -158,22 +158,22 @@ static void curve_rules(void)
 
     for (int i = 0; i <= VR_DMA_MAX_POINTS; i++)
         many[i] = (struct vr_dma_sample){ 4096u * (unsigned)(i + 1), 100.0 * (i + 1) };
-    check(vr_dma_curve(s, 5, &c) == 0 && c.count == 2 && c.p[0].n == 4096 && c.p[0].ns == 250 &&
+    t_check(vr_dma_curve(s, 5, &c) == 0 && c.count == 2 && c.p[0].n == 4096 && c.p[0].ns == 250 &&
               c.p[1].n == 16384 && c.p[1].ns == 900,
           "wb_dma/curve_median_by_ascending_size", "%zu points, %zu:%.0f %zu:%.0f", c.count,
           c.p[0].n, c.p[0].ns, c.p[1].n, c.p[1].ns);
-    check(vr_dma_curve(bad, 2, &c) == EINVAL && vr_dma_curve(one, 3, &c) == EINVAL &&
+    t_check(vr_dma_curve(bad, 2, &c) == EINVAL && vr_dma_curve(one, 3, &c) == EINVAL &&
               vr_dma_curve(many, VR_DMA_MAX_POINTS + 1, &c) == EINVAL &&
               vr_dma_curve(many, VR_DMA_MAX_SAMPLES + 1, &c) == EINVAL,
           "wb_dma/curve_refuses_bad_input", "accepted");
-    check(vr_dma_curve_at(&two, 6144) == 1500 && vr_dma_curve_at(&two, 16384) == 4000 &&
+    t_check(vr_dma_curve_at(&two, 6144) == 1500 && vr_dma_curve_at(&two, 16384) == 4000 &&
               vr_dma_curve_at(&two, 2048) == 500,
           "wb_dma/curve_straight_between_and_past_the_ends", "%.0f %.0f %.0f",
           vr_dma_curve_at(&two, 6144), vr_dma_curve_at(&two, 16384), vr_dma_curve_at(&two, 2048));
     c.count = 1;
-    check(vr_dma_crossover(&two, &c) == VR_DMA_NEVER && vr_dma_crossover(&c, &two) == VR_DMA_NEVER,
+    t_check(vr_dma_crossover(&two, &c) == VR_DMA_NEVER && vr_dma_crossover(&c, &two) == VR_DMA_NEVER,
           "wb_dma/crossover_needs_two_points", "accepted");
-    check(vr_dma_bar_write_unit(64 * KiB) == 4 * KiB && vr_dma_bar_write_unit(255 * KiB) == 4 * KiB &&
+    t_check(vr_dma_bar_write_unit(64 * KiB) == 4 * KiB && vr_dma_bar_write_unit(255 * KiB) == 4 * KiB &&
               vr_dma_bar_write_unit(256 * KiB) == 16 * KiB &&
               vr_dma_bar_write_unit(1u << 20) == 64 * KiB &&
               vr_dma_bar_write_unit(64u << 20) == 64 * KiB && 16 * 4 * KiB == VR_DMA_BAR_WRITE_MIN,
@@ -186,22 +186,22 @@ int main(void)
 
     calibrated_crossovers();
     curve_rules();
-    check(vr_dma_parse_crossover("65536", &x) == 0 && x == 65536, "wb_dma/parse_bytes", "%zu", x);
-    check(vr_dma_parse_crossover("8K", &x) == 0 && x == 8192 &&
+    t_check(vr_dma_parse_crossover("65536", &x) == 0 && x == 65536, "wb_dma/parse_bytes", "%zu", x);
+    t_check(vr_dma_parse_crossover("8K", &x) == 0 && x == 8192 &&
               vr_dma_parse_crossover("2m", &x) == 0 && x == (2u << 20) &&
               vr_dma_parse_crossover("1G", &x) == 0 && x == (1u << 30),
           "wb_dma/parse_suffixes", "%zu", x);
-    check(vr_dma_parse_crossover("never", &x) == 0 && x == VR_DMA_NEVER &&
+    t_check(vr_dma_parse_crossover("never", &x) == 0 && x == VR_DMA_NEVER &&
               vr_dma_parse_crossover("OFF", &x) == 0 && x == VR_DMA_NEVER,
           "wb_dma/parse_never", "%zu", x);
-    check(vr_dma_parse_crossover("100", &x) == 0 && x == VR_DMA_FLOOR,
+    t_check(vr_dma_parse_crossover("100", &x) == 0 && x == VR_DMA_FLOOR,
           "wb_dma/parse_raised_to_floor", "%zu", x);
     x = 12345;
-    check(vr_dma_parse_crossover("", &x) == EINVAL && vr_dma_parse_crossover("-5", &x) == EINVAL &&
+    t_check(vr_dma_parse_crossover("", &x) == EINVAL && vr_dma_parse_crossover("-5", &x) == EINVAL &&
               vr_dma_parse_crossover("8KB", &x) == EINVAL &&
               vr_dma_parse_crossover("lots", &x) == EINVAL &&
               vr_dma_parse_crossover("99999999999999999999999", &x) == EINVAL &&
               vr_dma_parse_crossover("17179869184G", &x) == EINVAL && x == 12345,
           "wb_dma/parse_garbage_refused", "%zu", x);
-    return check_status();
+    return t_status();
 }

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "fork.h"
 
 static int marker_fd = -1;
@@ -61,7 +61,7 @@ static int child_ends(int how, char *buf, size_t len)
         got += n;
     buf[got] = '\0';
     close(pfd[0]);
-    if (wait_bounded(pid, &status, 30))
+    if (t_wait_bounded(pid, &status, 30))
         return -1;
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
@@ -106,9 +106,9 @@ static void test_guard(void)
         fflush(NULL);
         _exit(bad);
     }
-    bad = wait_bounded(pid, &status, 90) ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -2;
-    check(bad == 0, "child_exit_skips_teardown", "failed cases mask %#x (bit 0: no guard, 1: "
-          "guarded exit, 2: _exit, 3: signal, 4: opt-out; -1 hung, -2 killed)", (unsigned)bad);
+    bad = t_wait_bounded(pid, &status, 90) ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+    t_check(bad == 0, "child_exit_skips_teardown", "failed cases mask %#x (bit 0: no guard, 1: "
+            "guarded exit, 2: _exit, 3: signal, 4: opt-out; -1 hung, -2 killed)", (unsigned)bad);
 }
 
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
@@ -130,7 +130,7 @@ static void test_protected_mutex(void)
     int status = 0;
     pid_t pid;
 
-    check(vr_fork_protect_mutex(&held) == 0, "protect_mutex", "refused");
+    t_check(vr_fork_protect_mutex(&held) == 0, "protect_mutex", "refused");
     pthread_create(&t, NULL, holder, NULL);
     while (!holding)
         usleep(1000);
@@ -144,8 +144,8 @@ static void test_protected_mutex(void)
         exit(0);
     }
     pthread_join(t, NULL);
-    check(wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "mutex_free_in_child", "the child found the mutex held (or hung)");
+    t_check(t_wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "mutex_free_in_child", "the child found the mutex held (or hung)");
 }
 
 static void test_dontfork(void)
@@ -157,8 +157,8 @@ static void test_dontfork(void)
     pid_t pid;
 
     /* An unaligned pointer, as a pin's window inside a larger mapping is. */
-    check(p != MAP_FAILED && vr_fork_dontfork(p + 100, (size_t)pg) == 0, "dontfork_marks",
-          "madvise failed");
+    t_check(p != MAP_FAILED && vr_fork_dontfork(p + 100, (size_t)pg) == 0, "dontfork_marks",
+            "madvise failed");
     memcpy(p, "parent", 7);
     memcpy(p + pg, "parent", 7);
     fflush(NULL);
@@ -166,15 +166,15 @@ static void test_dontfork(void)
     if (pid == 0) {
         /* A fault, or (the address being a hole here, which the child's own allocator may
          * have filled) anything but the parent's bytes. */
-        int seen = (!touch_faults(p) && memcmp(p, "parent", 7) == 0) ||
-                   (!touch_faults(p + pg) && memcmp(p + pg, "parent", 7) == 0);
+        int seen = (!t_touch_faults(p) && memcmp(p, "parent", 7) == 0) ||
+                   (!t_touch_faults(p + pg) && memcmp(p + pg, "parent", 7) == 0);
 
         alarm(10);
         exit(seen ? 1 : 0);
     }
-    check(wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "dontfork_child_faults", "the child could read the mapping");
-    check(touch_faults(p) == 0, "dontfork_parent_keeps", "the parent lost its mapping");
+    t_check(t_wait_bounded(pid, &status, 30) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "dontfork_child_faults", "the child could read the mapping");
+    t_check(t_touch_faults(p) == 0, "dontfork_parent_keeps", "the parent lost its mapping");
     munmap(p, (size_t)pg * 2);
 }
 
@@ -183,5 +183,5 @@ int main(void)
     test_guard();
     test_protected_mutex();
     test_dontfork();
-    return check_status();
+    return t_status();
 }

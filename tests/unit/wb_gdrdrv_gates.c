@@ -76,6 +76,7 @@ static int fake_munmap(void *addr, size_t len)
 #define mmap(...) fake_mmap(__VA_ARGS__)
 #define munmap(...) fake_munmap(__VA_ARGS__)
 #include "../../src/backends/gdrdrv.c"
+#include "t.h"
 #undef open
 #undef close
 #undef ioctl
@@ -148,24 +149,6 @@ static int fake_ioctl(int fd, unsigned long cmd, void *arg)
     return -1;
 }
 
-static int failures;
-
-static void check(int cond, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (cond) {
-        printf("ok %s\n", name);
-        return;
-    }
-    printf("not ok %s: ", name);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    failures++;
-}
-
 static int used(unsigned long cmd)
 {
     for (int i = 0; i < fake.nused; i++)
@@ -197,30 +180,30 @@ static void round_trip(uint32_t version, const char *tag)
     reset(version);
     rc = vr_backend_gdrdrv.open(&ctx, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/open", tag);
-    check(rc == 0 && ctx, name, "rc %d: %s", rc, why);
+    t_check(rc == 0 && ctx, name, "rc %d: %s", rc, why);
     if (rc)
         return;
     vr_backend_gdrdrv.driver_version(ctx, &major, &minor);
     snprintf(name, sizeof(name), "%s/driver_version", tag);
-    check((uint32_t)GD_VERSION(major, minor) == version, name, "%d.%d", major, minor);
+    t_check((uint32_t)GD_VERSION(major, minor) == version, name, "%d.%d", major, minor);
 
     rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/pin_uses_%s", tag, old ? "v1" : "v2");
-    check(rc == 0 && used(old ? GDRDRV_IOC_PIN_BUFFER : GDRDRV_IOC_PIN_BUFFER_V2) &&
-          !used(old ? GDRDRV_IOC_PIN_BUFFER_V2 : GDRDRV_IOC_PIN_BUFFER), name, "rc %d: %s", rc, why);
+    t_check(rc == 0 && used(old ? GDRDRV_IOC_PIN_BUFFER : GDRDRV_IOC_PIN_BUFFER_V2) &&
+            !used(old ? GDRDRV_IOC_PIN_BUFFER_V2 : GDRDRV_IOC_PIN_BUFFER), name, "rc %d: %s", rc, why);
     if (rc)
         goto out;
     rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_NONE, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_offset_whole_handle", tag);
-    check(rc == 0 && (uint64_t)fake.mmap_off == fake.handle * (uint64_t)sysconf(_SC_PAGESIZE) &&
-          granted == GDR_MAPPING_TYPE_WC, name, "rc %d off %#llx granted %d", rc,
-          (unsigned long long)fake.mmap_off, granted);
+    t_check(rc == 0 && (uint64_t)fake.mmap_off == fake.handle * (uint64_t)sysconf(_SC_PAGESIZE) &&
+            granted == GDR_MAPPING_TYPE_WC, name, "rc %d off %#llx granted %d", rc,
+            (unsigned long long)fake.mmap_off, granted);
     fake.nused = 0;
     rc = vr_backend_gdrdrv.info(ctx, pin, &info);
     snprintf(name, sizeof(name), "%s/info_uses_%s", tag, v24 ? "v2" : "v1");
-    check(rc == 0 && used(v24 ? GDRDRV_IOC_GET_INFO_V2 : GDRDRV_IOC_GET_INFO) &&
-          info.mapping_type == GDR_MAPPING_TYPE_WC && info.va == 0x100000, name, "rc %d type %d",
-          rc, info.mapping_type);
+    t_check(rc == 0 && used(v24 ? GDRDRV_IOC_GET_INFO_V2 : GDRDRV_IOC_GET_INFO) &&
+            info.mapping_type == GDR_MAPPING_TYPE_WC && info.va == 0x100000, name, "rc %d type %d",
+            rc, info.mapping_type);
     vr_backend_gdrdrv.unmap(ctx, pin, ptr, 0x10000);
 
     /* A typed request: REQ_MAPPING_TYPE from 2.5; older modules grant WC only. */
@@ -228,17 +211,17 @@ static void round_trip(uint32_t version, const char *tag)
     rc = vr_backend_gdrdrv.map(ctx, pin, 0x10000, GDR_MAPPING_TYPE_CACHING, &ptr, &granted, why, sizeof(why));
     snprintf(name, sizeof(name), "%s/map_caching", tag);
     if (old)
-        check(rc == EINVAL && !used(GDRDRV_IOC_REQ_MAPPING_TYPE), name, "rc %d", rc);
+        t_check(rc == EINVAL && !used(GDRDRV_IOC_REQ_MAPPING_TYPE), name, "rc %d", rc);
     else
-        check(rc == 0 && used(GDRDRV_IOC_REQ_MAPPING_TYPE) && granted == GDR_MAPPING_TYPE_CACHING,
-              name, "rc %d granted %d", rc, granted);
+        t_check(rc == 0 && used(GDRDRV_IOC_REQ_MAPPING_TYPE) && granted == GDR_MAPPING_TYPE_CACHING,
+                name, "rc %d granted %d", rc, granted);
     if (!rc)
         vr_backend_gdrdrv.unmap(ctx, pin, ptr, 0x10000);
 
     fake.nused = 0;
     rc = vr_backend_gdrdrv.get_attr(ctx, GDR_ATTR_USE_PERSISTENT_MAPPING, &attr);
     snprintf(name, sizeof(name), "%s/get_attr", tag);
-    check(rc == 0 && attr == !old && used(GDRDRV_IOC_GET_ATTR) == !old, name, "rc %d attr %d", rc, attr);
+    t_check(rc == 0 && attr == !old && used(GDRDRV_IOC_GET_ATTR) == !old, name, "rc %d attr %d", rc, attr);
     vr_backend_gdrdrv.unpin(ctx, pin);
 out:
     vr_backend_gdrdrv.close(ctx);
@@ -252,7 +235,7 @@ static void refused(uint32_t version, uint32_t min_api, const char *name, const 
     reset(version);
     fake.min_api = min_api;
     rc = vr_backend_gdrdrv.probe(why, sizeof(why));
-    check(rc != 0 && strstr(why, words), name, "rc %d: %s", rc, why);
+    t_check(rc != 0 && strstr(why, words), name, "rc %d: %s", rc, why);
 }
 
 /* EINVAL from the module: not its memory, the next backend may try; others are final. */
@@ -270,7 +253,7 @@ static void pin_errors(void)
 
     reset(GD_VERSION(2, 6));
     if (vr_backend_gdrdrv.open(&ctx, why, sizeof(why))) {
-        check(0, "pin_errors", "open failed: %s", why);
+        t_check(0, "pin_errors", "open failed: %s", why);
         return;
     }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -279,7 +262,7 @@ static void pin_errors(void)
         fake.pin_errno = cases[i].kernel;
         why[0] = '\0';
         rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, why, sizeof(why));
-        check(rc == cases[i].want && why[0], cases[i].name, "rc %d: '%s'", rc, why);
+        t_check(rc == cases[i].want && why[0], cases[i].name, "rc %d: '%s'", rc, why);
     }
     vr_backend_gdrdrv.close(ctx);
 }
@@ -293,5 +276,5 @@ int main(void)
     refused(GD_VERSION(1, 9), GD_VERSION(1, 0), "refuse_version_1_9", "too old");
     refused(GD_VERSION(2, 9), GD_VERSION(2, 7), "refuse_newer_api_needed", "needs a gdrapi library");
     pin_errors();
-    return failures ? 1 : 0;
+    return t_status();
 }

@@ -10,18 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../../src/backends/gdrdrv.c"
-
-static int failures;
-
-static void check(int cond, const char *name, const char *why)
-{
-    if (cond) {
-        printf("ok %s\n", name);
-    } else {
-        printf("not ok %s: %s\n", name, why);
-        failures++;
-    }
-}
+#include "t.h"
 
 int main(void)
 {
@@ -36,22 +25,22 @@ int main(void)
 
     rc = vr_backend_gdrdrv.probe(why, sizeof(why));
     snprintf(msg, sizeof(msg), "rc %d, why '%s'", rc, why);
-    check(rc == ENODEV, "probe_enodev_without_module", msg);
-    check(strstr(why, "not loaded") != NULL, "probe_says_not_loaded", msg);
+    t_check(rc == ENODEV, "probe_enodev_without_module", "%s", msg);
+    t_check(strstr(why, "not loaded") != NULL, "probe_says_not_loaded", "%s", msg);
 
     why[0] = '\0';
     rc = vr_backend_gdrdrv.open(&ctx, why, sizeof(why));
     snprintf(msg, sizeof(msg), "rc %d, ctx %p, why '%s'", rc, ctx, why);
-    check(rc == ENODEV && ctx == NULL && strstr(why, "not loaded"), "open_fails_cleanly", msg);
+    t_check(rc == ENODEV && ctx == NULL && strstr(why, "not loaded"), "open_fails_cleanly", "%s", msg);
 
     /* The other reasons, formatted without a device. */
     gd_explain_open_error(ENXIO, why, sizeof(why));
-    check(strstr(why, "no driver") != NULL, "reason_enxio", why);
+    t_check(strstr(why, "no driver") != NULL, "reason_enxio", "%s", why);
     gd_explain_open_error(EIO, why, sizeof(why));
-    check(strstr(why, "cannot open") && strstr(why, strerror(EIO)), "reason_other", why);
+    t_check(strstr(why, "cannot open") && strstr(why, strerror(EIO)), "reason_other", "%s", why);
     /* EACCES with no node to stat falls back to the plain message rather than crashing. */
     gd_explain_open_error(EACCES, why, sizeof(why));
-    check(why[0] != '\0', "reason_eacces_without_node", why);
+    t_check(why[0] != '\0', "reason_eacces_without_node", "%s", why);
 
-    return failures ? 1 : 0;
+    return t_status();
 }

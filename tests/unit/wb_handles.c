@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "gdrapi.h"
 #include "handles.h"
 #include "wb/hooks.h"
@@ -77,7 +77,7 @@ static void test_threads(void)
         pthread_create(&t[i], NULL, churn, (void *)i);
     for (i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
-    check(errors == 0, "threads_alloc_lookup_free", "%d inconsistencies", (int)errors);
+    t_check(errors == 0, "threads_alloc_lookup_free", "%d inconsistencies", (int)errors);
 }
 
 static void test_made_up_tokens(void)
@@ -103,7 +103,7 @@ static void test_made_up_tokens(void)
         if (r != 0 && r != EINVAL)
             bad++;
     }
-    check(bad == 0, "made_up_tokens_rejected", "%u values accepted or odd errors", bad);
+    t_check(bad == 0, "made_up_tokens_rejected", "%u values accepted or odd errors", bad);
 }
 
 /* Retire n fresh slots, so that the free queue is long enough to be reused from. */
@@ -143,9 +143,9 @@ static void test_stale_and_wraparound(void)
             vr_slot_free_locked(&vr_pins, s);
         }
     }
-    check(nseen >= 2 && seen[0] != first && seen[1] != seen[0], "slot_reused_with_new_token",
-          "slot %u came back %d times", index, nseen);
-    check(!vr_slot_lock(&vr_pins, first), "stale_generation_rejected", "old token accepted");
+    t_check(nseen >= 2 && seen[0] != first && seen[1] != seen[0], "slot_reused_with_new_token",
+            "slot %u came back %d times", index, nseen);
+    t_check(!vr_slot_lock(&vr_pins, first), "stale_generation_rejected", "old token accepted");
 
     /* Wraparound: put the slot's generation just below 2^24 and 2^32, then cycle it. */
     for (i = 0; i < 2; i++) {
@@ -177,7 +177,7 @@ static void test_stale_and_wraparound(void)
         if (n < 3)
             bad += 100;
     }
-    check(bad == 0, "generation_wraparound", "%d problems", bad);
+    t_check(bad == 0, "generation_wraparound", "%d problems", bad);
 }
 
 /* A writer flips a slot between two mappings and unmapped; readers must see whole states. */
@@ -240,7 +240,7 @@ static void test_seqlock(void)
         pthread_join(r[i], NULL);
     atomic_store(&stop, 1);
     pthread_join(w, NULL);
-    check(errors == 0, "lockfree_read_consistent", "%d torn or failed reads", (int)errors);
+    t_check(errors == 0, "lockfree_read_consistent", "%d torn or failed reads", (int)errors);
     vr_handles_test_remove(flip_tok);
 }
 
@@ -251,27 +251,27 @@ static void test_copy_entry_points(void)
     unsigned long tok;
     gdr_mh_t mh;
 
-    check(vr_handles_test_insert(dev, sizeof(dev), GDR_MAPPING_TYPE_WC, &tok) == 0,
-          "test_insert", "failed");
+    t_check(vr_handles_test_insert(dev, sizeof(dev), GDR_MAPPING_TYPE_WC, &tok) == 0,
+            "test_insert", "failed");
     mh.h = tok;
-    check(gdr_copy_to_mapping(mh, dev + 8, host, 16) == 0 && memcmp(dev + 8, host, 16) == 0,
-          "copy_to_mapping", "data not there");
-    check(gdr_copy_from_mapping(mh, back, dev + 8, 16) == 0 && memcmp(back, host, 16) == 0,
-          "copy_from_mapping", "data not back");
-    check(gdr_copy_to_mapping(mh, dev + 250, host, 8) == EINVAL &&
-          gdr_copy_to_mapping(mh, (void *)((uintptr_t)dev - 1), host, 2) == EINVAL &&
-          gdr_copy_from_mapping(mh, back, dev + 256, 1) == EINVAL &&
-          gdr_copy_to_mapping(mh, dev, host, ~(size_t)0) == EINVAL &&
-          gdr_copy_to_mapping(mh, (void *)~(uintptr_t)0, host, 2) == EINVAL,
-          "copy_outside_mapping_einval", "accepted");
-    check(gdr_copy_to_mapping(mh, dev + 248, host, 8) == 0 &&
-          gdr_copy_from_mapping(mh, back, dev, 16) == 0,
-          "copy_at_edges", "refused");
-    check(gdr_copy_to_mapping(mh, NULL, NULL, 0) == 0, "copy_size_0_noop", "not 0");
-    check(vr_handles_test_remove(tok) == 0, "test_remove", "failed");
-    check(gdr_copy_to_mapping(mh, dev + 8, host, 8) == EINVAL &&
-          gdr_copy_to_mapping(mh, dev + 8, host, 0) == EINVAL, "copy_after_remove_einval",
-          "a removed handle was used");
+    t_check(gdr_copy_to_mapping(mh, dev + 8, host, 16) == 0 && memcmp(dev + 8, host, 16) == 0,
+            "copy_to_mapping", "data not there");
+    t_check(gdr_copy_from_mapping(mh, back, dev + 8, 16) == 0 && memcmp(back, host, 16) == 0,
+            "copy_from_mapping", "data not back");
+    t_check(gdr_copy_to_mapping(mh, dev + 250, host, 8) == EINVAL &&
+            gdr_copy_to_mapping(mh, (void *)((uintptr_t)dev - 1), host, 2) == EINVAL &&
+            gdr_copy_from_mapping(mh, back, dev + 256, 1) == EINVAL &&
+            gdr_copy_to_mapping(mh, dev, host, ~(size_t)0) == EINVAL &&
+            gdr_copy_to_mapping(mh, (void *)~(uintptr_t)0, host, 2) == EINVAL,
+            "copy_outside_mapping_einval", "accepted");
+    t_check(gdr_copy_to_mapping(mh, dev + 248, host, 8) == 0 &&
+            gdr_copy_from_mapping(mh, back, dev, 16) == 0,
+            "copy_at_edges", "refused");
+    t_check(gdr_copy_to_mapping(mh, NULL, NULL, 0) == 0, "copy_size_0_noop", "not 0");
+    t_check(vr_handles_test_remove(tok) == 0, "test_remove", "failed");
+    t_check(gdr_copy_to_mapping(mh, dev + 8, host, 8) == EINVAL &&
+            gdr_copy_to_mapping(mh, dev + 8, host, 0) == EINVAL, "copy_after_remove_einval",
+            "a removed handle was used");
 }
 
 /*
@@ -293,8 +293,8 @@ static void test_copy_rejects_aliases(void)
 
     memset(host, 0x77, sizeof(host));
     /* A slot retired, then handed out again: insert and remove until the queue comes round. */
-    check(vr_handles_test_insert(area, sizeof(area), GDR_MAPPING_TYPE_WC, &old) == 0 &&
-          vr_handles_test_remove(old) == 0, "alias_setup", "insert/remove failed");
+    t_check(vr_handles_test_insert(area, sizeof(area), GDR_MAPPING_TYPE_WC, &old) == 0 &&
+            vr_handles_test_remove(old) == 0, "alias_setup", "insert/remove failed");
     for (i = 0; i < 1000000 && !found; i++) {
         if (vr_handles_test_insert(area, sizeof(area), GDR_MAPPING_TYPE_WC, &tok) != 0)
             break;
@@ -305,7 +305,7 @@ static void test_copy_rejects_aliases(void)
             vr_handles_test_remove(tok);
         }
     }
-    check(found && cur != old, "alias_slot_reused", "the slot did not come round (%d inserts)", i);
+    t_check(found && cur != old, "alias_slot_reused", "the slot did not come round (%d inserts)", i);
     if (!found)
         return;
     bad_tok[0] = old;
@@ -320,7 +320,7 @@ static void test_copy_rejects_aliases(void)
             if (gdr_copy_to_mapping(mh, area, host, sizes[j]) != EINVAL || area[0] != 0)
                 bad++;
         }
-    check(bad == 0, "copy_alias_tokens_einval", "%d of 27 copies through a wrong token ran", bad);
+    t_check(bad == 0, "copy_alias_tokens_einval", "%d of 27 copies through a wrong token ran", bad);
     bad = 0;
     for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
         gdr_mh_t mh = { cur };
@@ -329,7 +329,7 @@ static void test_copy_rejects_aliases(void)
         if (gdr_copy_to_mapping(mh, area, host, sizes[j]) != 0 || memcmp(area, host, sizes[j]))
             bad++;
     }
-    check(bad == 0, "copy_live_token_works", "%d of 9 sizes failed", bad);
+    t_check(bad == 0, "copy_live_token_works", "%d of 9 sizes failed", bad);
     vr_handles_test_remove(cur);
 }
 
@@ -378,7 +378,7 @@ static void test_fork(void)
     atomic_store(&stop, 1);
     for (i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    check(bad == 0, "fork_child_uses_table", "%d of 20 children failed or hung", bad);
+    t_check(bad == 0, "fork_child_uses_table", "%d of 20 children failed or hung", bad);
 }
 
 int main(void)
@@ -390,5 +390,5 @@ int main(void)
     test_copy_entry_points();
     test_copy_rejects_aliases();
     test_fork();
-    return check_status();
+    return t_status();
 }

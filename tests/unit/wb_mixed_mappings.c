@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "gdrapi.h"
 #include "handles.h"
 #include "wb/hooks.h"
@@ -25,7 +25,7 @@ static unsigned long map_as(int i, gdr_mapping_type_t type)
     unsigned long tok = 0;
 
     if (vr_handles_test_insert(area[i], sizeof(area[i]), type, &tok) != 0)
-        check(0, "insert", "vr_handles_test_insert(%d) failed", i);
+        t_check(0, "insert", "vr_handles_test_insert(%d) failed", i);
     return tok;
 }
 
@@ -33,22 +33,22 @@ static void test_transitions(void)
 {
     unsigned long wc, wc2, cached, dev;
 
-    check(!vr_mappings_mixed(), "none_not_mixed", "mixed with no mapping");
+    t_check(!vr_mappings_mixed(), "none_not_mixed", "mixed with no mapping");
     wc = map_as(0, GDR_MAPPING_TYPE_WC);
     wc2 = map_as(1, GDR_MAPPING_TYPE_WC);
-    check(!vr_mappings_mixed(), "one_type_not_mixed", "two WC mappings count as mixed");
+    t_check(!vr_mappings_mixed(), "one_type_not_mixed", "two WC mappings count as mixed");
     cached = map_as(2, GDR_MAPPING_TYPE_CACHING);
-    check(vr_mappings_mixed(), "wc_and_caching_mixed", "WC + CACHING not mixed");
+    t_check(vr_mappings_mixed(), "wc_and_caching_mixed", "WC + CACHING not mixed");
     vr_handles_test_remove(wc);
-    check(vr_mappings_mixed(), "still_mixed", "one WC of two gone: still WC + CACHING");
+    t_check(vr_mappings_mixed(), "still_mixed", "one WC of two gone: still WC + CACHING");
     vr_handles_test_remove(wc2);
-    check(!vr_mappings_mixed(), "caching_alone_not_mixed", "only CACHING left, still mixed");
+    t_check(!vr_mappings_mixed(), "caching_alone_not_mixed", "only CACHING left, still mixed");
     dev = map_as(0, GDR_MAPPING_TYPE_DEVICE);
-    check(vr_mappings_mixed(), "caching_and_device_mixed", "CACHING + DEVICE not mixed");
+    t_check(vr_mappings_mixed(), "caching_and_device_mixed", "CACHING + DEVICE not mixed");
     vr_handles_test_remove(cached);
     vr_handles_test_remove(dev);
-    check(!vr_mappings_mixed() && vr_map_census == 0, "all_gone_clean",
-          "census 0x%llx after every mapping went", (unsigned long long)vr_map_census);
+    t_check(!vr_mappings_mixed() && vr_map_census == 0, "all_gone_clean",
+            "census 0x%llx after every mapping went", (unsigned long long)vr_map_census);
 }
 
 /* Data still moves, in both directions, through the fenced path. */
@@ -65,8 +65,8 @@ static void test_copies_while_mixed(void)
          gdr_copy_to_mapping(hc, area[1] + 5, in, sizeof(in));
     memset(out, 0, sizeof(out));
     rc |= gdr_copy_from_mapping(hc, out, area[1] + 5, sizeof(out));
-    check(vr_mappings_mixed() && !rc && !memcmp(in, area[0] + 3, sizeof(in)) &&
-          !memcmp(in, out, sizeof(out)), "copies_while_mixed", "rc %d, data differs", rc);
+    t_check(vr_mappings_mixed() && !rc && !memcmp(in, area[0] + 3, sizeof(in)) &&
+            !memcmp(in, out, sizeof(out)), "copies_while_mixed", "rc %d, data differs", rc);
     vr_handles_test_remove(wc);
     vr_handles_test_remove(cached);
 }
@@ -95,8 +95,8 @@ static void test_threads(void)
         pthread_create(&t[i], NULL, flip, (void *)i);
     for (int i = 0; i < 8; i++)
         pthread_join(t[i], NULL);
-    check(vr_map_census == 0, "threads_census_back_to_zero", "census 0x%llx",
-          (unsigned long long)vr_map_census);
+    t_check(vr_map_census == 0, "threads_census_back_to_zero", "census 0x%llx",
+            (unsigned long long)vr_map_census);
 }
 
 /* A forked child inherits no mappings of the library (handles.c resets them): not mixed. */
@@ -109,9 +109,9 @@ static void test_fork(void)
     if (pid == 0)
         exit(vr_mappings_mixed() || vr_map_census != 0);
     waitpid(pid, &status, 0);
-    check(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_not_mixed",
-          "status 0x%x", status);
-    check(vr_mappings_mixed(), "fork_parent_still_mixed", "the parent lost its census");
+    t_check(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_not_mixed",
+            "status 0x%x", status);
+    t_check(vr_mappings_mixed(), "fork_parent_still_mixed", "the parent lost its census");
     vr_handles_test_remove(wc);
     vr_handles_test_remove(cached);
 }
@@ -122,5 +122,5 @@ int main(void)
     test_copies_while_mixed();
     test_threads();
     test_fork();
-    return check_status();
+    return t_status();
 }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "helpers/check.h"
+#include "t.h"
 #include "core.h"
 
 static int probe_rc[VRAMIO_BACKEND_COUNT];
@@ -112,7 +112,7 @@ int main(void)
         snprintf(name, sizeof(name), "policy_%s_%s_%s_%d%d%d", r->backend ? r->backend : "-",
                  r->enable ? (*r->enable ? r->enable : "empty") : "-",
                  r->use_dmabuf ? r->use_dmabuf : "-", r->g, r->d, r->v);
-        check(strcmp(got, r->want) == 0, name, "active '%s', want '%s'", got, r->want);
+        t_check(strcmp(got, r->want) == 0, name, "active '%s', want '%s'", got, r->want);
     }
 
     /* The reason of the left-out backend tells the user what to do; the status is an errno. */
@@ -120,25 +120,25 @@ int main(void)
     set("VRAMIO_ENABLE_VULKAN", NULL);
     set("GDRCOPY_USE_DMABUF_MMAP", NULL);
     choose(0, 0, 1, &gdr);
-    check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV &&
-          strcmp(gdr.why[VRAMIO_BACKEND_VULKAN], "usable, not enabled: set VRAMIO_ENABLE_VULKAN=1 "
-                 "for programs whose memory is VMM (test)") == 0, "left_out_reason",
-          "%d '%s'", gdr.status[VRAMIO_BACKEND_VULKAN], gdr.why[VRAMIO_BACKEND_VULKAN]);
-    check(live_ctx == 0, "left_out_context_closed", "%d contexts open", (int)live_ctx);
+    t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV &&
+            strcmp(gdr.why[VRAMIO_BACKEND_VULKAN], "usable, not enabled: set VRAMIO_ENABLE_VULKAN=1 "
+                   "for programs whose memory is VMM (test)") == 0, "left_out_reason",
+            "%d '%s'", gdr.status[VRAMIO_BACKEND_VULKAN], gdr.why[VRAMIO_BACKEND_VULKAN]);
+    t_check(live_ctx == 0, "left_out_context_closed", "%d contexts open", (int)live_ctx);
     choose(1, 0, 1, &gdr);
-    check(gdr.status[VRAMIO_BACKEND_VULKAN] == 0 &&
-          strcmp(gdr.why[VRAMIO_BACKEND_VULKAN], "usable") == 0, "fall_through_reason",
-          "%d '%s'", gdr.status[VRAMIO_BACKEND_VULKAN], gdr.why[VRAMIO_BACKEND_VULKAN]);
+    t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == 0 &&
+            strcmp(gdr.why[VRAMIO_BACKEND_VULKAN], "usable") == 0, "fall_through_reason",
+            "%d '%s'", gdr.status[VRAMIO_BACKEND_VULKAN], gdr.why[VRAMIO_BACKEND_VULKAN]);
 
     /* Read at every call: a bridge's setenv after load takes effect at the next gdr_open. */
-    check(strcmp(choose(0, 0, 1, &gdr), "-") == 0, "env_before", "vulkan used without opt-in");
+    t_check(strcmp(choose(0, 0, 1, &gdr), "-") == 0, "env_before", "vulkan used without opt-in");
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
-    check(strcmp(choose(0, 0, 1, &gdr), "v") == 0, "env_read_each_call",
-          "the variable set after the first call was not seen");
+    t_check(strcmp(choose(0, 0, 1, &gdr), "v") == 0, "env_read_each_call",
+            "the variable set after the first call was not seen");
     /* A user's explicit setting wins over a tool's setenv(..., 0). */
     setenv("VRAMIO_ENABLE_VULKAN", "0", 1);
     setenv("VRAMIO_ENABLE_VULKAN", "1", 0);
-    check(strcmp(choose(0, 0, 1, &gdr), "-") == 0, "user_setting_wins", "opted in anyway");
+    t_check(strcmp(choose(0, 0, 1, &gdr), "-") == 0, "user_setting_wins", "opted in anyway");
 
     /* Without contexts (vramio_backend_probe's way) the answer is the same. */
     unsetenv("VRAMIO_ENABLE_VULKAN");
@@ -146,8 +146,8 @@ int main(void)
     probe_rc[3] = 0;
     memset(&gdr, 0, sizeof(gdr));
     vr_choose_backends(table, &gdr, 0, name, sizeof(name));
-    check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV && gdr.nactive == 0 && live_ctx == 0,
-          "probe_only_same_answer", "status %d active %d", gdr.status[VRAMIO_BACKEND_VULKAN],
-          gdr.nactive);
-    return check_status();
+    t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV && gdr.nactive == 0 && live_ctx == 0,
+            "probe_only_same_answer", "status %d active %d", gdr.status[VRAMIO_BACKEND_VULKAN],
+            gdr.nactive);
+    return t_status();
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers/check.h"
+#include "t.h"
 #include "slab_pool.h"
 
 struct fake {
@@ -72,21 +72,21 @@ static void test_init(void)
     int rc;
 
     rc = vr_pool_init(&p, &fake_ops, &f, 3000, 1024, 0, NULL);
-    check(rc == EINVAL, "pool/init_slab_not_power_of_two", "rc %d", rc);
+    t_check(rc == EINVAL, "pool/init_slab_not_power_of_two", "rc %d", rc);
     rc = vr_pool_init(&p, &fake_ops, &f, 256, 1024, 0, NULL);
-    check(rc == EINVAL, "pool/init_slab_too_small", "rc %d", rc);
+    t_check(rc == EINVAL, "pool/init_slab_too_small", "rc %d", rc);
     rc = vr_pool_init(&p, NULL, &f, SLAB, 1024, 0, NULL);
-    check(rc == EINVAL, "pool/init_no_ops", "rc %d", rc);
+    t_check(rc == EINVAL, "pool/init_no_ops", "rc %d", rc);
     rc = vr_pool_init(&p, &fake_ops, &f, 2u << 20, 1u << 20, 0, NULL);
-    check(rc == 0 && p.small_max == (1u << 20) && p.class_size[0] == 256 &&
-          p.class_size[2] == 768 && p.class_size[p.nclasses - 1] == (1u << 20),
-          "pool/init_classes_256_to_1MiB", "rc %d small_max %zu classes %u", rc, p.small_max,
-          p.nclasses);
+    t_check(rc == 0 && p.small_max == (1u << 20) && p.class_size[0] == 256 &&
+            p.class_size[2] == 768 && p.class_size[p.nclasses - 1] == (1u << 20),
+            "pool/init_classes_256_to_1MiB", "rc %d small_max %zu classes %u", rc, p.small_max,
+            p.nclasses);
     if (rc == 0)
         vr_pool_destroy(&p);
     rc = vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 0, NULL);
-    check(rc == 0 && p.small_max == SLAB / 2, "pool/init_small_max_capped_at_half_slab",
-          "rc %d small_max %zu", rc, p.small_max);
+    t_check(rc == 0 && p.small_max == SLAB / 2, "pool/init_small_max_capped_at_half_slab",
+            "rc %d small_max %zu", rc, p.small_max);
     if (rc == 0)
         vr_pool_destroy(&p);
 }
@@ -121,7 +121,7 @@ static void test_carving(void)
     unsigned seed = 7;
 
     if (vr_pool_init(&p, &fake_ops, &f, SLAB, 1u << 20, 4 * SLAB, NULL)) {
-        check(0, "pool/carving", "init failed");
+        t_check(0, "pool/carving", "init failed");
         return;
     }
     for (i = 0; i < NBLK; i++) {
@@ -130,7 +130,7 @@ static void test_carving(void)
 
         len[i] = 1 + (size_t)(rand_r(&seed) % (i % 3 ? 3000 : SLAB / 2));
         if (vr_pool_alloc(&p, len[i], &addr[i])) {
-            check(0, "pool/carving_alloc", "block %d of %zu bytes failed", i, len[i]);
+            t_check(0, "pool/carving_alloc", "block %d of %zu bytes failed", i, len[i]);
             vr_pool_destroy(&p);
             return;
         }
@@ -142,23 +142,23 @@ static void test_carving(void)
     }
     for (i = 0; i < NBLK; i++)
         overlap += !intact(addr[i], len[i], (unsigned)i);
-    check(bad_align == 0, "pool/every_block_256_aligned", "%d misaligned", bad_align);
-    check(bad_find == 0, "pool/find_gives_block_and_its_class", "%d wrong", bad_find);
-    check(overlap == 0, "pool/blocks_never_overlap", "%d blocks overwritten", overlap);
+    t_check(bad_align == 0, "pool/every_block_256_aligned", "%d misaligned", bad_align);
+    t_check(bad_find == 0, "pool/find_gives_block_and_its_class", "%d wrong", bad_find);
+    t_check(overlap == 0, "pool/blocks_never_overlap", "%d blocks overwritten", overlap);
     vr_pool_get_stats(&p, &st);
-    check(st.small_allocs == NBLK && st.large_allocs == 0 && st.slabs == (size_t)f.creates,
-          "pool/stats_count_live_blocks", "small %zu large %zu slabs %zu creates %d",
-          st.small_allocs, st.large_allocs, st.slabs, f.creates);
+    t_check(st.small_allocs == NBLK && st.large_allocs == 0 && st.slabs == (size_t)f.creates,
+            "pool/stats_count_live_blocks", "small %zu large %zu slabs %zu creates %d",
+            st.small_allocs, st.large_allocs, st.slabs, f.creates);
     for (i = 0; i < NBLK; i++)
         if (vr_pool_free(&p, addr[i]))
             break;
     vr_pool_get_stats(&p, &st);
-    check(i == NBLK && st.small_allocs == 0 && st.small_bytes == 0 && st.cached_slabs <= 4 &&
-          st.slabs == st.cached_slabs && f.live == (int)st.cached_slabs,
-          "pool/all_freed_only_cache_left", "freed %d small %zu cached %zu slabs %zu live %d",
-          i, st.small_allocs, st.cached_slabs, st.slabs, f.live);
-    check(vr_pool_trim(&p) == st.cached_slabs && f.live == 0, "pool/trim_releases_cache",
-          "live %d", f.live);
+    t_check(i == NBLK && st.small_allocs == 0 && st.small_bytes == 0 && st.cached_slabs <= 4 &&
+            st.slabs == st.cached_slabs && f.live == (int)st.cached_slabs,
+            "pool/all_freed_only_cache_left", "freed %d small %zu cached %zu slabs %zu live %d",
+            i, st.small_allocs, st.cached_slabs, st.slabs, f.live);
+    t_check(vr_pool_trim(&p) == st.cached_slabs && f.live == 0, "pool/trim_releases_cache",
+            "live %d", f.live);
     vr_pool_destroy(&p);
 }
 
@@ -172,51 +172,51 @@ static void test_reuse_and_errors(void)
     int n0;
 
     if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, SLAB, NULL)) {
-        check(0, "pool/reuse", "init failed");
+        t_check(0, "pool/reuse", "init failed");
         return;
     }
     vr_pool_alloc(&p, 100, &a);
     vr_pool_free(&p, a);
     vr_pool_alloc(&p, 200, &b);
-    check(a && a == b, "pool/freed_block_reused", "a %#llx b %#llx", (unsigned long long)a,
-          (unsigned long long)b);
+    t_check(a && a == b, "pool/freed_block_reused", "a %#llx b %#llx", (unsigned long long)a,
+            (unsigned long long)b);
     vr_pool_free(&p, b);
     vr_pool_get_stats(&p, &st);
-    check(st.cached_slabs == 1 && f.live == 1, "pool/emptied_slab_cached", "cached %zu live %d",
-          st.cached_slabs, f.live);
+    t_check(st.cached_slabs == 1 && f.live == 1, "pool/emptied_slab_cached", "cached %zu live %d",
+            st.cached_slabs, f.live);
     n0 = f.creates;
     vr_pool_alloc(&p, 5000, &c); /* another class: the cached slab is carved again */
-    check(f.creates == n0 && (c & ~(uint64_t)(SLAB - 1)) == (a & ~(uint64_t)(SLAB - 1)),
-          "pool/cached_slab_serves_other_class", "creates %d -> %d", n0, f.creates);
+    t_check(f.creates == n0 && (c & ~(uint64_t)(SLAB - 1)) == (a & ~(uint64_t)(SLAB - 1)),
+            "pool/cached_slab_serves_other_class", "creates %d -> %d", n0, f.creates);
 
-    check(vr_pool_free(&p, c + 256) == EINVAL, "pool/free_inside_block_einval", "accepted");
-    check(vr_pool_free(&p, 0x1234000) == EINVAL, "pool/free_foreign_einval", "accepted");
-    check(vr_pool_free(&p, 0) == EINVAL, "pool/free_null_einval", "accepted");
-    check(vr_pool_free(&p, c + 8192) == EINVAL, "pool/free_unused_block_einval", "accepted");
-    check(vr_pool_find(&p, c + 8192, &base, &size) == ENOENT, "pool/find_unused_block_enoent",
-          "found");
-    check(vr_pool_free(&p, c) == 0 && vr_pool_free(&p, c) == EINVAL, "pool/double_free_einval",
-          "second free accepted");
-    check(vr_pool_free(&p, c & ~(uint64_t)(SLAB - 1)) == EINVAL, "pool/free_cached_slab_einval",
-          "accepted");
-    check(vr_pool_alloc(&p, 0, &a) == EINVAL, "pool/alloc_zero_einval", "accepted");
-    check(vr_pool_alloc(&p, SIZE_MAX - 10, &a) == EINVAL, "pool/alloc_huge_einval", "accepted");
+    t_check(vr_pool_free(&p, c + 256) == EINVAL, "pool/free_inside_block_einval", "accepted");
+    t_check(vr_pool_free(&p, 0x1234000) == EINVAL, "pool/free_foreign_einval", "accepted");
+    t_check(vr_pool_free(&p, 0) == EINVAL, "pool/free_null_einval", "accepted");
+    t_check(vr_pool_free(&p, c + 8192) == EINVAL, "pool/free_unused_block_einval", "accepted");
+    t_check(vr_pool_find(&p, c + 8192, &base, &size) == ENOENT, "pool/find_unused_block_enoent",
+            "found");
+    t_check(vr_pool_free(&p, c) == 0 && vr_pool_free(&p, c) == EINVAL, "pool/double_free_einval",
+            "second free accepted");
+    t_check(vr_pool_free(&p, c & ~(uint64_t)(SLAB - 1)) == EINVAL, "pool/free_cached_slab_einval",
+            "accepted");
+    t_check(vr_pool_alloc(&p, 0, &a) == EINVAL, "pool/alloc_zero_einval", "accepted");
+    t_check(vr_pool_alloc(&p, SIZE_MAX - 10, &a) == EINVAL, "pool/alloc_huge_einval", "accepted");
 
     n0 = f.creates;
     vr_pool_alloc(&p, 3 * SLAB + 1, &big);
     vr_pool_get_stats(&p, &st);
-    check(big && f.creates == n0 + 1 && st.large_allocs == 1 && st.large_bytes == 4 * SLAB,
-          "pool/large_gets_own_rounded_slab", "creates %d large %zu bytes %zu", f.creates - n0,
-          st.large_allocs, st.large_bytes);
-    check(vr_pool_find(&p, big + 100, &base, &size) == 0 && base == big && size == 4 * SLAB,
-          "pool/find_inside_large", "base %#llx size %zu", (unsigned long long)base, size);
-    check(vr_pool_free(&p, big + SLAB) == EINVAL, "pool/free_inside_large_einval", "accepted");
+    t_check(big && f.creates == n0 + 1 && st.large_allocs == 1 && st.large_bytes == 4 * SLAB,
+            "pool/large_gets_own_rounded_slab", "creates %d large %zu bytes %zu", f.creates - n0,
+            st.large_allocs, st.large_bytes);
+    t_check(vr_pool_find(&p, big + 100, &base, &size) == 0 && base == big && size == 4 * SLAB,
+            "pool/find_inside_large", "base %#llx size %zu", (unsigned long long)base, size);
+    t_check(vr_pool_free(&p, big + SLAB) == EINVAL, "pool/free_inside_large_einval", "accepted");
     n0 = f.destroys;
-    check(vr_pool_free(&p, big) == 0 && f.destroys == n0 + 1, "pool/large_freed_at_once",
-          "destroys %d", f.destroys - n0);
+    t_check(vr_pool_free(&p, big) == 0 && f.destroys == n0 + 1, "pool/large_freed_at_once",
+            "destroys %d", f.destroys - n0);
     vr_pool_destroy(&p);
-    check(f.live == 0 && f.creates == f.destroys, "pool/destroy_releases_everything",
-          "live %d", f.live);
+    t_check(f.live == 0 && f.creates == f.destroys, "pool/destroy_releases_everything",
+            "live %d", f.live);
 }
 
 static void test_cache_bound_and_failures(void)
@@ -228,7 +228,7 @@ static void test_cache_bound_and_failures(void)
     int i, rc;
 
     if (vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, 2 * SLAB, NULL)) {
-        check(0, "pool/cache_bound", "init failed");
+        t_check(0, "pool/cache_bound", "init failed");
         return;
     }
     for (i = 0; i < 40; i++) /* two blocks per slab: 20 slabs */
@@ -236,8 +236,8 @@ static void test_cache_bound_and_failures(void)
     for (i = 0; i < 40; i++)
         vr_pool_free(&p, a[i]);
     vr_pool_get_stats(&p, &st);
-    check(st.cached_slabs == 2 && f.live == 2, "pool/cache_bounded", "cached %zu live %d",
-          st.cached_slabs, f.live);
+    t_check(st.cached_slabs == 2 && f.live == 2, "pool/cache_bounded", "cached %zu live %d",
+            st.cached_slabs, f.live);
 
     /* Out of device memory: the cache is released and the create tried once more. */
     f.max_live = 2;
@@ -245,21 +245,21 @@ static void test_cache_bound_and_failures(void)
         a[i] = 0;
     rc = vr_pool_alloc(&p, 3 * SLAB, &a[0]);
     vr_pool_get_stats(&p, &st);
-    check(rc == 0 && st.cached_slabs == 0, "pool/enomem_drops_cache_and_retries",
-          "rc %d cached %zu", rc, st.cached_slabs);
+    t_check(rc == 0 && st.cached_slabs == 0, "pool/enomem_drops_cache_and_retries",
+            "rc %d cached %zu", rc, st.cached_slabs);
     f.max_live = 1;
     rc = vr_pool_alloc(&p, 100, &a[1]);
-    check(rc == ENOMEM, "pool/enomem_reported", "rc %d", rc);
+    t_check(rc == ENOMEM, "pool/enomem_reported", "rc %d", rc);
     f.max_live = 0;
     f.fail_with = EPERM;
     rc = vr_pool_alloc(&p, 100, &a[1]);
-    check(rc == EPERM, "pool/create_error_passed_on", "rc %d", rc);
+    t_check(rc == EPERM, "pool/create_error_passed_on", "rc %d", rc);
     f.misalign = 1;
     rc = vr_pool_alloc(&p, 100, &a[1]);
-    check(rc == EIO && f.live == 1, "pool/misaligned_slab_refused", "rc %d live %d", rc, f.live);
+    t_check(rc == EIO && f.live == 1, "pool/misaligned_slab_refused", "rc %d live %d", rc, f.live);
     vr_pool_free(&p, a[0]);
     vr_pool_destroy(&p);
-    check(f.live == 0, "pool/nothing_left", "live %d", f.live);
+    t_check(f.live == 0, "pool/nothing_left", "live %d", f.live);
 }
 
 /* ---- many threads: random sizes, every block checked before it is freed ---------------- */
@@ -314,7 +314,7 @@ static void test_threads(void)
     int i, started = 0;
 
     if (vr_pool_init(&tpool, &fake_ops, &f, SLAB, SLAB / 2, 8 * SLAB, &tlock)) {
-        check(0, "pool/threads", "init failed");
+        t_check(0, "pool/threads", "init failed");
         return;
     }
     for (i = 0; i < THREADS; i++)
@@ -322,14 +322,14 @@ static void test_threads(void)
     for (i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     vr_pool_get_stats(&tpool, &st);
-    check(started == THREADS && thread_errors == 0 && st.small_allocs == 0 &&
-          st.large_allocs == 0 && st.cached_slabs <= 8 && st.slabs == st.cached_slabs,
-          "pool/threads_8_random_alloc_free_checked", "threads %d errors %d small %zu large %zu "
-          "cached %zu slabs %zu", started, thread_errors, st.small_allocs, st.large_allocs,
-          st.cached_slabs, st.slabs);
+    t_check(started == THREADS && thread_errors == 0 && st.small_allocs == 0 &&
+            st.large_allocs == 0 && st.cached_slabs <= 8 && st.slabs == st.cached_slabs,
+            "pool/threads_8_random_alloc_free_checked", "threads %d errors %d small %zu large %zu "
+            "cached %zu slabs %zu", started, thread_errors, st.small_allocs, st.large_allocs,
+            st.cached_slabs, st.slabs);
     vr_pool_trim(&tpool);
-    check(f.live == 0 && f.creates == f.destroys, "pool/threads_no_slab_leaked",
-          "live %d creates %d destroys %d", f.live, f.creates, f.destroys);
+    t_check(f.live == 0 && f.creates == f.destroys, "pool/threads_no_slab_leaked",
+            "live %d creates %d destroys %d", f.live, f.creates, f.destroys);
     vr_pool_destroy(&tpool);
 }
 
@@ -340,5 +340,5 @@ int main(void)
     test_reuse_and_errors();
     test_cache_bound_and_failures();
     test_threads();
-    return check_status();
+    return t_status();
 }

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "gdrapi.h"
-#include "helpers/check.h"
+#include "t.h"
 #include "core.h"
 #include "backends/vulkan_device.h"
 #include "backends/vulkan_import_cache.h"
@@ -28,27 +28,27 @@ static void test_page_range(void)
     int rc;
 
     rc = vr_gpu_page_range(0x7f0000012345ull, 1000, &va, &len);
-    check(rc == 0 && va == 0x7f0000010000ull && len == GPU_PAGE_SIZE, "wb_vulkan/range_unaligned_small",
-           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    t_check(rc == 0 && va == 0x7f0000010000ull && len == GPU_PAGE_SIZE, "wb_vulkan/range_unaligned_small",
+             "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
     rc = vr_gpu_page_range(0x7f000001fff0ull, 0x20, &va, &len);
-    check(rc == 0 && va == 0x7f0000010000ull && len == 2 * GPU_PAGE_SIZE, "wb_vulkan/range_crosses_page",
-           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    t_check(rc == 0 && va == 0x7f0000010000ull && len == 2 * GPU_PAGE_SIZE, "wb_vulkan/range_crosses_page",
+             "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
     rc = vr_gpu_page_range(0x200000, 0x200000, &va, &len);
-    check(rc == 0 && va == 0x200000 && len == 0x200000, "wb_vulkan/range_aligned_exact",
-           "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
+    t_check(rc == 0 && va == 0x200000 && len == 0x200000, "wb_vulkan/range_aligned_exact",
+             "rc %d va %#llx len %llu", rc, (unsigned long long)va, (unsigned long long)len);
     rc = vr_gpu_page_range(0x1000, 0, &va, &len);
-    check(rc == EINVAL, "wb_vulkan/range_size_zero", "rc %d", rc);
+    t_check(rc == EINVAL, "wb_vulkan/range_size_zero", "rc %d", rc);
     rc = vr_gpu_page_range(UINT64_MAX - 10, 100, &va, &len);
-    check(rc == EINVAL, "wb_vulkan/range_wraps", "rc %d", rc);
+    t_check(rc == EINVAL, "wb_vulkan/range_wraps", "rc %d", rc);
     rc = vr_gpu_page_range(UINT64_MAX - 0x8000, 0x100, &va, &len);
-    check(rc == EINVAL, "wb_vulkan/range_end_is_2_64", "rc %d", rc);
+    t_check(rc == EINVAL, "wb_vulkan/range_end_is_2_64", "rc %d", rc);
 
-    check(vr_range_inside(0x200000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_start", "no");
-    check(vr_range_inside(0x3f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_end", "no");
-    check(!vr_range_inside(0x3f0000, 0x20000, 0x200000, 0x200000), "wb_vulkan/outside_past_end", "yes");
-    check(!vr_range_inside(0x1f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/outside_before", "yes");
-    check(!vr_range_inside(UINT64_MAX - 0xffff, 0x10000, 0, UINT64_MAX), "wb_vulkan/inside_no_overflow",
-           "wrapped");
+    t_check(vr_range_inside(0x200000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_start", "no");
+    t_check(vr_range_inside(0x3f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/inside_end", "no");
+    t_check(!vr_range_inside(0x3f0000, 0x20000, 0x200000, 0x200000), "wb_vulkan/outside_past_end", "yes");
+    t_check(!vr_range_inside(0x1f0000, 0x10000, 0x200000, 0x200000), "wb_vulkan/outside_before", "yes");
+    t_check(!vr_range_inside(UINT64_MAX - 0xffff, 0x10000, 0, UINT64_MAX), "wb_vulkan/inside_no_overflow",
+             "wrapped");
 }
 
 static void test_cache_basic(void)
@@ -61,34 +61,34 @@ static void test_cache_basic(void)
 
     vr_icache_init(&c);
     rc = vr_icache_acquire(&c, &a, &e1, &created);
-    check(rc == 0 && created == 1 && e1->state == VR_IMPORT_PENDING, "wb_vulkan/first_pin_imports",
-           "rc %d created %d", rc, created);
+    t_check(rc == 0 && created == 1 && e1->state == VR_IMPORT_PENDING, "wb_vulkan/first_pin_imports",
+             "rc %d created %d", rc, created);
     e1->cpu = (void *)0x1234;
     vr_icache_publish(&c, e1, 0);
     rc = vr_icache_acquire(&c, &a, &e2, &created);
-    check(rc == 0 && created == 0 && e2 == e1 && e2->refs == 2, "wb_vulkan/second_pin_shares",
-           "rc %d created %d same %d refs %u", rc, created, e2 == e1, e2->refs);
+    t_check(rc == 0 && created == 0 && e2 == e1 && e2->refs == 2, "wb_vulkan/second_pin_shares",
+             "rc %d created %d same %d refs %u", rc, created, e2 == e1, e2->refs);
     b.base += 0x200000; /* same handle mapped elsewhere: another import */
     rc = vr_icache_acquire(&c, &b, &e3, &created);
-    check(rc == 0 && created == 1 && e3 != e1 && vr_icache_count(&c) == 2,
-           "wb_vulkan/other_mapping_other_import", "rc %d created %d count %zu", rc, created,
-           vr_icache_count(&c));
+    t_check(rc == 0 && created == 1 && e3 != e1 && vr_icache_count(&c) == 2,
+             "wb_vulkan/other_mapping_other_import", "rc %d created %d count %zu", rc, created,
+             vr_icache_count(&c));
     vr_icache_publish(&c, e3, 0);
-    check(vr_icache_release(&c, e1) == 0 && vr_icache_count(&c) == 2, "wb_vulkan/release_not_last",
-           "count %zu", vr_icache_count(&c));
+    t_check(vr_icache_release(&c, e1) == 0 && vr_icache_count(&c) == 2, "wb_vulkan/release_not_last",
+             "count %zu", vr_icache_count(&c));
     rc = vr_icache_release(&c, e2);
-    check(rc == 1 && vr_icache_count(&c) == 1, "wb_vulkan/release_last_removes", "rc %d count %zu", rc,
-           vr_icache_count(&c));
+    t_check(rc == 1 && vr_icache_count(&c) == 1, "wb_vulkan/release_last_removes", "rc %d count %zu", rc,
+             vr_icache_count(&c));
     free(e2);
     rc = vr_icache_acquire(&c, &a, &e1, &created);
-    check(rc == 0 && created == 1, "wb_vulkan/reimport_after_last_release", "rc %d created %d", rc,
-           created);
+    t_check(rc == 0 && created == 1, "wb_vulkan/reimport_after_last_release", "rc %d created %d", rc,
+             created);
     vr_icache_publish(&c, e1, EIO);
-    check(vr_icache_count(&c) == 1, "wb_vulkan/failed_import_leaves_table", "count %zu",
-           vr_icache_count(&c));
+    t_check(vr_icache_count(&c) == 1, "wb_vulkan/failed_import_leaves_table", "count %zu",
+             vr_icache_count(&c));
     e1 = vr_icache_take_all(&c);
-    check(e1 == e3 && e1->next == NULL && vr_icache_count(&c) == 0, "wb_vulkan/take_all",
-           "list %p e3 %p", (void *)e1, (void *)e3);
+    t_check(e1 == e3 && e1->next == NULL && vr_icache_count(&c) == 0, "wb_vulkan/take_all",
+             "list %p e3 %p", (void *)e1, (void *)e3);
     free(e3);
     vr_icache_destroy(&c);
 }
@@ -165,9 +165,9 @@ static void test_cache_threads(void)
     for (i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&start_line);
-    check(atomic_load(&creators) == 1 && atomic_load(&bad) == 0 && vr_icache_count(&tcache) == 1,
-           "wb_vulkan/threads_race_import_once", "creators %d bad %d entries %zu", atomic_load(&creators),
-           atomic_load(&bad), vr_icache_count(&tcache));
+    t_check(atomic_load(&creators) == 1 && atomic_load(&bad) == 0 && vr_icache_count(&tcache) == 1,
+             "wb_vulkan/threads_race_import_once", "creators %d bad %d entries %zu", atomic_load(&creators),
+             atomic_load(&bad), vr_icache_count(&tcache));
 
     keep[0] = held[0];
     for (i = 1; i < NALLOCS; i++) {
@@ -181,22 +181,22 @@ static void test_cache_threads(void)
         pthread_create(&t[i], NULL, pin_thread, (void *)(uintptr_t)(i + 1));
     for (i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
-    check(atomic_load(&bad) == 0 && vr_icache_count(&tcache) == NALLOCS,
-           "wb_vulkan/threads_share_imports", "bad %d entries %zu", atomic_load(&bad),
-           vr_icache_count(&tcache));
+    t_check(atomic_load(&bad) == 0 && vr_icache_count(&tcache) == NALLOCS,
+             "wb_vulkan/threads_share_imports", "bad %d entries %zu", atomic_load(&bad),
+             vr_icache_count(&tcache));
 
     /* Drop every reference: 16 on allocation 0 (the race), one on each other. */
     for (i = 0; i < NTHREADS; i++)
         last += vr_icache_release(&tcache, held[i]);
     for (i = 1; i < NALLOCS; i++)
         last += vr_icache_release(&tcache, keep[i]);
-    check(last == NALLOCS && vr_icache_count(&tcache) == 0, "wb_vulkan/threads_last_release_frees",
-           "last %d entries %zu", last, vr_icache_count(&tcache));
+    t_check(last == NALLOCS && vr_icache_count(&tcache) == 0, "wb_vulkan/threads_last_release_frees",
+             "last %d entries %zu", last, vr_icache_count(&tcache));
     free(held[0]);
     for (i = 1; i < NALLOCS; i++)
         free(keep[i]);
     e = vr_icache_take_all(&tcache);
-    check(e == NULL, "wb_vulkan/threads_table_empty", "an entry was left");
+    t_check(e == NULL, "wb_vulkan/threads_table_empty", "an entry was left");
     vr_icache_destroy(&tcache);
 }
 
@@ -231,7 +231,7 @@ static void test_cache_failure_wakes_waiters(void)
         /* A thread that came after the failure made a new entry (-1): also correct. */
         ok &= rcs[i] == ENOMEM || rcs[i] == -1;
     }
-    check(ok, "wb_vulkan/failed_import_reaches_waiters", "rcs %d %d %d %d", rcs[0], rcs[1], rcs[2], rcs[3]);
+    t_check(ok, "wb_vulkan/failed_import_reaches_waiters", "rcs %d %d %d %d", rcs[0], rcs[1], rcs[2], rcs[3]);
     for (e = vr_icache_take_all(&fcache); e;) {
         struct vr_import *n = e->next;
         free(e);
@@ -258,35 +258,35 @@ static void test_memtype(void)
     mp.memoryTypes[2] = (VkMemoryType){ hv | hc, 1 };
     mp.memoryTypes[3] = (VkMemoryType){ dl | hv, 2 };
     mp.memoryTypes[4] = (VkMemoryType){ dl | hv, 0 };
-    check(vr_vk_pick_memtype(&mp) == 4, "wb_vulkan/memtype_largest_bar_heap", "picked %d",
-           vr_vk_pick_memtype(&mp));
+    t_check(vr_vk_pick_memtype(&mp) == 4, "wb_vulkan/memtype_largest_bar_heap", "picked %d",
+             vr_vk_pick_memtype(&mp));
     mp.memoryTypeCount = 4;
-    check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_small_bar", "picked %d",
-           vr_vk_pick_memtype(&mp));
+    t_check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_small_bar", "picked %d",
+             vr_vk_pick_memtype(&mp));
     mp.memoryTypes[3] = (VkMemoryType){ dl | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 2 };
-    check(vr_vk_pick_memtype(&mp) == -1, "wb_vulkan/memtype_none_without_coherent", "picked %d",
-           vr_vk_pick_memtype(&mp));
+    t_check(vr_vk_pick_memtype(&mp) == -1, "wb_vulkan/memtype_none_without_coherent", "picked %d",
+             vr_vk_pick_memtype(&mp));
     mp.memoryTypes[3] = (VkMemoryType){ dl | hv | hc, 0 };
-    check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_cached_if_only", "picked %d",
-           vr_vk_pick_memtype(&mp));
+    t_check(vr_vk_pick_memtype(&mp) == 3, "wb_vulkan/memtype_cached_if_only", "picked %d",
+             vr_vk_pick_memtype(&mp));
 }
 
 static void test_vk_errors(void)
 {
-    check(vr_vk_errno(VK_SUCCESS) == 0, "wb_vulkan/vkerr_success", "%d", vr_vk_errno(VK_SUCCESS));
-    check(vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY) == ENOMEM, "wb_vulkan/vkerr_oom", "%d",
-           vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY));
-    check(vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE) == EINVAL, "wb_vulkan/vkerr_bad_handle", "%d",
-           vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE));
-    check(vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER) == ENODEV, "wb_vulkan/vkerr_no_driver", "%d",
-           vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER));
-    check(vr_vk_errno((VkResult)-12345) == EIO, "wb_vulkan/vkerr_unknown", "%d",
-           vr_vk_errno((VkResult)-12345));
-    check(strcmp(vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE),
-                  "VK_ERROR_INVALID_EXTERNAL_HANDLE") == 0, "wb_vulkan/vkerr_name", "%s",
-           vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE));
-    check(strstr(vr_vk_result_name((VkResult)-12345), "-12345") != NULL, "wb_vulkan/vkerr_name_unknown",
-           "%s", vr_vk_result_name((VkResult)-12345));
+    t_check(vr_vk_errno(VK_SUCCESS) == 0, "wb_vulkan/vkerr_success", "%d", vr_vk_errno(VK_SUCCESS));
+    t_check(vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY) == ENOMEM, "wb_vulkan/vkerr_oom", "%d",
+             vr_vk_errno(VK_ERROR_OUT_OF_DEVICE_MEMORY));
+    t_check(vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE) == EINVAL, "wb_vulkan/vkerr_bad_handle", "%d",
+             vr_vk_errno(VK_ERROR_INVALID_EXTERNAL_HANDLE));
+    t_check(vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER) == ENODEV, "wb_vulkan/vkerr_no_driver", "%d",
+             vr_vk_errno(VK_ERROR_INCOMPATIBLE_DRIVER));
+    t_check(vr_vk_errno((VkResult)-12345) == EIO, "wb_vulkan/vkerr_unknown", "%d",
+             vr_vk_errno((VkResult)-12345));
+    t_check(strcmp(vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE),
+                    "VK_ERROR_INVALID_EXTERNAL_HANDLE") == 0, "wb_vulkan/vkerr_name", "%s",
+             vr_vk_result_name(VK_ERROR_INVALID_EXTERNAL_HANDLE));
+    t_check(strstr(vr_vk_result_name((VkResult)-12345), "-12345") != NULL, "wb_vulkan/vkerr_name_unknown",
+             "%s", vr_vk_result_name((VkResult)-12345));
 }
 
 int main(void)
@@ -297,5 +297,5 @@ int main(void)
     test_cache_failure_wakes_waiters();
     test_memtype();
     test_vk_errors();
-    return check_status();
+    return t_status();
 }

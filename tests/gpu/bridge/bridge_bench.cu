@@ -64,7 +64,7 @@ static void small_sizes(void)
         double pv = median(v, 2000), pc = median(c, 2000);
         printf("# alloc+free %6zu B: vramio_alloc p50 %.2f us, cudaMalloc p50 %.2f us\n", n, pv, pc);
         snprintf(name, sizeof(name), "bench/pool_pair_%zuB_p50_under_2us", n);
-        bg_check(pv <= 2.0, name, "%.2f us", pv);
+        t_check(pv <= 2.0, name, "%.2f us", pv);
     }
 }
 
@@ -85,7 +85,7 @@ static void large_sizes(void)
         printf("# alloc+free %5zu MiB: vramio_alloc %.1f us, cudaMalloc %.1f us (%.2fx)\n",
                n >> 20, mv, mc, mv / mc);
         snprintf(name, sizeof(name), "bench/large_pair_%zuMiB_within_2x", n >> 20);
-        bg_check(mv <= 2 * mc, name, "%.1f us vs %.1f us", mv, mc);
+        t_check(mv <= 2 * mc, name, "%.1f us vs %.1f us", mv, mc);
     }
 }
 
@@ -145,7 +145,7 @@ static void bridged(void)
     gdr_t g = gdr_open();
     size_t i;
 
-    if (!bg_check(g != NULL, "bench/gdr_open", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "bench/gdr_open", "%s", vramio_last_error()))
         return;
     for (i = 0; i < 3; i++) {
         double pb, wb, rb, pv, wv, rv;
@@ -157,12 +157,12 @@ static void bridged(void)
                "1 MiB to %.2f / %.2f GB/s, from %.3f / %.3f GB/s\n", sizes[i] >> 10, pb, pv, wb, wv,
                rb, rv);
         snprintf(name, sizeof(name), "bench/first_pin_%zuKiB_as_fast", sizes[i] >> 10);
-        bg_check(pb <= pv * 1.25 + 20, name, "%.1f us vs %.1f us", pb, pv);
+        t_check(pb <= pv * 1.25 + 20, name, "%.1f us vs %.1f us", pb, pv);
         if (sizes[i] < (1u << 20))
             continue; /* too small for a bandwidth figure */
         snprintf(name, sizeof(name), "bench/copy_speed_%zuKiB_equal", sizes[i] >> 10);
-        bg_check(wb >= wv * 0.9 && rb >= rv * 0.9, name, "to %.2f vs %.2f, from %.3f vs %.3f GB/s",
-                 wb, wv, rb, rv);
+        t_check(wb >= wv * 0.9 && rb >= rv * 0.9, name, "to %.2f vs %.2f, from %.3f vs %.3f GB/s",
+                wb, wv, rb, rv);
     }
     gdr_close(g);
 }
@@ -175,5 +175,5 @@ int main(int argc, char **argv)
         bridged();
     else
         large_sizes();
-    return bg_failed;
+    return t_status();
 }

@@ -1,38 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bridge_gpu.h - what the bridge's GPU programs share (CUDA runtime programs built by nvcc,
- * run by tests/gpu/run_bridge_on_gpu.sh): result lines, a clock, and pin + map of a device
- * range through libgdrapi with the CPU address of its first byte.
+ * run by tests/gpu/run_bridge_on_gpu.sh): a clock, and pin + map of a device range through
+ * libgdrapi with the CPU address of its first byte. Result lines: the test kit's (t.h).
  */
 #ifndef VRAMIO_BRIDGE_GPU_H
 #define VRAMIO_BRIDGE_GPU_H
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 #include "gdrapi.h"
 #include "vramio.h"
-
-static int bg_failed;
-
-static int bg_check(int cond, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (cond) {
-        printf("ok %s\n", name);
-    } else {
-        bg_failed = 1;
-        printf("not ok %s: ", name);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        printf("\n");
-    }
-    fflush(stdout);
-    return cond;
-}
+#include "t.h"
 
 static double bg_now_us(void)
 {

@@ -35,20 +35,20 @@ static void one_size(gdr_t g, size_t n, int expect_pin)
     int rc;
 
     snprintf(name, sizeof(name), "cudart/%zu/cudaMalloc", n);
-    if (!bg_check(cudaMalloc(&d, n) == cudaSuccess && cudaMalloc(&bad, 4) == cudaSuccess,
-                  name, "cudaMalloc failed") || !host || !back)
+    if (!t_check(cudaMalloc(&d, n) == cudaSuccess && cudaMalloc(&bad, 4) == cudaSuccess,
+                 name, "cudaMalloc failed") || !host || !back)
         return;
     fill<<<64, 256>>>(d, n, 3);
     cudaDeviceSynchronize();
     rc = bg_pin(g, (unsigned long long)(uintptr_t)d, n, &p);
     snprintf(name, sizeof(name), "cudart/%zu/pin_%s", n, expect_pin ? "works" : "refused");
-    bg_check(expect_pin ? rc == 0 : rc != 0, name, "rc %d", rc);
+    t_check(expect_pin ? rc == 0 : rc != 0, name, "rc %d", rc);
     if (rc == 0) {
         cudaMemcpy(back, d, n, cudaMemcpyDeviceToHost);
         gdr_copy_from_mapping(p.mh, host, p.cpu, n);
         snprintf(name, sizeof(name), "cudart/%zu/cpu_reads_kernel_writes", n);
-        bg_check(memcmp(host, back, n) == 0 && back[n - 1] == (unsigned char)((n - 1) * 7 + 3),
-                 name, "differs");
+        t_check(memcmp(host, back, n) == 0 && back[n - 1] == (unsigned char)((n - 1) * 7 + 3),
+                name, "differs");
         for (i = 0; i < n; i++)
             host[i] = (unsigned char)(i * 13 + 5);
         gdr_copy_to_mapping(p.mh, p.cpu, host, n);
@@ -59,7 +59,7 @@ static void one_size(gdr_t g, size_t n, int expect_pin)
         count_bad<<<64, 256>>>(d, n, 5, bad);
         cudaMemcpy(&nbad, bad, 4, cudaMemcpyDeviceToHost);
         snprintf(name, sizeof(name), "cudart/%zu/gpu_reads_cpu_writes", n);
-        bg_check(diff == 0 && nbad == 0, name, "cudaMemcpy differs in %zu, kernel in %u", diff, nbad);
+        t_check(diff == 0 && nbad == 0, name, "cudaMemcpy differs in %zu, kernel in %u", diff, nbad);
         bg_unpin(g, &p);
     }
     cudaFree(d);
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 
     cudaFree(0);
     g = gdr_open();
-    if (!bg_check(g != NULL, "cudart/gdr_open", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "cudart/gdr_open", "%s", vramio_last_error()))
         return 1;
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         one_size(g, sizes[i], expect_pin);
@@ -145,10 +145,10 @@ int main(int argc, char **argv)
             slabs += got[i] && new_slab;
             deltas += got[i] && new_delta;
         }
-        bg_check(pinned == 16 && in_pool == 16, "cudart/small_buffers_pinned",
-                 "%d pinned, %d from the pool", pinned, in_pool);
-        bg_check(pinned == 16 && deltas == slabs, "cudart/one_import_per_slab",
-                 "%d slabs, %d distinct mappings", slabs, deltas);
+        t_check(pinned == 16 && in_pool == 16, "cudart/small_buffers_pinned",
+                "%d pinned, %d from the pool", pinned, in_pool);
+        t_check(pinned == 16 && deltas == slabs, "cudart/one_import_per_slab",
+                "%d slabs, %d distinct mappings", slabs, deltas);
     }
     for (i = 0; i < 16; i++) {
         if (got[i])
@@ -158,5 +158,5 @@ int main(int argc, char **argv)
     if (expect_pin)
         mempool_probe(g);
     gdr_close(g);
-    return bg_failed;
+    return t_status();
 }

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 
     cudaFree(0);
     g = gdr_open();
-    if (!bg_check(g != NULL, "stress/gdr_open", "%s", vramio_last_error()))
+    if (!t_check(g != NULL, "stress/gdr_open", "%s", vramio_last_error()))
         return 1;
     /* The first pin starts Vulkan, which keeps its device (and fds) for the process: count
      * from after it. */
@@ -142,19 +142,19 @@ int main(int argc, char **argv)
     printf("# %d operations, %d pinned copies in %.1f s; left before trim: %zu small + %zu large "
            "allocations, %zu slabs (%zu cached, %zu MiB)\n", ops, pins, (bg_now_us() - t0) / 1e6,
            st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs, st.slab_bytes >> 20);
-    bg_check(ops == THREADS * OPS_PER_THREAD, "stress/all_operations_done",
-             "%d of %d within %.0f s", ops, THREADS * OPS_PER_THREAD, limit_s);
-    bg_check(errs == 0, "stress/every_copy_checked", "%d errors", errs);
-    bg_check(st.small_allocs == 0 && st.large_allocs == 0 && st.slabs == st.cached_slabs,
-             "stress/nothing_live_but_cached_slabs", "small %zu large %zu slabs %zu cached %zu",
-             st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
+    t_check(ops == THREADS * OPS_PER_THREAD, "stress/all_operations_done",
+            "%d of %d within %.0f s", ops, THREADS * OPS_PER_THREAD, limit_s);
+    t_check(errs == 0, "stress/every_copy_checked", "%d errors", errs);
+    t_check(st.small_allocs == 0 && st.large_allocs == 0 && st.slabs == st.cached_slabs,
+            "stress/nothing_live_but_cached_slabs", "small %zu large %zu slabs %zu cached %zu",
+            st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
     gdr_close(g);
     vramio_pool_trim(-1);
     vramio_pool_stats(-1, &st);
     cudaMemGetInfo(&free1, &total);
     fds1 = count_fds();
-    bg_check(st.slabs == 0 && fds1 <= fds0 && free1 + (64u << 20) >= free0,
-             "stress/no_leak_after_trim", "slabs %zu fds %d -> %d, free GPU memory %zu -> %zu MiB",
-             st.slabs, fds0, fds1, free0 >> 20, free1 >> 20);
-    return bg_failed;
+    t_check(st.slabs == 0 && fds1 <= fds0 && free1 + (64u << 20) >= free0,
+            "stress/no_leak_after_trim", "slabs %zu fds %d -> %d, free GPU memory %zu -> %zu MiB",
+            st.slabs, fds0, fds1, free0 >> 20, free1 >> 20);
+    return t_status();
 }

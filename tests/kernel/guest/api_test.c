@@ -18,21 +18,11 @@
 
 #include <gdrapi.h>
 
-#include "common.h"
+#include "emu.h"
+#include "legacy_info.h"
+#include "t.h"
 
 #define GPU_PAGE 65536ULL
-
-/* The legacy exported symbol fills the 40-byte v1 struct; the header's name is a macro. */
-struct info_v1 {
-    uint64_t va;
-    uint64_t mapped_size;
-    uint32_t page_size;
-    uint64_t tm_cycles;
-    uint32_t cycles_per_ms;
-    unsigned mapped : 1;
-    unsigned wc_mapping : 1;
-};
-int legacy_get_info(gdr_t g, gdr_mh_t mh, struct info_v1 *info) __asm__("gdr_get_info");
 
 static gdr_t g;
 static int persistent = -1;     /* from sysfs; -1 unknown */
@@ -72,7 +62,7 @@ static int round_trip(const char *tag, unsigned int kind, uint64_t offset, size_
 
     ret = emu_alloc(alloc_size, kind, 0, &va);
     STEP(!ret, "alloc", "provider ALLOC: %s", strerror(ret));
-    fill_pattern(dev, alloc_size, (uint32_t)(kind * 1000 + offset));
+    t_pattern(dev, alloc_size, (uint32_t)(kind * 1000 + offset));
     ret = emu_write(va, dev, alloc_size);
     STEP(!ret, "fill", "provider WRITE: %s", strerror(ret));
 
@@ -108,7 +98,7 @@ static int round_trip(const char *tag, unsigned int kind, uint64_t offset, size_
          "a plain CPU load through the mapping differs");
 
     /* Host -> device: the provider sees the new bytes, and nothing outside them changed. */
-    fill_pattern(host, size, (uint32_t)(7 + kind + offset));
+    t_pattern(host, size, (uint32_t)(7 + kind + offset));
     ret = gdr_copy_to_mapping(mh, user, host, size);
     STEP(!ret, "write", "gdr_copy_to_mapping: %s", strerror(ret));
     ret = emu_read(va, back, alloc_size);
@@ -205,7 +195,7 @@ static void test_legacy_info(void)
 {
     uint64_t va = 0;
     gdr_mh_t mh = { 0 };
-    struct info_v1 v1;
+    struct t_info_v1 v1;
     int ret = emu_alloc(GPU_PAGE * 2, 1, 0, &va);
 
     if (ret) {
@@ -215,7 +205,7 @@ static void test_legacy_info(void)
     ret = gdr_pin_buffer(g, va, GPU_PAGE * 2, 0, 0, &mh);
     if (!ret) {
         memset(&v1, 0xa5, sizeof(v1));
-        ret = legacy_get_info(g, mh, &v1);
+        ret = t_get_info_v1(g, mh, &v1);
         t_check(!ret && v1.va == va && v1.mapped_size == 2 * GPU_PAGE && v1.page_size == 65536 &&
                 !v1.mapped, "legacy_get_info", "ret %d va 0x%llx size %llu page %u mapped %u", ret,
                 (unsigned long long)v1.va, (unsigned long long)v1.mapped_size, v1.page_size, v1.mapped);
@@ -244,7 +234,7 @@ static int map_with(uint64_t va, int flags, gdr_mapping_type_t *type, int check_
         if (check_data) {
             unsigned char in[256], out[256];
 
-            fill_pattern(in, sizeof(in), 4242);
+            t_pattern(in, sizeof(in), 4242);
             gdr_copy_to_mapping(mh, map, in, sizeof(in));
             emu_read(va, out, sizeof(out));
             if (memcmp(in, out, sizeof(in)))
@@ -380,19 +370,19 @@ int main(int argc, char **argv)
     static const char *kinds[] = { "4k", "64k", "128k" };
 
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     persistent = read_persistent_param();
     g = gdr_open();
     if (!g) {
-        printf("not ok gdr_open: returned NULL with gdrdrv loaded\n");
+        t_fail("gdr_open", "returned NULL with gdrdrv loaded");
         return 1;
     }
     if (quick) {
         round_trip("quick", 1, 0, 3 * GPU_PAGE, 0);
         gdr_close(g);
-        return t_exit_status();
+        return t_status();
     }
     test_versions();
     test_attributes();
@@ -417,5 +407,5 @@ int main(int argc, char **argv)
     int ret = gdr_close(g);
     t_check(!ret && emu_live_pins() == 0, "close", "gdr_close %d, live pins %llu", ret,
             (unsigned long long)emu_live_pins());
-    return t_exit_status();
+    return t_status();
 }

@@ -16,7 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -410,18 +411,18 @@ int main(void)
     uint64_t vas[3] = { 0 }, base;
 
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     base = emu_live_pins();
     for (int k = 0; k < 3; k++)
         if (emu_alloc(8 * GPU_PAGE, k, 0, &vas[k])) {
-            printf("not ok setup: ALLOC failed\n");
+            t_fail("setup", "ALLOC failed");
             return 1;
         }
     fd = open("/dev/gdrdrv", O_RDWR);
     if (fd < 0) {
-        printf("not ok open: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("open", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     test_bad_pointers();
@@ -437,5 +438,5 @@ int main(void)
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     for (int k = 0; k < 3; k++)
         emu_free(vas[k]);
-    return t_exit_status();
+    return t_status();
 }

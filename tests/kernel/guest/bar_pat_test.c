@@ -95,10 +95,10 @@ int main(void)
     struct nvp2p_emu_stats st0;
 
     if (!mmio_begin(&st0))
-        return t_exit_status();
+        return t_status();
     if (memtype_cover(NULL, 0, &(size_t){ 0 }, &(size_t){ 0 })) {
         t_skip("bar_pat", "no PAT memory-type list in this guest");
-        return t_exit_status();
+        return t_status();
     }
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
@@ -108,5 +108,5 @@ int main(void)
     test_unreserved_run();
     close(fd);
     mmio_end(&st0);
-    return t_exit_status();
+    return t_status();
 }

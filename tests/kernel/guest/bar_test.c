@@ -46,7 +46,7 @@ static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, 
 
     ret = emu_alloc(asize, kind, BAR_FLAG | flags, &va);
     STEP(!ret, "alloc", "provider ALLOC_BAR: %s", strerror(ret));
-    fill_pattern(model, asize, kind * 77 + flags);
+    t_pattern(model, asize, kind * 77 + flags);
     ret = emu_write(va, model, asize);
     STEP(!ret, "fill", "provider WRITE: %s", strerror(ret));
     pp = bar_capture(va + pin_off, pin_len, &np);
@@ -73,7 +73,7 @@ static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, 
     for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
         if (cuts[i].off + cuts[i].len > pin_len)
             continue;
-        fill_pattern(buf, cuts[i].len, 1000 + i);
+        t_pattern(buf, cuts[i].len, 1000 + i);
         ret |= gdr_copy_to_mapping(mh, m + cuts[i].off, buf, cuts[i].len);
         memcpy(model + pin_off + cuts[i].off, buf, cuts[i].len);
     }
@@ -85,7 +85,7 @@ static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, 
          "copy ret %d or the provider's bytes differ", ret);
 
     /* The provider writes; unaligned reads through the mapping see it. */
-    fill_pattern(model, asize, 4242 + kind);
+    t_pattern(model, asize, 4242 + kind);
     ret = emu_write(va, model, asize);
     for (size_t i = 0; !ret && i < sizeof(cuts) / sizeof(cuts[0]); i++) {
         if (cuts[i].off + cuts[i].len > pin_len)
@@ -147,7 +147,7 @@ static void test_device_mapping(gdr_t g, int wc_first)
     a = gdr_map_v2(g, mh, &map, 2 * GPU_PAGE, GDR_MAP_FLAG_REQ_DEVICE_MAPPING);
     if (!a) {
         gdr_get_info_v2(g, mh, &info);
-        fill_pattern(in, sizeof(in), 99);
+        t_pattern(in, sizeof(in), 99);
         b = gdr_copy_to_mapping(mh, (char *)map + GPU_PAGE, in, sizeof(in));
         c = emu_read(va + GPU_PAGE, out, sizeof(out)) || memcmp(in, out, sizeof(in));
         if (memtype_cover(pp, np, &wc, &any) == 0) {
@@ -204,10 +204,10 @@ static void test_multi_pins(void)
 
     /* Each of A, B, C writes its own range; D then writes across the A/B boundary. */
     for (i = 0; i < 3; i++) {
-        fill_pattern(model + off[i], len[i], 300 + i);
+        t_pattern(model + off[i], len[i], 300 + i);
         ret |= gdr_copy_to_mapping(mh[i], map[i], model + off[i], len[i]);
     }
-    fill_pattern(model + off[3] + 100, 2 * GPU_PAGE, 400);
+    t_pattern(model + off[3] + 100, 2 * GPU_PAGE, 400);
     ret |= gdr_copy_to_mapping(mh[3], (char *)map[3] + 100, model + off[3] + 100, 2 * GPU_PAGE);
     int seen = !emu_read(va, buf, asize) && !memcmp(buf, model, asize);
     /* A and B see what D wrote over them. */
@@ -253,7 +253,7 @@ int main(void)
     int ret;
 
     if (!mmio_begin(&st0))
-        return t_exit_status();
+        return t_status();
     t_check(emu_alloc(GPU_PAGE, 1, BAR_FLAG | NVP2P_EMU_ALLOC_CPU_CACHEABLE, &va) == EINVAL &&
             emu_alloc(GPU_PAGE, 1, REVERSED, &va) == EINVAL, "bar_flag_errors",
             "BAR|CPU_CACHEABLE or REVERSED without BAR was accepted");
@@ -273,5 +273,5 @@ int main(void)
     ret = gdr_close(g);
     t_check(!ret, "close", "gdr_close %d", ret);
     mmio_end(&st0);
-    return t_exit_status();
+    return t_status();
 }

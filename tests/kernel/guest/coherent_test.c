@@ -18,7 +18,8 @@
 
 #include <gdrapi.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "mmio.h"
 
 #define NPAGES 4                /* GPU pages per buffer */
@@ -128,13 +129,13 @@ static void test_caching_copies(uint64_t va)
             if (off + len > BUF)
                 continue;
             cases++;
-            fill_pattern(in, len, (uint32_t)(o * 16 + l));
+            t_pattern(in, len, (uint32_t)(o * 16 + l));
             ret = gdr_copy_to_mapping(p.mh, (char *)p.map + off, in, len);
             if (ret || emu_read(va + off, dev, len) || memcmp(in, dev, len)) {
                 bad++;
                 continue;
             }
-            fill_pattern(dev, len, (uint32_t)(o * 16 + l + 1000));
+            t_pattern(dev, len, (uint32_t)(o * 16 + l + 1000));
             ret = emu_write(va + off, dev, len);
             if (ret || gdr_copy_from_mapping(p.mh, out, (char *)p.map + off, len) ||
                 memcmp(out, dev, len))
@@ -143,11 +144,11 @@ static void test_caching_copies(uint64_t va)
     t_check(!bad, "copies/both_ways", "%zu of %zu offset/size cases differ", bad, cases);
 
     /* A CACHING mapping is ordinary memory to the CPU: plain stores and loads work too. */
-    fill_pattern(in, BUF, 77);
+    t_pattern(in, BUF, 77);
     memcpy(p.map, in, BUF);
     ret = emu_read(va, dev, BUF);
     t_check(!ret && !memcmp(in, dev, BUF), "copies/plain_stores", "provider sees other bytes");
-    fill_pattern(dev, BUF, 78);
+    t_pattern(dev, BUF, 78);
     emu_write(va, dev, BUF);
     t_check(!memcmp(p.map, dev, BUF), "copies/plain_loads", "mapping shows other bytes");
     unpin(&p);
@@ -238,7 +239,7 @@ static void test_mixed(uint64_t va)
         size_t off = (r * 4099) % (BUF / 2), len = 1 + (r * 7919) % (BUF / 2);
         const struct pm *to = (r & 1) ? &w : &c, *from = (r & 1) ? &c : &w;
 
-        fill_pattern(in, len, (uint32_t)r + 500);
+        t_pattern(in, len, (uint32_t)r + 500);
         if (gdr_copy_to_mapping(to->mh, (char *)to->map + off, in, len) ||
             gdr_copy_from_mapping(from->mh, out, (char *)from->map + off, len) ||
             memcmp(in, out, len))
@@ -260,12 +261,12 @@ int main(void)
     }
     g = gdr_open();
     if (!g) {
-        printf("not ok open: gdr_open failed\n");
+        t_fail("open", "gdr_open failed");
         return 1;
     }
     ret = emu_alloc(BUF, 1, 0, &va);
     if (!t_check(!ret, "alloc", "ALLOC: %s", strerror(ret)))
-        return t_exit_status();
+        return t_status();
     test_default_caching(va);
     test_caching_copies(va);
     test_force_pcie(va);
@@ -275,5 +276,5 @@ int main(void)
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     gdr_close(g);
     emu_free(va);
-    return t_exit_status();
+    return t_status();
 }

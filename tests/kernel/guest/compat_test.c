@@ -18,7 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 
 /* The ABI as published: codes and layouts, spelled out independently of our headers. */
 #define ABI_PIN_BUFFER       0xC028DA01u
@@ -102,7 +103,7 @@ static void pin_map_check(const char *tag, uint64_t va, int v2)
         memcpy(got, m + GPU_PAGE + 100, sizeof(got));
         snprintf(name, sizeof(name), "%s/read_through_mapping", tag);
         t_check(!memcmp(want, got, sizeof(got)), name, "mapping shows other bytes than the provider");
-        fill_pattern(got, sizeof(got), 31337);
+        t_pattern(got, sizeof(got), 31337);
         memcpy(m + 2 * GPU_PAGE + 5, got, sizeof(got));
         __sync_synchronize();
         emu_read(va + 2 * GPU_PAGE + 5, want, sizeof(want));
@@ -143,7 +144,7 @@ int main(void)
 
     fd = open("/dev/gdrdrv", O_RDWR);
     if (fd < 0) {
-        printf("not ok open: /dev/gdrdrv: %s\n", strerror(errno));
+        t_fail("open", "/dev/gdrdrv: %s", strerror(errno));
         return 1;
     }
     struct abi_version v = { 0 };
@@ -160,16 +161,16 @@ int main(void)
     t_check(!e && a.val <= 1, "get_attr_force_pcie", "ret %d val %u", e, a.val);
 
     if (emu_alloc(4 * GPU_PAGE, 1, 0, &va)) {
-        printf("not ok setup: ALLOC failed\n");
+        t_fail("setup", "ALLOC failed");
         return 1;
     }
     unsigned char *fill = malloc(4 * GPU_PAGE);
-    fill_pattern(fill, 4 * GPU_PAGE, 2026);
+    t_pattern(fill, 4 * GPU_PAGE, 2026);
     emu_write(va, fill, 4 * GPU_PAGE);
     free(fill);
     pin_map_check("v1", va, 0);
     pin_map_check("v2", va, 1);
     close(fd);
     emu_free(va);
-    return t_exit_status();
+    return t_status();
 }

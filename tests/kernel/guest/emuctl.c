@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 
 int main(int argc, char **argv)
 {

@@ -67,7 +67,7 @@ int main(void)
     time_t t0 = time(NULL);
 
     if (!mmio_begin(&st0))
-        return t_exit_status();
+        return t_status();
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     for (int i = 0; fd >= 0 && i < ROUNDS && time(NULL) - t0 < 60; i++) {
         struct gdrdrv_pin_buffer_v2 p = { .size = LEN };
@@ -96,7 +96,7 @@ int main(void)
 
             mapped++;
             stale += s > 0;
-            live += !read_faults(m + LEN / 2);
+            live += t_touch_faults(m + LEN / 2) == 0;
             munmap(m, LEN);
         }
         struct gdrdrv_unpin_buffer u = { .handle = p.handle };
@@ -113,5 +113,5 @@ int main(void)
     t_check(!live, "callback_during_mmap_access_sigbus",
             "%d mapping(s) read freed pages instead of raising SIGBUS", live);
     mmio_end(&st0);
-    return t_exit_status();
+    return t_status();
 }

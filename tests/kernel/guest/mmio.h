@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 
 #define GPU_PAGE  65536ULL
 #define HOST_PAGE 4096ULL
@@ -27,7 +28,7 @@ extern uint64_t bar_lo, bar_hi;         /* the ivshmem BAR, [lo, hi) */
 /*
  * Start of a test program: note where the kernel log ends, check that BAR allocations work
  * and find the BAR, mount debugfs for the PAT list. Returns 1 to go on; 0 when the program
- * should stop with t_exit_status() (a "skip" line was printed when the guest has no ivshmem
+ * should stop with t_status() (a "skip" line was printed when the guest has no ivshmem
  * device, a "not ok" line on any other failure).
  */
 int mmio_begin(struct nvp2p_emu_stats *st0);

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -82,9 +84,9 @@ static void test_detached_pin_zaps_only_its_own(void)
     mb[3] = 0xfeedbeef;
     emu_free(x);                        /* the detached pin's callback, if it still has one */
     x = 0;
-    t_check(!read_faults(mb + 3) && mb[3] == 0xfeedbeef, "detached_pin_zaps_only_its_own",
+    t_check(t_touch_faults(mb + 3) == 0 && mb[3] == 0xfeedbeef, "detached_pin_zaps_only_its_own",
             "the other file's mapping was zapped (SIGBUS) or lost its data");
-    t_check(read_faults(ma), "detached_pin_mapping_sigbus", "the unpinned mapping still reads");
+    t_check(t_touch_faults(ma) == SIGBUS, "detached_pin_mapping_sigbus", "the unpinned mapping still reads");
 out:
     if (ma != MAP_FAILED)
         munmap((void *)ma, 4096);
@@ -164,7 +166,7 @@ int main(int argc, char **argv)
     uint64_t base = emu_live_pins();
 
     if (argc < 2 || emu_fd() < 0) {
-        printf("not ok setup: usage offsets_test CAP, and the provider\n");
+        t_fail("setup", "usage offsets_test CAP, and the provider");
         return 1;
     }
     test_detached_pin_zaps_only_its_own();
@@ -172,5 +174,5 @@ int main(int argc, char **argv)
     test_pin_cap(atoi(argv[1]));
     t_check(emu_live_pins() == base, "offsets_no_leak", "live pins %llu (was %llu)",
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
-    return t_exit_status();
+    return t_status();
 }

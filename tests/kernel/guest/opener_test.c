@@ -18,7 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -51,14 +52,14 @@ static int attempt(uint64_t va)
         int g = open("/dev/gdrdrv", O_RDWR);
 
         close(sv[0]);
-        if (g < 0 || ioctl(g, GDRDRV_IOC_PIN_BUFFER_V2, &p) || send_fd(sv[1], g, p.handle))
+        if (g < 0 || ioctl(g, GDRDRV_IOC_PIN_BUFFER_V2, &p) || t_send_fd(sv[1], g, p.handle))
             exit(1);
         exit(0);                        /* the file lives on in the parent */
     }
     close(sv[1]);
-    fd = recv_fd(sv[0], &handle);
+    fd = t_recv_fd(sv[0], &handle);
     close(sv[0]);
-    if (wait_child(opener) != 0 || fd < 0) {
+    if (t_wait_child(opener, 60) != 0 || fd < 0) {
         if (fd >= 0)
             close(fd);
         return -1;
@@ -75,7 +76,7 @@ static int attempt(uint64_t va)
             exit(10);
         exit(ioctl(fd, GDRDRV_IOC_GET_INFO_V2, &i) == 0 ? 12 : errno == EACCES ? 11 : 13);
     }
-    st = wait_child(child);
+    st = t_wait_child(child, 60);
     close(fd);                          /* releases the opener's pin */
     return st == 12 ? 2 : st == 11 ? 1 : st == 10 ? 0 : -1;
 }
@@ -94,7 +95,7 @@ int main(void)
     CPU_SET(0, &one);
     sched_setaffinity(0, sizeof(one), &one);      /* the opener's mm is freed on this CPU */
     if (emu_alloc(GPU_PAGE, 1, 0, &va)) {
-        printf("not ok opener_setup: provider ALLOC failed\n");
+        t_fail("opener_setup", "provider ALLOC failed");
         return 1;
     }
     for (int i = 0; i < 30 && !bypassed; i++) {
@@ -110,5 +111,5 @@ int main(void)
     t_check(!bypassed, "reused_pid_and_mm_refused", "a new process with the dead opener's pid used its file");
     t_check(emu_live_pins() == base, "opener_no_leak", "live pins %llu (was %llu)",
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
-    return t_exit_status();
+    return t_status();
 }

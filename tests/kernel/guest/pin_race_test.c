@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
 
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     if (fd < 0 || emu_fd() < 0) {
-        printf("not ok setup: /dev/gdrdrv or the provider: %s\n", strerror(errno));
+        t_fail("setup", "/dev/gdrdrv or the provider: %s", strerror(errno));
         return 1;
     }
     test_pin_vs_unpin();
@@ -199,5 +200,5 @@ int main(int argc, char **argv)
         test_free_races(0);
     }
     close(fd);
-    return t_exit_status();
+    return t_status();
 }

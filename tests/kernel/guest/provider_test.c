@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 
 static const unsigned long kind_bytes[3] = { 4096, 65536, 131072 };
 
@@ -35,7 +36,7 @@ static void test_alloc_rw(unsigned int kind)
 
     /* Whole range, then a short unaligned piece straddling a GPU page boundary. */
     snprintf(name, sizeof(name), "write_read_kind%u", kind);
-    fill_pattern(in, size, kind + 1);
+    t_pattern(in, size, kind + 1);
     ret = emu_write(va, in, size);
     if (!ret)
         ret = emu_read(va, out, size);
@@ -46,7 +47,7 @@ static void test_alloc_rw(unsigned int kind)
         uint64_t off = kind_bytes[kind] - 7;
         unsigned char piece[64], back[64];
 
-        fill_pattern(piece, sizeof(piece), 99 + kind);
+        t_pattern(piece, sizeof(piece), 99 + kind);
         ret = emu_write(va + off, piece, sizeof(piece));
         if (!ret)
             ret = emu_read(va + off, back, sizeof(back));
@@ -158,11 +159,11 @@ int main(void)
     struct nvp2p_emu_stats before, after;
 
     if (emu_fd() < 0) {
-        printf("not ok open: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("open", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     if (emu_stats(&before)) {
-        printf("not ok stats: %s\n", strerror(errno));
+        t_fail("stats", "%s", strerror(errno));
         return 1;
     }
     for (unsigned int kind = 0; kind < 3; kind++)
@@ -177,5 +178,5 @@ int main(void)
             "counters_balanced", "allocs %llu -> %llu, pins %llu -> %llu",
             (unsigned long long)before.live_allocs, (unsigned long long)after.live_allocs,
             (unsigned long long)before.live_pins, (unsigned long long)after.live_pins);
-    return t_exit_status();
+    return t_status();
 }

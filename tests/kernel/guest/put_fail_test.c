@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -43,12 +44,12 @@ int main(void)
     struct timespec tick = { 0, 50 * 1000 * 1000 };
 
     if (fd < 0 || emu_alloc(GPU_PAGE, 1, 0, &va)) {
-        printf("not ok setup: %s\n", strerror(errno));
+        t_fail("setup", "%s", strerror(errno));
         return 1;
     }
     p.addr = va;
     if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p) || emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 1, EIO)) {
-        printf("not ok setup: pin/inject: %s\n", strerror(errno));
+        t_fail("setup", "pin/inject: %s", strerror(errno));
         return 1;
     }
     struct gdrdrv_unpin_buffer u = { .handle = p.handle };
@@ -60,7 +61,7 @@ int main(void)
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     if (!t_check(r1 == r0 + 1, "module_held_while_callback_due", "refcnt %d (was %d)", r1, r0)) {
         printf("# not freeing the allocation: gdrdrv would get a callback for a pin it freed\n");
-        return t_exit_status();
+        return t_status();
     }
     e = emu_free(va);                   /* NVIDIA's callback after all */
     for (int i = 0; i < 100 && refcnt() != r0; i++)
@@ -70,5 +71,5 @@ int main(void)
             (unsigned long long)emu_callbacks_fired(), (unsigned long long)cbs,
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     t_check(refcnt() == r0, "module_released_after_callback", "refcnt %d (was %d)", refcnt(), r0);
-    return t_exit_status();
+    return t_status();
 }

@@ -22,7 +22,8 @@
 
 #include <gdrapi.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -80,7 +81,7 @@ static void test_exit_releases(void)
             _exit(12);
         _exit(emu_live_pins() == base + 3 ? 0 : 13);   /* no unmap, no unpin, no close */
     }
-    int rc = wait_child(pid);
+    int rc = t_wait_child(pid, 60);
     t_check(rc == 0 && emu_live_pins() == base, "exit_releases",
             "child status %d, live pins %llu (was %llu)", rc, (unsigned long long)emu_live_pins(),
             (unsigned long long)base);
@@ -111,7 +112,7 @@ static void test_fork(void)
         (void)*(volatile unsigned char *)map;
         _exit(0);
     }
-    rc = wait_child(pid);
+    rc = t_wait_child(pid, 60);
     t_check(rc == 128 + SIGSEGV, "fork_mapping_not_inherited", "child status %d (want SIGSEGV)", rc);
 
     /* Asking for the mapping to be inherited must not work either (VM_IO refuses DOFORK). */
@@ -122,7 +123,7 @@ static void test_fork(void)
         (void)*(volatile unsigned char *)map;
         _exit(0);
     }
-    rc = wait_child(pid);
+    rc = t_wait_child(pid, 60);
     t_check(rc == 128 + SIGSEGV, "fork_dofork_not_inherited", "madvise(MADV_DOFORK) %d, child status %d "
             "(want SIGSEGV)", dofork, rc);
 
@@ -138,7 +139,7 @@ static void test_fork(void)
         printf("# child: info %d mmap %d pin %d unpin %d\n", a, b, c, d);
         _exit(a == EACCES && b == EACCES && c == EACCES && d == EACCES ? 0 : 1);
     }
-    rc = wait_child(pid);
+    rc = t_wait_child(pid, 60);
     t_check(rc == 0, "fork_fd_eacces", "child status %d (ioctl/mmap not all EACCES)", rc);
 
     /* The library in the child: a clean error, not a crash. */
@@ -153,7 +154,7 @@ static void test_fork(void)
         (void)gdr_get_info_v2(g, mh, &info);
         _exit(a && b ? 0 : 1);
     }
-    rc = wait_child(pid);
+    rc = t_wait_child(pid, 60);
     t_check(rc == 0, "fork_library_refused", "child status %d", rc);
 
     /* And the parent still owns everything. */
@@ -191,11 +192,11 @@ static void test_socket_passing(void)
         char c;
         int fd = open("/dev/gdrdrv", O_RDWR);
 
-        if (fd < 0 || raw_pin(fd, va, 2 * GPU_PAGE, &handle) || send_fd(sv[1], fd, handle))
+        if (fd < 0 || raw_pin(fd, va, 2 * GPU_PAGE, &handle) || t_send_fd(sv[1], fd, handle))
             _exit(1);
         _exit(read(sv[1], &c, 1) == 1 ? 0 : 2);
     }
-    int fd = recv_fd(sv[0], &handle);
+    int fd = t_recv_fd(sv[0], &handle);
     int a = fd >= 0 ? raw_info_errno(fd, handle) : -1;
     int b = fd >= 0 ? raw_mmap_errno(fd, handle, GPU_PAGE) : -1;
     uint64_t h2 = 0;
@@ -205,7 +206,7 @@ static void test_socket_passing(void)
         close(fd);
     if (write(sv[0], "x", 1) != 1)
         a = -2;
-    rc = wait_child(pid);
+    rc = t_wait_child(pid, 60);
     t_check(a == EACCES && b == EACCES && c == EACCES && rc == 0 && emu_live_pins() == base,
             "socket_fd_eacces", "info %d mmap %d pin %d (want EACCES), opener %d, live pins %llu",
             a, b, c, rc, (unsigned long long)emu_live_pins());
@@ -290,7 +291,7 @@ static void *worker_main(void *arg)
         }
         ret = gdr_map(w->g, mh, &map, 2 * GPU_PAGE);
         if (!ret) {
-            fill_pattern(in, sizeof(in), (uint32_t)(w->id * 1000 + r));
+            t_pattern(in, sizeof(in), (uint32_t)(w->id * 1000 + r));
             gdr_copy_to_mapping(mh, (char *)map + (r % 16) * 4096, in, sizeof(in));
             emu_read(w->va + (r % 16) * 4096, out, sizeof(out));
             if (memcmp(in, out, sizeof(in))) {
@@ -371,7 +372,7 @@ static int hold(void)
 int main(int argc, char **argv)
 {
     if (emu_fd() < 0) {
-        printf("not ok setup: %s: %s\n", NVP2P_EMU_DEVICE, strerror(errno));
+        t_fail("setup", "%s: %s", NVP2P_EMU_DEVICE, strerror(errno));
         return 1;
     }
     if (argc > 1 && !strcmp(argv[1], "--hold"))
@@ -381,5 +382,5 @@ int main(int argc, char **argv)
     test_socket_passing();
     test_close_without_unmap();
     test_threads();
-    return t_exit_status();
+    return t_status();
 }

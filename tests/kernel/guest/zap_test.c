@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,18 +18,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "t.h"
+#include "emu.h"
 #include "uapi/gdrdrv.h"
 
 #define SZ128K (128 * 1024UL)
-
-static sigjmp_buf jmp;
-
-static void on_bus(int sig)
-{
-    (void)sig;
-    siglongjmp(jmp, 1);
-}
 
 /* --race: FREE (callback zap) racing munmap of the same PAT-tracked VMA, many times. */
 struct racer { uint64_t va; };
@@ -87,17 +79,17 @@ int main(int argc, char **argv)
     int faulted = 0, e;
 
     if (fd < 0 || emu_alloc(SZ128K, 2, 0, &va)) {
-        printf("not ok %s: setup: %s\n", name, strerror(errno));
+        t_fail(name, "setup: %s", strerror(errno));
         return 1;
     }
     p.addr = va;
     if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
-        printf("not ok %s: pin: %s\n", name, strerror(errno));
+        t_fail(name, "pin: %s", strerror(errno));
         return 1;
     }
     m = mmap(NULL, SZ128K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)(p.handle << 12));
     if (m == MAP_FAILED) {
-        printf("not ok %s: mmap: %s\n", name, strerror(errno));
+        t_fail(name, "mmap: %s", strerror(errno));
         return 1;
     }
     m[5] = 0x5a;                                /* the PTEs are there */
@@ -107,12 +99,7 @@ int main(int argc, char **argv)
         struct gdrdrv_unpin_buffer u = { .handle = p.handle };
         e = ioctl(fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;
     }
-    signal(SIGBUS, on_bus);
-    if (sigsetjmp(jmp, 1))
-        faulted = 1;
-    else
-        (void)m[5];
-    signal(SIGBUS, SIG_DFL);
+    faulted = t_touch_faults(&m[5]) == SIGBUS;
     printf("# zapped by %s (%d); access after it %s; now munmap\n", use_free ? "FREE" : "UNPIN", e,
            faulted ? "raised SIGBUS" : "read");
     fflush(stdout);

@@ -1,65 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* check.c - result lines and self re-execution for the unit tests (see check.h). */
+/* t_proc.c - the test kit's process helpers: re-running this program in a child, bounded
+ * waits, a read that may fault, fd passing (see t.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <time.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-#include "check.h"
 
-static int failures;
+#include "t.h"
 
-int check(int cond, const char *name, const char *why_fmt, ...)
-{
-    va_list ap;
-
-    if (cond) {
-        printf("ok %s\n", name);
-    } else {
-        failures++;
-        printf("not ok %s: ", name);
-        va_start(ap, why_fmt);
-        vprintf(why_fmt, ap);
-        va_end(ap);
-        putchar('\n');
-    }
-    fflush(stdout);
-    return cond;
-}
-
-void check_skip(const char *name, const char *why_fmt, ...)
-{
-    va_list ap;
-
-    printf("skip %s: ", name);
-    va_start(ap, why_fmt);
-    vprintf(why_fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    fflush(stdout);
-}
-
-int check_status(void)
-{
-    return failures ? 1 : 0;
-}
-
-const char *child_mode(int argc, char **argv)
+const char *t_child_mode(int argc, char **argv)
 {
     return argc == 3 && strcmp(argv[1], "--child") == 0 ? argv[2] : NULL;
 }
 
 static const char *const gdrcopy_vars[] = {
     "GDRCOPY_BACKEND", "GDRCOPY_USE_DMABUF_MMAP", "GDRCOPY_ENABLE_LOGGING",
-    "GDRCOPY_LOG_LEVEL", NULL,
+    "GDRCOPY_LOG_LEVEL", "GDRCOPY_COPY_KERNEL", NULL,
 };
 
-int run_self(const char *mode, const char *const *env, char *out, size_t len, int *sig)
+int t_run_self(const char *mode, const char *const *env, char *out, size_t len, int *sig)
 {
     char self[4096];
     size_t used = 0;
@@ -120,7 +85,7 @@ int run_self(const char *mode, const char *const *env, char *out, size_t len, in
     return -1;
 }
 
-int wait_bounded(pid_t pid, int *status, unsigned seconds)
+int t_wait_bounded(pid_t pid, int *status, unsigned seconds)
 {
     struct timespec nap = { 0, 10 * 1000 * 1000 };
     unsigned long waited_ms = 0;
@@ -142,6 +107,15 @@ int wait_bounded(pid_t pid, int *status, unsigned seconds)
     }
 }
 
+int t_wait_child(pid_t pid, unsigned seconds)
+{
+    int st;
+
+    if (t_wait_bounded(pid, &st, seconds) != 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static sigjmp_buf touch_jmp;
 static volatile sig_atomic_t touch_sig;
 
@@ -151,7 +125,7 @@ static void touch_handler(int sig)
     siglongjmp(touch_jmp, 1);
 }
 
-int touch_faults(const volatile void *p)
+int t_touch_faults(const volatile void *p)
 {
     struct sigaction sa, old_segv, old_bus;
 
@@ -166,4 +140,37 @@ int touch_faults(const volatile void *p)
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
     return touch_sig;
+}
+
+int t_send_fd(int sock, int fd, uint64_t handle)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+    struct iovec iov = { .iov_base = &handle, .iov_len = sizeof(handle) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &msg, 0) == (ssize_t)sizeof(handle) ? 0 : -1;
+}
+
+int t_recv_fd(int sock, uint64_t *handle)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+    struct iovec iov = { .iov_base = handle, .iov_len = sizeof(*handle) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *c;
+    int fd;
+
+    if (recvmsg(sock, &msg, 0) != (ssize_t)sizeof(*handle))
+        return -1;
+    c = CMSG_FIRSTHDR(&msg);
+    if (!c || c->cmsg_type != SCM_RIGHTS)
+        return -1;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
 }

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# tests/kernel/guest.mk - every static program of the QEMU guest, built one way (guest-link of
+# the top Makefile) with the test kit (tests/lib, its emulated-provider wrappers included) and
+# libgdrapi.a. Included by tests/tests.mk; tests/kernel/run-qemu.sh runs "make guest-progs"
+# (for arm64 with the cross compiler and its own BUILD) and packs the results:
+#   $(BUILD)/guest/tests/NAME   tests/kernel/guest/NAME.c, run by the guest's /init by name
+#   $(BUILD)/guest/extra/NAME   the other areas' guest checks, run through
+#                               tests/kernel/guest-extra.list (the one list of extras)
+# Built by 'make check' too (not by the sanitizer passes: a static program cannot use them),
+# so a guest program that does not compile fails there even where QEMU is missing.
+
+GUEST_BIN      := $(BUILD)/guest
+GUEST_KIT_SRCS := $(TEST_KIT_SRCS) tests/lib/emu.c tests/kernel/guest/mmio.c
+GUEST_KIT_HDRS := $(TEST_KIT_HDRS) tests/kernel/nvp2p_emu.h tests/kernel/guest/mmio.h \
+                  driver/uapi/gdrdrv.h
+GUEST_TESTS    := $(patsubst tests/kernel/guest/%.c,$(GUEST_BIN)/tests/%,\
+                  $(filter-out tests/kernel/guest/mmio.c,$(wildcard tests/kernel/guest/*.c)))
+# The core's checks against real pins (tests/unit) and the module's own (driver/tests).
+GUEST_EXTRAS   := $(GUEST_BIN)/extra/guest_core $(GUEST_BIN)/extra/gdrdrv_guest_test
+
+guest-prog = $(call guest-link,$(GUEST_CPPFLAGS),$< $(GUEST_KIT_SRCS) $(LIB_STATIC) -ldl)
+
+$(GUEST_BIN)/tests/%: tests/kernel/guest/%.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(guest-prog)
+
+$(GUEST_BIN)/extra/guest_core: tests/unit/guest_core.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(guest-prog)
+
+$(GUEST_BIN)/extra/gdrdrv_guest_test: driver/tests/gdrdrv_guest_test.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(guest-prog)
+
+.PHONY: guest-progs
+guest-progs: $(GUEST_TESTS) $(GUEST_EXTRAS)
+check: guest-progs
