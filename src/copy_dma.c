@@ -27,7 +27,8 @@
  * size, so it is timed there, not extrapolated from two far-apart sizes); the BAR, whose cost
  * is a straight line, at two sizes on the pin's own mapping (a read reads up to 16 KiB of it
  * from the caller's range on, again and again: a read has no side effect; a write times its
- * own first bytes in chunks of up to 64 and 256 KiB, each byte written once and not again).
+ * own first bytes in chunks of up to 64 and 256 KiB, each chunk written twice with the same
+ * bytes and the second write timed, the cost of a repeated copy).
  * The crossover is where the engine's curve goes below the BAR's for good. One to two
  * milliseconds per direction. Writes below VR_DMA_BAR_WRITE_MIN always take the BAR: on PCIe
  * a copy-engine write has never won that small (the H200's crossover is about 256 KiB).
@@ -478,27 +479,24 @@ static int bar_read_curve(gdr_mapping_type_t type, const unsigned char *map, siz
 
 /*
  * The caller's first 16 units (vr_dma_bar_write_unit of its size n) written through the BAR
- * by the plan (unit, then 4 units and unit in turn), each chunk timed with the fence the copy
- * ends with. Its pages are first made ready for writing, with one store per page of the byte
- * the copy stores there anyway (so memory ends as if written once): the driver fills the
- * mapping on demand, and a read does not do it for a write. On the H200 a read per page left
- * a fault of about 0.6 us per page in the timed writes (64 KiB: 14.2 us against 3.9 us for the
- * same copy once the pages were written), which put the write crossover at 50 KB instead of
- * 256 KiB. Returns how many bytes are written; 0, or EIO, in *rc.
+ * by the plan (unit, then 4 units and unit in turn), each chunk written twice and the second
+ * write timed, with the fence the copy ends with: the same bytes to the same place, so memory
+ * ends as if written once. The first write pays what a repeated copy does not: the driver's
+ * on-demand mapping of each page, the TLB, the caller's source lines coming from DRAM. On the
+ * H200 a read per page beforehand still left 64 KiB at 14.2 us, a store per page 5.4 us, while
+ * the copy repeated takes 3.3 us; the crossover came out at 50 and 138 KB instead of the
+ * 250 KB where cuMemcpy meets the BAR. Returns how many bytes are written; 0, or EIO, in *rc.
  */
 static size_t bar_write_curve(gdr_mapping_type_t type, unsigned char *map,
                               const unsigned char *host, size_t n, struct vr_dma_sample *s,
                               struct vr_dma_curve *curve, int *rc)
 {
-    size_t unit = vr_dma_bar_write_unit(n), off;
+    size_t unit = vr_dma_bar_write_unit(n), off = 0;
     double t0;
 
-    for (off = 0; off < 16 * unit; off += 4096)
-        *(volatile unsigned char *)(map + off) = host[off];
-    vr_store_fence();
-    off = 0;
     for (int i = 0; i < CAL_SAMPLES; i++) {
         s[i].n = i && cal_plan[i] ? 4 * unit : unit;
+        vr_copy_to_mapping(type, map + off, host + off, s[i].n);
         t0 = fenced_now_ns();
         vr_copy_to_mapping(type, map + off, host + off, s[i].n);
         s[i].ns = fenced_now_ns() - t0;
