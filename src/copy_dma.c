@@ -506,6 +506,15 @@ static size_t bar_write_curve(gdr_mapping_type_t type, unsigned char *map,
     return off;
 }
 
+/* A crossover for the log: its bytes, or "never". */
+static const char *x_str(size_t x, char buf[32])
+{
+    if (x == VR_DMA_NEVER)
+        return "never";
+    snprintf(buf, 32, "%zu bytes", x);
+    return buf;
+}
+
 /* "n:ns n:ns ..." of a curve, into buf. */
 static const char *curve_str(const struct vr_dma_curve *c, char *buf, size_t len)
 {
@@ -529,7 +538,7 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
 {
     struct vr_dma_sample s[CAL_SAMPLES] = { { 0, 0 } };
     struct vr_dma_curve bar = { 0 }, eng[2] = { { 0 }, { 0 } };
-    char bs[160], es[2][240];
+    char bs[160], es[2][240], xs[2][32];
     size_t done = 0, x = VR_DMA_NEVER, xp = VR_DMA_NEVER;
     int rc = 0;
 
@@ -554,9 +563,10 @@ static size_t calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
     atomic_store(&d->crossover[dir], x);
     note_crossover(dir, x);
     pthread_mutex_unlock(&setup_lock);
-    vr_info("copy engine %s crossover: %zu bytes from pinned memory, %zu from pageable (median "
+    vr_info("copy engine %s crossover: %s from pinned memory, %s from pageable (median "
             "ns by size: BAR %s, warm-up %zu:%.0f; engine pinned %s; pageable %s)",
-            dir == DIR_WRITE ? "write" : "read", x, xp, curve_str(&bar, bs, sizeof(bs)), s[0].n,
+            dir == DIR_WRITE ? "write" : "read", x_str(x, xs[0]), x_str(xp, xs[1]),
+            curve_str(&bar, bs, sizeof(bs)), s[0].n,
             s[0].ns, curve_str(&eng[0], es[0], sizeof(es[0])),
             curve_str(&eng[1], es[1], sizeof(es[1])));
     return done;
