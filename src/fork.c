@@ -28,13 +28,13 @@
 static _Atomic int guard_teardown;
 
 #define VR_FORK_MAX_LOCKS 16
-#define VR_FORK_MAX_HOOKS 8
+#define VR_FORK_MAX_CHILD_FNS 8
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t *locks[VR_FORK_MAX_LOCKS];
 static int nlocks;
-static void (*hooks[VR_FORK_MAX_HOOKS])(void);
-static int nhooks;
+static void (*child_fns[VR_FORK_MAX_CHILD_FNS])(void);
+static int nchild_fns;
 
 static void fork_prepare(void)
 {
@@ -65,8 +65,8 @@ static void fork_child(void)
     for (int i = 0; i < nlocks; i++)
         pthread_mutex_init(locks[i], NULL);
     pthread_mutex_init(&reg_lock, NULL);
-    for (int i = 0; i < nhooks; i++)
-        hooks[i]();
+    for (int i = 0; i < nchild_fns; i++)
+        child_fns[i]();
     if (!atomic_load(&guard_teardown))
         return;
     keep = getenv("VRAMIO_FORK_CHILD_TEARDOWN");
@@ -106,9 +106,9 @@ int vr_fork_on_child(void (*fn)(void))
     int rc;
 
     pthread_mutex_lock(&reg_lock);
-    rc = nhooks < VR_FORK_MAX_HOOKS ? 0 : ENOSPC;
+    rc = nchild_fns < VR_FORK_MAX_CHILD_FNS ? 0 : ENOSPC;
     if (!rc)
-        hooks[nhooks++] = fn;
+        child_fns[nchild_fns++] = fn;
     pthread_mutex_unlock(&reg_lock);
     return rc;
 }
