@@ -434,9 +434,9 @@ out:
 /*
  * A timestamp taken only after every earlier load and store has completed: the clock read
  * (rdtsc in the vDSO) does not wait for them, so a plain one taken right after slow uncached
- * loads (the prefault below: about a microsecond each) is taken early, and the copy timed from
- * it is charged with those loads; the one that ends a timed copy could likewise be read before
- * the copy's last stores have left.
+ * loads or the untimed first write of a chunk (bar_write_curve) is taken early, and the copy
+ * timed from it is charged with that earlier work; the one that ends a timed copy could
+ * likewise be read before the copy's last stores have left.
  */
 static double fenced_now_ns(void)
 {
