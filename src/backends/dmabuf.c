@@ -43,7 +43,8 @@ typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
                               CUmemRangeHandleType type, unsigned long long flags);
 
 /* cuMemGetHandleForAddressRange as cuGetProcAddress gives it for the 13.3 ABI (the first whose
- * exports the CPU may map), as GDRCopy asks for it; resolved once. */
+ * exports the CPU may map), as GDRCopy asks for it; resolved once. An older driver (only a
+ * forced trial runs on one) is asked at its own version, one it knows. */
 static export_fn export_entry;
 static char export_why[200];
 static pthread_once_t export_once = PTHREAD_ONCE_INIT;
@@ -79,16 +80,18 @@ static void export_resolve(void)
 {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     void *fn = NULL;
-    CUresult r = export_cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn,
-                                             VR_DMABUF_MIN_DRIVER, CU_GET_PROC_ADDRESS_DEFAULT,
-                                             &st);
+    int v = driver_version(export_cu);
+    CUresult r;
 
+    if (v <= 0 || v > VR_DMABUF_MIN_DRIVER)
+        v = VR_DMABUF_MIN_DRIVER;
+    r = export_cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn, v,
+                                    CU_GET_PROC_ADDRESS_DEFAULT, &st);
     if (r == CUDA_SUCCESS && fn && st == CU_GET_PROC_ADDRESS_SUCCESS)
         export_entry = (export_fn)fn;
     else
         snprintf(export_why, sizeof(export_why), "cuGetProcAddress(cuMemGetHandleForAddressRange, "
-                 "%d) found nothing: %s (status %d)", VR_DMABUF_MIN_DRIVER, vr_cuda_errstr(r),
-                 (int)st);
+                 "%d) found nothing: %s (status %d)", v, vr_cuda_errstr(r), (int)st);
 }
 
 static int export_get(const struct vr_cuda *cu, export_fn *fn, char *why, size_t len)
