@@ -14,7 +14,7 @@
  * The core, not the backend: rounds the range to whole GPU pages (vr_pin_req.va, .len);
  * refuses a forked child's use of its parent's gdr_t and pins (instance.c, vr_gdr_get), so
  * every op runs in the process that opened the context it is given; times each pin call
- * (tm_cycles, unless the backend measured it); refuses a mapping type the table's map_types
+ * (tm_cycles, unless the backend measured it or is untimed); refuses a mapping type the table's map_types
  * does not list.
  *
  * Conventions: every int-returning op returns 0 or a positive errno. Ops that can fail for a
@@ -68,6 +68,10 @@ struct vr_backend_ops {
      * backend that pins whatever CUDA allocates. */
     const char *opt_in_env;
     const char *serves;
+    /* The environment variable that, set to exactly "1" (GDRCopy's rule for its
+     * GDRCOPY_USE_DMABUF_MMAP), makes this the only backend gdr_open considers; NULL: none.
+     * vr_backend_forced() reads it, for the core and the backend alike. */
+    const char *force_env;
 
     /* ---- static capabilities (data) ---- */
 
@@ -81,6 +85,12 @@ struct vr_backend_ops {
      * the others with EINVAL and map_types_why. Left out (0): all of them, map decides. */
     unsigned map_types;
     const char *map_types_why;
+    /* 1: map always maps the whole pinned range [info.va, info.va + mapped_size), whatever
+     * size it is given, so copies may reach any of it (not only the size the caller mapped). */
+    int maps_whole_pin;
+    /* 1: info's tm_cycles and cycles_per_ms are reported as the backend gives them, 0 included
+     * (GDRCopy documents 0 for both on dma-buf); 0: the core times a pin that reports none. */
+    int untimed;
 
     /* ---- ops ---- */
 
@@ -129,6 +139,9 @@ struct vr_backend_ops {
  * (ENOTSUP), so that even a partial table cannot make the core call through NULL.
  */
 void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *in);
+
+/* 1 when ops->force_env is set to exactly "1" (not "01", not "2"), else 0. */
+int vr_backend_forced(const struct vr_backend_ops *ops);
 
 /* The backends, defined one per file; each is always compiled in and reports itself
  * unusable (with the reason) where its requirements are missing. */

@@ -5,6 +5,8 @@
  * (instance.c), and calls only the merged copy: no call site tests a slot for NULL.
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include "backend.h"
 
 /* A backend that leaves out a slot it should fill refuses what that slot does. */
@@ -105,4 +107,11 @@ void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *i
     VR_DEFAULT(callback_flag, never_invalidated);
     VR_DEFAULT(get_attr, table_attr);
     VR_DEFAULT(driver_version, table_version);
+}
+
+int vr_backend_forced(const struct vr_backend_ops *ops)
+{
+    const char *v = ops->force_env ? getenv(ops->force_env) : NULL;
+
+    return v && strcmp(v, "1") == 0;
 }

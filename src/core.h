@@ -47,7 +47,8 @@ struct vr_pin {
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
-    size_t map_size;
+    size_t map_size;                       /* as the caller mapped it */
+    size_t map_reach;                      /* how far copies may go: see maps_whole_pin */
     gdr_mapping_type_t map_type;
     int dma_dev;                           /* copy_dma.c's finding for this pin: VR_DMA_DEV_* */
 };

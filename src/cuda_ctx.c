@@ -79,6 +79,32 @@ int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guar
     return 0;
 }
 
+int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, CUcontext owner,
+                             struct vr_cuda_ctx_guard *g, char *why, size_t len)
+{
+    CUcontext cur = NULL, ctx = owner;
+    CUdevice cd = -1;
+    CUresult r;
+    int rc;
+
+    g->pushed = 0;
+    if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
+        cu->cuCtxGetDevice(&cd) == CUDA_SUCCESS && cd == dev)
+        return 0;
+    if (!ctx) {
+        rc = primary_get(cu, dev, &ctx, why, len);
+        if (rc)
+            return rc;
+    }
+    r = cu->cuCtxPushCurrent(ctx);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, len, "cuCtxPushCurrent (device %d) failed: %s", dev, vr_cuda_errstr(r));
+        return vr_cuda_errno(r);
+    }
+    g->pushed = 1;
+    return 0;
+}
+
 void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g)
 {
     CUcontext popped;

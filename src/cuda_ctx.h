@@ -22,6 +22,12 @@ struct vr_cuda_ctx_guard {
  * use then). 0, or a positive errno with the reason in why. */
 int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
                       char *why, size_t len);
+/* Make a context of device dev current for a call on memory of dev: the thread's own if it
+ * is one of dev's; else owner (the memory's context, CU_POINTER_ATTRIBUTE_CONTEXT) when not
+ * NULL; else dev's primary context. Never a context of another device. 0, or a positive errno
+ * with the reason in why. */
+int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, CUcontext owner,
+                             struct vr_cuda_ctx_guard *g, char *why, size_t len);
 void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g);
 
 #endif /* VRAMIO_CUDA_CTX_H */

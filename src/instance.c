@@ -20,10 +20,10 @@
  * Which backends the environment allows, as a mask of (1 << vramio_backend_t). When one is
  * forced, the others get the reason in off (len bytes). EINVAL for an unknown name.
  */
-static int allowed_backends(unsigned *mask, char *off, size_t len)
+static int allowed_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
+                            unsigned *mask, char *off, size_t len)
 {
     const char *name = getenv("GDRCOPY_BACKEND");
-    const char *dmabuf = getenv("GDRCOPY_USE_DMABUF_MMAP");
     int b;
 
     *mask = ALL_BACKENDS;
@@ -39,9 +39,12 @@ static int allowed_backends(unsigned *mask, char *off, size_t len)
                  "vulkan)", name);
         return EINVAL;
     }
-    if (dmabuf && atoi(dmabuf) != 0) {
-        *mask = 1u << VRAMIO_BACKEND_DMABUF;
-        snprintf(off, len, "not selected (GDRCOPY_USE_DMABUF_MMAP=%s)", dmabuf);
+    for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
+        if (vr_backend_forced(table[b])) {
+            *mask = 1u << b;
+            snprintf(off, len, "not selected (%s=1)", table[b]->force_env);
+            break;
+        }
     }
     return 0;
 }
@@ -88,7 +91,7 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
     unsigned mask;
     int b, broad = 0;
 
-    if (allowed_backends(&mask, off, sizeof(off))) {
+    if (allowed_backends(table, &mask, off, sizeof(off))) {
         vr_copy_reason(reason, len, off);
         return EINVAL;
     }

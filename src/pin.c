@@ -236,8 +236,9 @@ static int op_info(struct vr_slot *s, struct vr_pin *pin, void *arg, const char 
         return vr_fail(rc, "%s: %s", fn, vramio_strerror(rc));
     /* tm_cycles is how long the pin took, as gdrdrv has always reported it (its get_pages
      * time, at the module's rate). A backend that measures nothing leaves it 0: the core's
-     * own measurement of its pin call stands in, at the rate of that clock. */
-    if (!bi.tm_cycles) {
+     * own measurement of its pin call stands in, at the rate of that clock, unless the
+     * backend's table says the zeros are its answer (untimed). */
+    if (!bi.tm_cycles && !pin->ops->untimed) {
         bi.tm_cycles = pin->pin_cycles;
         bi.cycles_per_ms = vr_cycles_per_ms();
     }
@@ -287,8 +288,9 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
         pin->map_ptr = ptr;
         pin->map_pid = vr_self_pid();
         pin->map_size = a->size;
+        pin->map_reach = pin->ops->maps_whole_pin ? pin->mapped_size : a->size;
         pin->map_type = granted;
-        vr_slot_set_mapping(s, ptr, a->size, granted);
+        vr_slot_set_mapping(s, ptr, pin->map_reach, granted);
         *a->va = ptr;
     }
     return rc;
@@ -381,7 +383,7 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     }
     ok = pin_mapped_here(pin) && host;
     if (ok) {
-        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_size, (int)pin->map_type };
+        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_reach, (int)pin->map_type };
         ok = vr_in_mapping(&m, p, n);
     }
     if (ok)

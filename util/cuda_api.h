@@ -26,6 +26,9 @@
     X(cuDriverGetVersion,       "cuDriverGetVersion",       (int *version))                 \
     X(cuGetErrorString,         "cuGetErrorString",         (CUresult rc, const char **s))  \
     X(cuGetErrorName,           "cuGetErrorName",           (CUresult rc, const char **s))  \
+    X(cuGetProcAddress,         "cuGetProcAddress_v2",                                      \
+      (const char *symbol, void **pfn, int cuda_version, cuuint64_t flags,                  \
+       CUdriverProcAddressQueryResult *status))                                             \
     /* devices */                                                                           \
     X(cuDeviceGet,              "cuDeviceGet",              (CUdevice *dev, int ordinal))   \
     X(cuDeviceGetCount,         "cuDeviceGetCount",         (int *count))                   \

@@ -56,9 +56,11 @@ typedef enum {
     CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID                               = 34,
     CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID                               = 50,
     CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT                     = 51,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         = 102,
     CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
     CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED     = 110,
+    CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED                           = 124,
 } CUdevice_attribute;
 
 typedef enum {
@@ -154,5 +156,10 @@ typedef enum {
 typedef enum {
     CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1,
 } CUmemRangeFlags;
+
+/* cuGetProcAddress's search flags. */
+typedef enum {
+    CU_GET_PROC_ADDRESS_DEFAULT = 0,
+} CUdriverProcAddress_flags;
 
 #endif /* VRAMIO_CUDA_TYPES_H */

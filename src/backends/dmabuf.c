@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dmabuf.c - GPU memory mapped for the CPU through a CUDA dma-buf export, as GDRCopy 2.6
- * does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin), mmap of
- * the fd for the mapping, FORCE_PCIE passed as the export's PCIE mapping flag.
+ * does it: cuMemGetHandleForAddressRange(DMA_BUF_FD) per pin (one fd per pin) in a context of
+ * the pointer's device, mmap of the fd for the mapping, exported and mapped in whole host
+ * pages, FORCE_PCIE passed as the export's PCIE mapping flag, CACHING on a coherent platform.
  *
- * Unlike upstream it asserts nothing, answers the driver version and the legacy get_info, and
- * finds out once per process whether the driver really lets the CPU map exports: drivers
- * before the 610 series export discrete-GPU memory but refuse the mmap with errno 524. The
- * probe turns that into a reason; a pin that meets it first says so and returns ENOTSUP, so
- * the core offers the pin to the next backend.
+ * gdr_open uses it when the driver says it can (version 13.3 or newer, cuInit, some device
+ * with DMA_BUF_SUPPORTED), as upstream decides. Where the user forces it
+ * (GDRCOPY_USE_DMABUF_MMAP=1) on an older driver, a trial export and mmap decides instead,
+ * once per process, so gdr_open never promises what a 580 driver (exports, refuses every
+ * mmap with errno 524) cannot keep. A buffer whose mmap alone is refused fails its gdr_map.
+ *
+ * Unlike upstream it asserts nothing, answers the driver version and the legacy get_info,
+ * maps unaligned pins, exports in the memory's device even when another device's context is
+ * current, and keeps its fds and mappings out of forked and exec'd children (docs/dmabuf.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "backend.h"
 #include "cuda_ctx.h"
@@ -28,21 +34,37 @@
 
 struct dmabuf_pin {
     int fd;
-    uint64_t va, len;
+    uint64_t va, len;                /* the exported range, whole host pages */
+    gdr_mapping_type_t type;         /* what a mapping of it is */
     void *map;
 };
 
-/* Whether mmap of an export works in this process: learnt once, by the forced probe's trial
- * or by the first pin, and kept. */
-static _Atomic int mmap_state;          /* 0 unknown, 1 works, -1 refused */
-static int mmap_err;
-static char mmap_why[320];
-static pthread_mutex_t mmap_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t mmap_fork_once = PTHREAD_ONCE_INIT;
+typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
+                              CUmemRangeHandleType type, unsigned long long flags);
 
-static void mmap_fork_register(void)
+/* cuMemGetHandleForAddressRange as cuGetProcAddress gives it for the 13.3 ABI (the first whose
+ * exports the CPU may map), as GDRCopy asks for it; resolved once. An older driver (only a
+ * forced trial runs on one) is asked at its own version, one it knows. */
+static export_fn export_entry;
+static char export_why[200];
+static pthread_once_t export_once = PTHREAD_ONCE_INIT;
+static const struct vr_cuda *export_cu;
+
+/* The forced probe's trial on a driver older than 13.3: 0 unknown, 1 maps, -1 refused. */
+static _Atomic int trial_state;
+static int trial_err;
+static char trial_why[320];
+static pthread_mutex_t trial_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Held from an export until its fd is close-on-exec, and by every fork (fork.h): a child forked
+ * meanwhile, which might exec, cannot inherit the fd (and the GPU pages it holds). */
+static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_register(void)
 {
-    vr_fork_protect_mutex(&mmap_lock);
+    vr_fork_protect_mutex(&trial_lock);
+    vr_fork_protect_mutex(&export_lock);
 }
 
 static int driver_version(const struct vr_cuda *cu)
@@ -54,56 +76,93 @@ static int driver_version(const struct vr_cuda *cu)
     return v;
 }
 
-/* Try mmap on an exported fd and record the outcome; 0, or the errno with why. */
-static int mmap_learn(const struct vr_cuda *cu, int fd, size_t len, char *why, size_t wlen)
+static void export_resolve(void)
 {
-    void *m;
-    int st, err = 0;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    void *fn = NULL;
+    int v = driver_version(export_cu);
+    CUresult r;
 
-    pthread_once(&mmap_fork_once, mmap_fork_register);
-    pthread_mutex_lock(&mmap_lock);
-    st = atomic_load_explicit(&mmap_state, memory_order_relaxed);
-    if (st == 0) {
-        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED) {
-            err = errno;
-            mmap_err = vr_dmabuf_mmap_error(err, driver_version(cu), mmap_why, sizeof(mmap_why));
-            st = -1;
-        } else {
-            munmap(m, len);
-            st = 1;
-        }
-        atomic_store_explicit(&mmap_state, st, memory_order_release);
+    if (v <= 0 || v > VR_DMABUF_MIN_DRIVER)
+        v = VR_DMABUF_MIN_DRIVER;
+    r = export_cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn, v,
+                                    CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    if (r == CUDA_SUCCESS && fn && st == CU_GET_PROC_ADDRESS_SUCCESS)
+        export_entry = (export_fn)fn;
+    else
+        snprintf(export_why, sizeof(export_why), "cuGetProcAddress(cuMemGetHandleForAddressRange, "
+                 "%d) found nothing: %s (status %d)", v, vr_cuda_errstr(r), (int)st);
+}
+
+static int export_get(const struct vr_cuda *cu, export_fn *fn, char *why, size_t len)
+{
+    export_cu = cu;
+    pthread_once(&export_once, export_resolve);
+    if (!export_entry) {
+        snprintf(why, len, "%s", export_why);
+        return ENOSYS;
     }
-    pthread_mutex_unlock(&mmap_lock);
-    if (st < 0) {
-        snprintf(why, wlen, "%s", mmap_why);
-        return mmap_err;
-    }
+    *fn = export_entry;
     return 0;
 }
 
-/* The forced probe's trial: export a small allocation of device 0 and mmap it. */
-static int mmap_trial(const struct vr_cuda *cu, char *why, size_t len)
+/* A CUdevice attribute, 0 when the driver cannot say. */
+static int dev_attr(const struct vr_cuda *cu, CUdevice_attribute a, CUdevice d)
+{
+    int v = 0;
+
+    return cu->cuDeviceGetAttribute(&v, a, d) == CUDA_SUCCESS ? v : 0;
+}
+
+/* The first device with DMA_BUF_SUPPORTED in *dev; ENOTSUP (or the error) when none has it. */
+static int dmabuf_device(const struct vr_cuda *cu, int *dev, char *why, size_t len)
+{
+    int n = 0, i;
+    CUdevice d;
+    CUresult r = cu->cuDeviceGetCount(&n);
+
+    if (r != CUDA_SUCCESS || n <= 0) {
+        snprintf(why, len, "no CUDA device (%s)", r == CUDA_SUCCESS ? "count 0" : vr_cuda_errstr(r));
+        return ENODEV;
+    }
+    for (i = 0; i < n; i++) {
+        if (cu->cuDeviceGet(&d, i) == CUDA_SUCCESS &&
+            dev_attr(cu, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, d)) {
+            *dev = i;
+            return 0;
+        }
+    }
+    snprintf(why, len, "none of the %d CUDA device%s supports dma-buf "
+             "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)", n, n > 1 ? "s" : "");
+    return ENOTSUP;
+}
+
+/* Try mmap of an export of a small allocation of device dev: the forced probe's trial. */
+static int mmap_trial(const struct vr_cuda *cu, export_fn fn, int dev, char *why, size_t len)
 {
     struct vr_cuda_ctx_guard guard;
     CUdeviceptr d = 0;
     CUresult r;
     int fd = -1, rc;
     const size_t sz = 2u << 20;
+    void *m;
 
-    rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);
+    rc = vr_cuda_ctx_enter_device(cu, dev, NULL, &guard, why, len);
     if (rc)
         return rc;
     r = cu->cuMemAlloc(&d, sz);
     if (r == CUDA_SUCCESS)
-        r = cu->cuMemGetHandleForAddressRange(&fd, d, sz, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+        r = fn(&fd, d, sz, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (r != CUDA_SUCCESS) {
         snprintf(why, len, "the CUDA driver does not export device memory as dma-buf: %s",
                  vr_cuda_errstr(r));
         rc = vr_cuda_errno(r);
     } else {
-        rc = mmap_learn(cu, fd, sz, why, len);
+        m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+            rc = vr_dmabuf_mmap_error(errno, driver_version(cu), why, len);
+        else
+            munmap(m, sz);
     }
     if (fd >= 0)
         close(fd);
@@ -113,15 +172,38 @@ static int mmap_trial(const struct vr_cuda *cu, char *why, size_t len)
     return rc;
 }
 
+/* The trial's outcome, learnt once per process. */
+static int mmap_trial_once(const struct vr_cuda *cu, export_fn fn, int dev, char *why,
+                           size_t len)
+{
+    int st;
+
+    pthread_once(&fork_once, fork_register);
+    pthread_mutex_lock(&trial_lock);
+    st = atomic_load_explicit(&trial_state, memory_order_relaxed);
+    if (st == 0) {
+        trial_err = mmap_trial(cu, fn, dev, trial_why, sizeof(trial_why));
+        st = trial_err ? -1 : 1;
+        atomic_store_explicit(&trial_state, st, memory_order_release);
+    }
+    pthread_mutex_unlock(&trial_lock);
+    if (st < 0) {
+        snprintf(why, len, "%s", trial_why);
+        return trial_err;
+    }
+    return 0;
+}
+
 /* The driver entry points this backend calls beyond cuInit. */
 static int cuda_has_dmabuf(const struct vr_cuda *cu, char *why, size_t len)
 {
     int rc = 0;
 
 #define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, why, len);
-    VR_NEED(cuMemGetHandleForAddressRange) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxPushCurrent)
-    VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet) VR_NEED(cuDevicePrimaryCtxRetain)
-    VR_NEED(cuMemAlloc) VR_NEED(cuMemFree)
+    VR_NEED(cuGetProcAddress) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxGetDevice)
+    VR_NEED(cuCtxPushCurrent) VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet)
+    VR_NEED(cuDeviceGetCount) VR_NEED(cuDeviceGetAttribute) VR_NEED(cuPointerGetAttribute)
+    VR_NEED(cuDevicePrimaryCtxRetain) VR_NEED(cuMemAlloc) VR_NEED(cuMemFree)
 #undef VR_NEED
     return rc;
 }
@@ -129,49 +211,84 @@ static int cuda_has_dmabuf(const struct vr_cuda *cu, char *why, size_t len)
 static int dmabuf_probe(char *why, size_t len)
 {
     const struct vr_cuda *cu = vr_cuda_load(why, len);
-    int rc;
+    int rc, forced = vr_backend_forced(&vr_backend_dmabuf), old, dev = 0;
+    export_fn fn;
 
     if (!cu)
         return ENODEV;
     rc = cuda_has_dmabuf(cu, why, len);
     if (rc)
         return rc;
-    if (atomic_load_explicit(&mmap_state, memory_order_acquire) < 0) {
-        snprintf(why, len, "%s", mmap_why);
-        return mmap_err;
-    }
-    if (!vr_dmabuf_forced())
-        return vr_dmabuf_driver_check(driver_version(cu), why, len);
-    /* Forced: the user asked for this backend, so find out now (once) whether it works. */
+    old = vr_dmabuf_driver_check(driver_version(cu), why, len);
+    if (old && !forced)
+        return old;
     rc = vr_cuda_init(&cu, why, len);
-    if (rc)
-        return rc;
-    if (atomic_load_explicit(&mmap_state, memory_order_acquire) == 0)
-        return mmap_trial(cu, why, len);
-    return 0;
+    if (!rc)
+        rc = export_get(cu, &fn, why, len);
+    if (!rc)
+        rc = dmabuf_device(cu, &dev, why, len);
+    /* Forced on a driver that does not say it maps exports: find out (once) whether it does. */
+    if (!rc && old)
+        rc = mmap_trial_once(cu, fn, dev, why, len);
+    return rc;
 }
 
-static int dmabuf_export(const struct vr_cuda *cu, uint64_t va, uint64_t len, uint32_t flags,
+/* errno when the process cannot open one more descriptor (EMFILE / ENFILE), else 0. */
+static int fds_exhausted(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), err = errno;
+
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    return err;
+}
+
+static int export_refused(CUresult r, uint64_t va, uint64_t len, int dev, char *why,
+                          size_t wlen)
+{
+    struct rlimit rl = { 0, 0 };
+    int fde = r == CUDA_ERROR_OPERATING_SYSTEM ? fds_exhausted() : 0;
+    int rc = vr_dmabuf_export_errno(r, fde);
+
+    if (rc == EMFILE || rc == ENFILE) {
+        getrlimit(RLIMIT_NOFILE, &rl);
+        snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s: the %s is out of file "
+                 "descriptors (%s; each pin holds one dma-buf fd, the limit is %llu: raise it "
+                 "with ulimit -n, or unpin)", (unsigned long long)va, (unsigned long long)len,
+                 vr_cuda_errstr(r), rc == EMFILE ? "process" : "system",
+                 rc == EMFILE ? "EMFILE" : "ENFILE", (unsigned long long)rl.rlim_cur);
+    } else {
+        snprintf(why, wlen, "dma-buf export of 0x%llx + %llu (device %d) refused: %s",
+                 (unsigned long long)va, (unsigned long long)len, dev, vr_cuda_errstr(r));
+    }
+    return rc;
+}
+
+/* Export [va, va + len) of device dev; the fd is close-on-exec before any fork can copy it. */
+static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags, int dev,
                          int *fd, char *why, size_t wlen)
 {
     unsigned long long ef = vr_dmabuf_export_flags(flags);
     CUresult r;
+    int err = 0;
 
-    r = cu->cuMemGetHandleForAddressRange(fd, (CUdeviceptr)va, len,
-                                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, ef);
+    pthread_once(&fork_once, fork_register);
+    pthread_mutex_lock(&export_lock);
+    r = fn(fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, ef);
     if (r == CUDA_ERROR_NOT_SUPPORTED && vr_dmabuf_retry_without_pcie(ef))
-        r = cu->cuMemGetHandleForAddressRange(fd, (CUdeviceptr)va, len,
-                                              CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-    if (r == CUDA_SUCCESS) {
-        /* Ours alone: a program that forks and execs must not pass it on (it holds the
-         * pages). */
-        fcntl(*fd, F_SETFD, FD_CLOEXEC);
-        return 0;
+        r = fn(fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (r == CUDA_SUCCESS && fcntl(*fd, F_SETFD, FD_CLOEXEC) != 0) {
+        err = errno;
+        close(*fd);
     }
-    snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s (not one CUDA allocation, "
-             "or not exportable)", (unsigned long long)va, (unsigned long long)len,
-             vr_cuda_errstr(r));
-    return ENOTSUP;
+    pthread_mutex_unlock(&export_lock);
+    if (r != CUDA_SUCCESS)
+        return export_refused(r, va, len, dev, why, wlen);
+    if (err)
+        snprintf(why, wlen, "cannot make the dma-buf fd close-on-exec: %s", strerror(err));
+    return err;
 }
 
 static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
@@ -179,41 +296,52 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     struct vr_cuda_ctx_guard guard;
     const struct vr_cuda *cu;
     struct dmabuf_pin *p;
-    uint64_t va = req->va, plen = req->len;
-    int rc, fd = -1;
+    uint64_t va, plen;
+    int rc, fd = -1, ord = -1, coherent;
+    CUcontext owner = NULL;
+    CUdevice dev;
+    CUresult r;
+    export_fn fn;
 
     (void)ctx;
-    if (atomic_load_explicit(&mmap_state, memory_order_acquire) < 0) {
-        snprintf(why, len, "%s", mmap_why);
+    if (vr_dmabuf_host_range(req->addr, req->size, (uint64_t)sysconf(_SC_PAGESIZE), &va, &plen))
+        return EINVAL;
+    rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = export_get(cu, &fn, why, len);
+    if (rc)
+        return rc;
+    r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)req->addr);
+    if (r == CUDA_SUCCESS)
+        r = cu->cuDeviceGet(&dev, ord);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, len, "0x%llx is not CUDA device memory: %s",
+                 (unsigned long long)req->addr, vr_cuda_errstr(r));
         return ENOTSUP;
     }
-    rc = vr_cuda_init(&cu, why, len);
+    if (!dev_attr(cu, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev)) {
+        snprintf(why, len, "CUDA device %d does not support dma-buf", ord);
+        return ENOTSUP;
+    }
+    coherent = dev_attr(cu, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, dev);
+    if (cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                  (CUdeviceptr)req->addr) != CUDA_SUCCESS)
+        owner = NULL;
+    rc = vr_cuda_ctx_enter_device(cu, ord, owner, &guard, why, len);
     if (rc)
         return rc;
-    rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);
-    if (rc)
-        return rc;
-    rc = dmabuf_export(cu, va, plen, req->flags, &fd, why, len);
+    rc = dmabuf_export(fn, va, plen, req->flags, ord, &fd, why, len);
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
-    /* Not "== 0": another thread may have learnt of a refusal since the check above. */
-    if (atomic_load_explicit(&mmap_state, memory_order_acquire) != 1) {
-        rc = mmap_learn(cu, fd, (size_t)plen, why, len);
-        if (rc) {
-            close(fd);
-            return ENOTSUP; /* the next backend may still map it */
-        }
-    }
     p = calloc(1, sizeof(*p));
     if (!p) {
         close(fd);
         snprintf(why, len, "out of memory");
         return ENOMEM;
     }
-    p->fd = fd;
-    p->va = va;
-    p->len = plen;
+    *p = (struct dmabuf_pin){ .fd = fd, .va = va, .len = plen,
+                              .type = vr_dmabuf_map_type(coherent, req->flags) };
     *pin = p;
     return 0;
 }
@@ -228,21 +356,37 @@ static int dmabuf_unpin(void *ctx, void *pin)
     return 0;
 }
 
+static const char *type_name(gdr_mapping_type_t t)
+{
+    return t == GDR_MAPPING_TYPE_CACHING ? "cached (a coherent platform)" : "write-combined";
+}
+
 static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
                       void **ptr, gdr_mapping_type_t *granted, char *why, size_t len)
 {
     struct dmabuf_pin *p = pin;
+    const struct vr_cuda *cu;
     void *m;
 
-    (void)ctx; (void)size; (void)want; /* want is NONE or WC: the table's map_types */
+    (void)ctx; (void)size; /* the whole pinned range is mapped (maps_whole_pin) */
+    if (want != GDR_MAPPING_TYPE_NONE && want != p->type) {
+        snprintf(why, len, "this pin's mapping can only be %s%s", type_name(p->type),
+                 p->type == GDR_MAPPING_TYPE_WC ? "" : "; pin with GDR_PIN_FLAG_FORCE_PCIE for "
+                 "a write-combined one");
+        return EINVAL;
+    }
     m = mmap(NULL, (size_t)p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
-    if (m == MAP_FAILED)
-        return vr_dmabuf_mmap_error(errno, 0, why, len);
+    if (m == MAP_FAILED) {
+        int err = errno;
+
+        return vr_dmabuf_mmap_error(err, vr_cuda_init(&cu, NULL, 0) ? 0 : driver_version(cu),
+                                    why, len);
+    }
     /* The exporter's mapping would be copied into a forked child; gdrdrv's is not. */
     vr_fork_dontfork(m, (size_t)p->len);
     p->map = m;
     *ptr = m;
-    *granted = GDR_MAPPING_TYPE_WC;
+    *granted = p->type;
     return 0;
 }
 
@@ -265,23 +409,27 @@ static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
     (void)ctx;
     info->va = p->va;
     info->mapped_size = p->len;
-    info->page_size = GPU_PAGE_SIZE;
-    info->tm_cycles = 0;                 /* the core times the pin */
+    info->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    info->tm_cycles = 0;                 /* GDRCopy documents 0 for both (untimed) */
     info->cycles_per_ms = 0;
-    info->mapping_type = p->map ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
+    info->mapping_type = p->map ? p->type : GDR_MAPPING_TYPE_NONE;
     return 0;
 }
 
 const struct vr_backend_ops vr_backend_dmabuf = {
     .id = VRAMIO_BACKEND_DMABUF,
     .name = "dmabuf",
+    .force_env = "GDRCOPY_USE_DMABUF_MMAP",
     /* An export holds its pages until its fd is closed: pins are persistent, never
      * invalidated (callback_flag left out), and FORCE_PCIE is passed to the export. */
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1,
               [GDR_ATTR_USING_DMA_BUF_MMAP] = 1 },
     /* .version left out: gdrdrv 2.6 (upstream aborts in gdr_driver_get_version here). */
-    .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
-    .map_types_why = "the dma-buf exporter maps BAR1 write-combined only",
+    .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC) | VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_CACHING),
+    .map_types_why = "a dma-buf export maps write-combined (cached on a coherent platform), "
+                     "never as device memory",
+    .maps_whole_pin = 1,
+    .untimed = 1,
     .probe = dmabuf_probe,               /* no per-gdr_t state: open and close left out */
     .pin = dmabuf_pin,
     .unpin = dmabuf_unpin,

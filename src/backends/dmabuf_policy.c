@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "cuda_types.h"
 #include "gdrapi.h"
@@ -22,6 +21,13 @@ int vr_dmabuf_driver_check(int v, char *why, size_t len)
 
 int vr_dmabuf_mmap_error(int err, int v, char *why, size_t len)
 {
+    if (err == VR_KERNEL_ENOTSUPP && v >= VR_DMABUF_MIN_DRIVER) {
+        snprintf(why, len, "the driver refuses to mmap this export (errno 524, ENOTSUPP) although "
+                 "CUDA driver %d.%d maps exports: this buffer cannot be mapped (BAR1 space "
+                 "exhausted, or memory the exporter does not map for the CPU)",
+                 v / 1000, (v % 1000) / 10);
+        return ENOTSUP;
+    }
     if (err == VR_KERNEL_ENOTSUPP) {
         snprintf(why, len, "the driver exports dma-buf fds but refuses to mmap them "
                  "(errno 524, ENOTSUPP): CUDA driver %d.%d allows CPU mappings of exports on "
@@ -49,9 +55,32 @@ int vr_dmabuf_retry_without_pcie(unsigned long long export_flags)
 #endif
 }
 
-int vr_dmabuf_forced(void)
+gdr_mapping_type_t vr_dmabuf_map_type(int coherent, uint32_t pin_flags)
 {
-    const char *v = getenv("GDRCOPY_USE_DMABUF_MMAP");
+    return coherent && !(pin_flags & GDR_PIN_FLAG_FORCE_PCIE) ? GDR_MAPPING_TYPE_CACHING
+                                                               : GDR_MAPPING_TYPE_WC;
+}
 
-    return v && strcmp(v, "1") == 0;
+int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *va,
+                         uint64_t *len)
+{
+    uint64_t last;
+
+    if (size == 0 || size - 1 > UINT64_MAX - addr)
+        return EINVAL;
+    last = addr + (size - 1);
+    if ((last | (page - 1)) == UINT64_MAX)
+        return EINVAL;
+    *va = addr & ~(page - 1);
+    *len = (last | (page - 1)) + 1 - *va;
+    return 0;
+}
+
+int vr_dmabuf_export_errno(int cuda_result, int fd_errno)
+{
+    if (cuda_result == CUDA_ERROR_OPERATING_SYSTEM && (fd_errno == EMFILE || fd_errno == ENFILE))
+        return fd_errno;
+    if (cuda_result == CUDA_ERROR_OUT_OF_MEMORY)
+        return ENOMEM;
+    return ENOTSUP;
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "gdrapi.h"
 
 /* cuDriverGetVersion of the first driver that maps dma-buf exports of discrete GPUs for the
  * CPU (13.3, the 610 series); older ones allow it on integrated GPUs only. */
@@ -32,7 +33,19 @@ unsigned long long vr_dmabuf_export_flags(uint32_t pin_flags);
  * what the plain export gives (the driver accepts the PCIE flag only on coherent platforms). */
 int vr_dmabuf_retry_without_pcie(unsigned long long export_flags);
 
-/* 1 when the environment forces this backend (GDRCOPY_USE_DMABUF_MMAP=1, upstream's switch). */
-int vr_dmabuf_forced(void);
+/* The mapping type of a pin: CACHING on a coherent platform (the device reads pageable memory
+ * through the host's page tables: Grace), unless FORCE_PCIE asks for the BAR; WC otherwise. */
+gdr_mapping_type_t vr_dmabuf_map_type(int coherent, uint32_t pin_flags);
+
+/* [addr, addr + size) in whole host pages of page bytes (a power of two): what is exported
+ * and mapped, as GDRCopy does. EINVAL when it would wrap. */
+int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *va,
+                         uint64_t *len);
+
+/* The errno of a refused export (a CUresult), given fd_errno, what opening a descriptor gives
+ * right after it (0 when one could be had): EMFILE / ENFILE where the driver's
+ * CUDA_ERROR_OPERATING_SYSTEM comes from running out of descriptors, ENOMEM for memory, and
+ * ENOTSUP (memory this exporter does not serve: the next backend is offered it) otherwise. */
+int vr_dmabuf_export_errno(int cuda_result, int fd_errno);
 
 #endif /* VRAMIO_DMABUF_POLICY_H */

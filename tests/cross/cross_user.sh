@@ -11,6 +11,7 @@
 # emulator as VRAMIO_TEST_LAUNCHER: without binfmt_misc the kernel cannot run a foreign
 # program itself.
 # tools_selftest is not run: its checks are timings, which emulation does not preserve.
+# The dma-buf backend's emulated tests (tests/dmabuf) run too, in the modes an emulator can.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 arch=$1
@@ -77,6 +78,11 @@ for t in "$out"/tests/test_* "$out"/tests/stress_* "$out"/tests/copy_* "$out"/te
         grep -vE '^(ok|skip) ' "$out/$name.out" | tail -n 10 | sed 's/^/    /'
     fi
 done
+
+# The dma-buf backend against the stand-in driver, this architecture's build under the
+# emulator: above all the coherent-platform case (Grace is AArch64).
+BUILD=$out CC=$cc DMABUF_EMU_QEMU=$qemu DMABUF_EMU_PREFIX=$arch/ \
+    tests/dmabuf/test_dmabuf_emulated.sh || T_FAILED=1
 
 # The tools start, and without a GPU say why they cannot run (exit 0, 1 or 2, never a signal).
 for t in "$out"/bin/gdrcopy_*; do

@@ -5,54 +5,106 @@
  * loaded by name through LD_LIBRARY_PATH exactly as the real driver would be.
  *
  * "Device memory" from cuMemAlloc is a memfd mapped into the process, so its device address
- * is also a host address the test can read directly. cuMemGetHandleForAddressRange exports
- * a dup of that memfd; like an fd of a real export it maps from the exported start, so this
- * stand-in exports only ranges that begin at an allocation's start (others get
- * CUDA_ERROR_INVALID_VALUE, which is how the test sees a pin fall through). The PCIE mapping
- * flag is refused with CUDA_ERROR_NOT_SUPPORTED, as the x86 driver does.
+ * is also a host address the test can read directly. Each allocation takes whole 2 MiB blocks
+ * of one reserved arena, one after the other, as cudaMalloc's do: the bytes past its end up to
+ * the end of its block are mapped too, and two allocations made in a row are adjacent.
  *
- * Environment: FAKE_CUDA_VERSION (cuDriverGetVersion, default 13030), FAKE_CUDA_MMAP=refuse
- * (exports are pipes, whose mmap fails, as a driver that refuses CPU mappings). Exported for
- * the test: fake_cuda_exports() counts successful exports.
+ * cuMemGetHandleForAddressRange is as unkind as driver 580 was: it exports any whole-page range
+ * whose every block belongs to a live allocation of the current context's device, so a
+ * sub-range, a range spanning two allocations and a range past an allocation's end inside its
+ * block all export. An export that starts at an allocation's base is a dup of its memfd (it
+ * maps from the exported start, as a real export does); any other is an empty memfd whose name
+ * says what it exports, which only fake_mmap.c (preloaded) knows how to map: without it such
+ * exports are refused with CUDA_ERROR_INVALID_VALUE, as before. A refused mmap is an export
+ * that is a pipe (mmap fails; with fake_mmap.c, with the driver's errno 524). Running out of
+ * descriptors gives CUDA_ERROR_OPERATING_SYSTEM, as 580 does. The PCIE mapping flag is refused
+ * with CUDA_ERROR_NOT_SUPPORTED except on a coherent device, as the x86 driver does.
+ *
+ * Environment: FAKE_CUDA_VERSION (cuDriverGetVersion, default 13030); FAKE_CUDA_INIT=<CUresult>
+ * (cuInit fails); FAKE_CUDA_DEVICES=<n> (default 1); FAKE_CUDA_DMABUF and FAKE_CUDA_COHERENT,
+ * colon-separated per device (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, default 1, and
+ * ..._PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, default 0); FAKE_CUDA_MMAP=refuse (every
+ * export's mmap is refused); FAKE_CUDA_EXPORT_DELAY_US (the export sleeps with its new fd open).
+ * Exported for the tests: fake_cuda_exports() counts successful exports; fake_cuda_alloc_on()
+ * allocates on a device; fake_cuda_refuse_mmap() makes one allocation's exports unmappable;
+ * fake_cuda_retains() counts primary-context retains per device; fake_cuda_gpa_version() is the
+ * version cuGetProcAddress was asked for cuMemGetHandleForAddressRange at; fake_cuda_piece() is
+ * for fake_mmap.c.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_ALLOCS 64
+#define MAX_ALLOCS 256
+#define MAX_DEVS 8
+#define BLOCK ((size_t)2 << 20)
+#define ARENA ((size_t)8 << 30)
 
-static struct { CUdeviceptr base; size_t size; int fd; } allocs[MAX_ALLOCS];
-static int exports;
-static int ctx_dummy;
+static struct {
+    CUdeviceptr base;
+    size_t size, span;   /* the allocation, and the whole blocks it takes */
+    int fd, dev, nommap;
+} allocs[MAX_ALLOCS];
+static uintptr_t arena, arena_next;
+static int exports, retains[MAX_DEVS], gpa_version;
+static int ctxs[MAX_DEVS];   /* the primary context of device i is &ctxs[i] */
 
-int fake_cuda_exports(void)
+int fake_cuda_exports(void) { return exports; }
+int fake_cuda_retains(int dev) { return dev >= 0 && dev < MAX_DEVS ? retains[dev] : -1; }
+int fake_cuda_gpa_version(void) { return gpa_version; }
+
+static int env_int(const char *name, int dflt)
 {
-    return exports;
+    const char *e = getenv(name);
+
+    return e && *e ? atoi(e) : dflt;
+}
+
+static int ndevs(void)
+{
+    int n = env_int("FAKE_CUDA_DEVICES", 1);
+
+    return n < 0 ? 0 : n > MAX_DEVS ? MAX_DEVS : n;
+}
+
+/* Entry dev of a comma-separated list in the environment; dflt where it has none. */
+static int dev_attr(const char *name, int dev, int dflt)
+{
+    const char *e = getenv(name);
+
+    for (int i = 0; e && *e; i++) {
+        if (i == dev)
+            return atoi(e);
+        e = strchr(e, ':');
+        e = e ? e + 1 : NULL;
+    }
+    return dflt;
 }
 
 CUresult cuInit(unsigned int flags)
 {
     (void)flags;
-    return CUDA_SUCCESS;
+    return (CUresult)env_int("FAKE_CUDA_INIT", CUDA_SUCCESS);
 }
 
 CUresult cuDriverGetVersion(int *v)
 {
-    const char *e = getenv("FAKE_CUDA_VERSION");
-
-    *v = e ? atoi(e) : 13030;
+    *v = env_int("FAKE_CUDA_VERSION", 13030);
     return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorName(CUresult r, const char **s)
 {
     *s = r == CUDA_ERROR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED" :
-         r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+         r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" :
+         r == CUDA_ERROR_OPERATING_SYSTEM ? "CUDA_ERROR_OPERATING_SYSTEM" : "CUDA_ERROR_FAKE";
     return CUDA_SUCCESS;
 }
 
@@ -63,93 +115,169 @@ CUresult cuGetErrorString(CUresult r, const char **s)
     return CUDA_SUCCESS;
 }
 
-/* The current context: always the dummy, unless FAKE_CUDA_NO_CTX=1 (see the end of the file),
- * when a thread has one only between a push and its pop. */
+CUresult cuDeviceGetCount(int *n)
+{
+    *n = ndevs();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= ndevs())
+        return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    if (d < 0 || d >= ndevs())
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (a == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)
+        *v = dev_attr("FAKE_CUDA_DMABUF", d, 1);
+    else if (a == CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES)
+        *v = dev_attr("FAKE_CUDA_COHERENT", d, 0);
+    else
+        *v = 0;
+    return CUDA_SUCCESS;
+}
+
+/* The current context: a per-thread stack; when it is empty, device 0's primary context,
+ * unless FAKE_CUDA_NO_CTX=1 (see the end of the file), when a thread has one only between a
+ * push and its pop. */
+static __thread CUcontext ctx_stack[8];
 static __thread int ctx_depth;
 
 static int no_ctx_mode(void)
 {
-    const char *e = getenv("FAKE_CUDA_NO_CTX");
+    return env_int("FAKE_CUDA_NO_CTX", 0) == 1;
+}
 
-    return e && *e == '1';
+static CUcontext ctx_now(void)
+{
+    if (ctx_depth > 0)
+        return ctx_stack[ctx_depth - 1];
+    return no_ctx_mode() ? NULL : (CUcontext)&ctxs[0];
 }
 
 static int ctx_current(void)
 {
-    return !no_ctx_mode() || ctx_depth > 0;
+    return ctx_now() != NULL;
+}
+
+/* The device of a context: a primary one's, else (another context of the tests) device 0. */
+static int ctx_device(CUcontext c)
+{
+    uintptr_t p = (uintptr_t)c, lo = (uintptr_t)&ctxs[0];
+
+    return p >= lo && p < (uintptr_t)&ctxs[MAX_DEVS] ? (int)((p - lo) / sizeof(ctxs[0])) : 0;
 }
 
 CUresult cuCtxGetCurrent(CUcontext *c)
 {
-    *c = ctx_current() ? (CUcontext)&ctx_dummy : NULL;
+    *c = ctx_now();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *d)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *d = ctx_device(ctx_now());
     return CUDA_SUCCESS;
 }
 
 CUresult cuCtxPushCurrent(CUcontext c)
 {
-    if (!c)
+    if (!c || ctx_depth == 8)
         return CUDA_ERROR_INVALID_CONTEXT;
-    ctx_depth++;
+    ctx_stack[ctx_depth++] = c;
     return CUDA_SUCCESS;
 }
 
 CUresult cuCtxPopCurrent(CUcontext *c)
 {
-    if (no_ctx_mode() && ctx_depth == 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    if (ctx_depth > 0)
-        ctx_depth--;
-    *c = (CUcontext)&ctx_dummy;
+    if (ctx_depth == 0) {
+        if (no_ctx_mode())
+            return CUDA_ERROR_INVALID_CONTEXT;
+        *c = (CUcontext)&ctxs[0];
+        return CUDA_SUCCESS;
+    }
+    *c = ctx_stack[--ctx_depth];
     return CUDA_SUCCESS;
 }
-CUresult cuDeviceGet(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+
+CUresult cuCtxSetCurrent(CUcontext c)
+{
+    if (!c)
+        ctx_depth = 0;
+    else if (ctx_depth)
+        ctx_stack[ctx_depth - 1] = c;
+    else
+        ctx_stack[ctx_depth++] = c;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
-    (void)d;
-    *c = (CUcontext)&ctx_dummy;
+    if (d < 0 || d >= ndevs())
+        return CUDA_ERROR_INVALID_DEVICE;
+    retains[d]++;
+    *c = (CUcontext)&ctxs[d];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice d)
+{
+    if (d < 0 || d >= ndevs() || retains[d] == 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+/* Allocate size bytes on device dev, in whole blocks of the arena. */
+CUresult fake_cuda_alloc_on(int dev, CUdeviceptr *d, size_t size)
+{
+    size_t span;
+    int i, fd;
+
+    for (i = 0; i < MAX_ALLOCS && allocs[i].base; i++)
+        ;
+    if (i == MAX_ALLOCS || size == 0 || dev < 0 || dev >= ndevs())
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!arena) {
+        void *p = mmap(NULL, ARENA + BLOCK, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (p == MAP_FAILED)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        arena = arena_next = ((uintptr_t)p + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1);
+    }
+    size = (size + 0xffff) & ~(size_t)0xffff;
+    span = (size + BLOCK - 1) & ~(BLOCK - 1);
+    if (arena_next + span > arena + ARENA)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    fd = memfd_create("fake-vram", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)span) ||
+        mmap((void *)arena_next, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+            MAP_FAILED) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    allocs[i].base = (CUdeviceptr)arena_next;
+    allocs[i].size = size;
+    allocs[i].span = span;
+    allocs[i].fd = fd;
+    allocs[i].dev = dev;
+    allocs[i].nommap = 0;
+    arena_next += span;
+    *d = allocs[i].base;
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemAlloc(CUdeviceptr *d, size_t size)
 {
-    int i, fd;
-    void *p;
-
-    for (i = 0; i < MAX_ALLOCS && allocs[i].base; i++)
-        ;
-    if (i == MAX_ALLOCS || size == 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    size = (size + 0xffff) & ~(size_t)0xffff;
-    fd = memfd_create("fake-vram", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)size)) {
-        if (fd >= 0)
-            close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    /* 64 KiB aligned like GPU memory: over-map, then trim. */
-    p = mmap(NULL, size + 0x10000, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    {
-        uintptr_t a = ((uintptr_t)p + 0xffff) & ~(uintptr_t)0xffff;
-
-        if (mmap((void *)a, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-            MAP_FAILED) {
-            munmap(p, size + 0x10000);
-            close(fd);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        if (a > (uintptr_t)p)
-            munmap(p, a - (uintptr_t)p);
-        munmap((void *)(a + size), (uintptr_t)p + size + 0x10000 - (a + size));
-        allocs[i].base = (CUdeviceptr)a;
-    }
-    allocs[i].size = size;
-    allocs[i].fd = fd;
-    *d = allocs[i].base;
-    return CUDA_SUCCESS;
+    return fake_cuda_alloc_on(ctx_current() ? ctx_device(ctx_now()) : 0, d, size);
 }
 
 CUresult cuMemFree(CUdeviceptr d)
@@ -158,7 +286,9 @@ CUresult cuMemFree(CUdeviceptr d)
 
     for (i = 0; i < MAX_ALLOCS; i++) {
         if (allocs[i].base == d && d) {
-            munmap((void *)(uintptr_t)d, allocs[i].size);
+            /* The blocks go back to PROT_NONE: freed, never reused. */
+            mmap((void *)(uintptr_t)d, allocs[i].span, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
             close(allocs[i].fd);
             memset(&allocs[i], 0, sizeof(allocs[i]));
             return CUDA_SUCCESS;
@@ -167,14 +297,43 @@ CUresult cuMemFree(CUdeviceptr d)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-static int find(CUdeviceptr p)
+/* The allocation p lies in: within its size, or (blocks) within the whole blocks it takes;
+ * -1 when none. */
+static int find_in(CUdeviceptr p, int blocks)
 {
     int i;
 
     for (i = 0; i < MAX_ALLOCS; i++)
-        if (allocs[i].base && p >= allocs[i].base && p - allocs[i].base < allocs[i].size)
+        if (allocs[i].base && p >= allocs[i].base &&
+            p - allocs[i].base < (blocks ? allocs[i].span : allocs[i].size))
             return i;
     return -1;
+}
+
+static int find(CUdeviceptr p) { return find_in(p, 0); }
+static int find_block(CUdeviceptr p) { return find_in(p, 1); }
+
+int fake_cuda_refuse_mmap(CUdeviceptr d)
+{
+    int i = find(d);
+
+    if (i >= 0)
+        allocs[i].nommap = 1;
+    return i >= 0 ? 0 : -1;
+}
+
+/* For fake_mmap.c: the memfd behind device address va, the offset of va in it, and how many
+ * bytes from there it holds. */
+int fake_cuda_piece(CUdeviceptr va, int *fd, size_t *off, size_t *avail)
+{
+    int i = find_block(va);
+
+    if (i < 0)
+        return -1;
+    *fd = allocs[i].fd;
+    *off = (size_t)(va - allocs[i].base);
+    *avail = allocs[i].span - *off;
+    return 0;
 }
 
 CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
@@ -188,28 +347,77 @@ CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
     return CUDA_SUCCESS;
 }
 
+/* A new descriptor for an export: CUDA_ERROR_OPERATING_SYSTEM when the process has none left,
+ * as the real driver says it. */
+static CUresult export_fd(int fd, int *out)
+{
+    int delay = env_int("FAKE_CUDA_EXPORT_DELAY_US", 0);
+
+    if (fd < 0)
+        return errno == EMFILE || errno == ENFILE ? CUDA_ERROR_OPERATING_SYSTEM
+                                                  : CUDA_ERROR_OUT_OF_MEMORY;
+    if (delay > 0)
+        usleep((useconds_t)delay);
+    *out = fd;
+    exports++;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
                                        CUmemRangeHandleType type, unsigned long long flags)
 {
     const char *mode = getenv("FAKE_CUDA_MMAP");
-    int i = find(d), pfd[2];
+    int i, first = find_block(d), dev, nommap = mode && strcmp(mode, "refuse") == 0, pfd[2];
+    CUdeviceptr p;
+    char name[64];
 
     if (type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || (d & 4095) || (size & 4095) || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    if (i < 0 || d != allocs[i].base || size > allocs[i].size)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (mode && strcmp(mode, "refuse") == 0) {
-        if (pipe(pfd))
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        close(pfd[1]);
-        *(int *)handle = pfd[0];
-    } else {
-        *(int *)handle = dup(allocs[i].fd);
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    dev = ctx_device(ctx_now());
+    /* Every block of the range must be live and of the current context's device (which code
+     * 580 gives for another device's memory is not recorded: this one falls through). */
+    for (p = d; p < d + size; p = allocs[i].base + allocs[i].span) {
+        i = find_block(p);
+        if (i < 0 || allocs[i].dev != dev)
+            return CUDA_ERROR_INVALID_VALUE;
+        nommap |= allocs[i].nommap;
     }
-    exports++;
-    return CUDA_SUCCESS;
+    if ((flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) &&
+        !dev_attr("FAKE_CUDA_COHERENT", dev, 0))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (nommap) {
+        if (pipe(pfd))
+            return export_fd(-1, (int *)handle);
+        close(pfd[1]);
+        return export_fd(pfd[0], (int *)handle);
+    }
+    if (d == allocs[first].base && size <= allocs[first].span)
+        return export_fd(dup(allocs[first].fd), (int *)handle);
+    if (!dlsym(RTLD_DEFAULT, "fake_mmap_interposed"))
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, sizeof(name), "fake-dmabuf:%llx:%zx", (unsigned long long)d, size);
+    return export_fd(memfd_create(name, 0), (int *)handle);
+}
+
+/* cuGetProcAddress (the _v2 ABI of CUDA 12 on): only what the dma-buf backend resolves here. */
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+
+    (void)flags;
+    *pfn = NULL;
+    if (strcmp(sym, "cuMemGetHandleForAddressRange") == 0) {
+        gpa_version = ver;
+        st = ver >= 11070 ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        if (st == CU_GET_PROC_ADDRESS_SUCCESS)
+            *pfn = (void *)cuMemGetHandleForAddressRange;
+    }
+    if (status)
+        *status = st;
+    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 /* VMM entry points exist (the vulkan backend checks for them) but plain cuMemAlloc memory
@@ -326,14 +534,14 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         if (!dev)
             return CUDA_ERROR_INVALID_VALUE;
-        *(int *)data = 0;
+        *(int *)data = allocs[find(p)].dev;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         if (!dev && !host)
             return CUDA_ERROR_INVALID_VALUE;
         /* FAKE_CUDA_OTHER_CTX=1: device memory of a context that is not the primary one */
         *(CUcontext *)data = dev && getenv("FAKE_CUDA_OTHER_CTX") ? (CUcontext)&event_dummy
-                                                                   : (CUcontext)&ctx_dummy;
+                             : (CUcontext)&ctxs[dev ? allocs[find(p)].dev : 0];
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         if (!dev && !host)

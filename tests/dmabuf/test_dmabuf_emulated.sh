@@ -1,49 +1,97 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/dmabuf/test_dmabuf_emulated.sh - the dma-buf backend end to end on any machine: builds
-# a stand-in libcuda.so.1 (fake_cuda.c) and a client (dmabuf_client.c), then runs the client
-# against the library in each mode with the stand-in found through LD_LIBRARY_PATH; again
-# against the ASan+UBSan library when 'make check' has built it. One result line per case.
+# a stand-in libcuda.so.1 (fake_cuda.c), its mmap (fake_mmap.c, preloaded) and the clients
+# (dmabuf_client.c, dmabuf_upstream_client.c, dma_auto_client.c), then runs each client against
+# the library in each mode with the stand-in found through LD_LIBRARY_PATH; again against the
+# ASan+UBSan library when 'make check' has built it. One result line per case.
+#
+# tests/cross/cross_user.sh runs it for another architecture: CC is the cross compiler, BUILD
+# its build, DMABUF_EMU_QEMU the emulator (QEMU_LD_PREFIX set), DMABUF_EMU_PREFIX the prefix of
+# the result names, and only the modes an emulator can run (qemu-user ignores MADV_DONTFORK).
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+QEMU=${DMABUF_EMU_QEMU:-}
+PFX=dmabuf_emu/${DMABUF_EMU_PREFIX:-}
 dir=$B/tests/dmabuf
 mkdir -p "$dir/fake"
+fake=$(cd "$dir/fake" && pwd)
 warn="-Wall -Wextra -Werror"
 
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
-        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
-    t_fail "dmabuf_emu/build_fake_cuda" "compiler failed"; exit 1
+        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c ||
+   ! $CC -shared -fPIC -O1 $warn -o "$dir/fake/libfake_mmap.so" tests/dmabuf/fake_mmap.c -ldl; then
+    t_fail "${PFX}build_fake_cuda" "compiler failed"; exit 1
 fi
 
 build_client() { # prog source libdir cflags...: 0 when built
     local prog=$1 src=$2 lib=$3
     shift 3
     $CC -O1 -g $warn "$@" -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" "$src" \
-        tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
+        tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" \
+        -ldl -lpthread
 }
 
-run_client() { # name prog mode env...: run with the stand-in, one result line per case
-    local name=$1 prog=$2 mode=$3 out rc
+run_client() { # name prog mode VAR=value...: run with the stand-in, one result line per case
+    local name=$1 prog=$2 mode=$3 out rc kv
+    local -a cmd=(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING
+                  -u VRAMIO_DMA_CROSSOVER_READ -u VRAMIO_DMA_CROSSOVER_WRITE -u LD_PRELOAD)
     shift 3
-    out=$(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING \
-          -u VRAMIO_DMA_CROSSOVER_READ -u VRAMIO_DMA_CROSSOVER_WRITE \
-          LD_LIBRARY_PATH="$dir/fake" "$@" "$prog" "$mode" 2>&1)
+    # The stand-in's mmap comes first; ASan then no longer comes first, which is harmless here.
+    set -- LD_LIBRARY_PATH="$fake" LD_PRELOAD="$fake/libfake_mmap.so" \
+        ASAN_OPTIONS=verify_asan_link_order=0 "$@"
+    if [ -n "$QEMU" ]; then
+        cmd+=("$QEMU")
+        for kv in "$@"; do cmd+=(-E "$kv"); done
+    else
+        cmd+=("$@")
+    fi
+    out=$(timeout --kill-after=10 120 "${cmd[@]}" "$prog" "$mode" 2>&1)
     rc=$?
-    printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 dmabuf_emu/$name/#p"
+    printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 $PFX$name/#p"
     if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-        t_fail "dmabuf_emu/$name/exit" "status $rc"
+        t_fail "$PFX$name/exit" "status $rc"
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
     fi
 }
 
+# The modes of dmabuf_upstream_client.c: what GDRCopy 2.6 does on an R610 driver.
+run_upstream() { # label prog
+    local label=$1 prog=$2 v=FAKE_CUDA_VERSION=13030
+    run_client "$label/open_refused_cuinit" "$prog" open_refused $v FAKE_CUDA_INIT=100 \
+        EXPECT_WHY="cuInit failed"
+    run_client "$label/open_refused_no_device" "$prog" open_refused $v FAKE_CUDA_DEVICES=0 \
+        EXPECT_WHY="no CUDA device"
+    run_client "$label/open_refused_no_dmabuf_device" "$prog" open_refused $v \
+        FAKE_CUDA_DEVICES=2 FAKE_CUDA_DMABUF=0:0 EXPECT_WHY="DMA_BUF_SUPPORTED is 0"
+    run_client "$label/open_refused_forced_no_dmabuf_device" "$prog" open_refused $v \
+        FAKE_CUDA_DMABUF=0 GDRCOPY_USE_DMABUF_MMAP=1 EXPECT_WHY="DMA_BUF_SUPPORTED is 0"
+    run_client "$label/coherent" "$prog" coherent $v FAKE_CUDA_COHERENT=1
+    run_client "$label/refuse_one" "$prog" refuse_one $v
+    run_client "$label/rounding" "$prog" rounding $v
+    run_client "$label/multidev" "$prog" multidev $v FAKE_CUDA_DEVICES=2 FAKE_CUDA_NO_CTX=1
+    run_client "$label/multidev_no_dmabuf" "$prog" multidev $v FAKE_CUDA_DEVICES=2 \
+        FAKE_CUDA_DMABUF=1:0
+    run_client "$label/exports" "$prog" exports $v
+    [ -n "$QEMU" ] && return
+    run_client "$label/env_rule" "$prog" env_rule $v
+    run_client "$label/fd_exhaustion" "$prog" fd_exhaustion $v
+    run_client "$label/cloexec_fork" "$prog" cloexec_fork $v FAKE_CUDA_EXPORT_DELAY_US=2000
+}
+
 run_modes() { # label libdir [cflags]
-    local label=$1 lib=$2 prog=$dir/client_$1 auto=$dir/auto_$1 mode
+    local label=$1 lib=$2 prog=$dir/client_$1 up=$dir/upstream_$1 auto=$dir/auto_$1 mode
     shift 2
+    if ! build_client "$up" tests/dmabuf/dmabuf_upstream_client.c "$lib" "$@"; then
+        t_fail "$PFX$label/build_upstream_client" "compiler failed"; return
+    fi
+    run_upstream "$label" "$up"
+    [ -n "$QEMU" ] && return
     if ! build_client "$prog" tests/dmabuf/dmabuf_client.c "$lib" "$@"; then
-        t_fail "dmabuf_emu/$label/build_client" "compiler failed"; return
+        t_fail "$PFX$label/build_client" "compiler failed"; return
     fi
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
@@ -53,7 +101,7 @@ run_modes() { # label libdir [cflags]
     run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
     # The _auto copies (src/copy_dma.c) against the same stand-in.
     if ! build_client "$auto" tests/dmabuf/dma_auto_client.c "$lib" "$@"; then
-        t_fail "dmabuf_emu/$label/build_auto_client" "compiler failed"; return
+        t_fail "$PFX$label/build_auto_client" "compiler failed"; return
     fi
     set -- FAKE_CUDA_VERSION=13030 VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192
     run_client "$label/auto_set" "$auto" set "$@"
@@ -63,7 +111,7 @@ run_modes() { # label libdir [cflags]
 }
 
 run_modes plain "$B/lib"
-if [ -e "$B/asan/lib/libgdrapi.so" ]; then
+if [ -z "$QEMU" ] && [ -e "$B/asan/lib/libgdrapi.so" ]; then
     run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
 fi
 t_done

@@ -31,12 +31,14 @@ static int f_open(void **ctx, char *why, size_t len)
 static void f_close(void *ctx) { (void)ctx; live_ctx--; }
 
 /* Only the choice is exercised: the pin ops are never reached. */
-#define FAKE(ID, NAME, PROBE, ENV, SERVES) { .id = ID, .name = NAME, .opt_in_env = ENV, \
-    .serves = SERVES, .probe = PROBE, .open = f_open, .close = f_close }
-static const struct vr_backend_ops fg = FAKE(VRAMIO_BACKEND_GDRDRV, "gdrdrv", probe_gdrdrv, NULL, NULL);
-static const struct vr_backend_ops fd = FAKE(VRAMIO_BACKEND_DMABUF, "dmabuf", probe_dmabuf, NULL, NULL);
+#define FAKE(ID, NAME, PROBE, ENV, SERVES, FORCE) { .id = ID, .name = NAME, .opt_in_env = ENV, \
+    .serves = SERVES, .force_env = FORCE, .probe = PROBE, .open = f_open, .close = f_close }
+static const struct vr_backend_ops fg = FAKE(VRAMIO_BACKEND_GDRDRV, "gdrdrv", probe_gdrdrv, NULL,
+                                             NULL, NULL);
+static const struct vr_backend_ops fd = FAKE(VRAMIO_BACKEND_DMABUF, "dmabuf", probe_dmabuf, NULL,
+                                             NULL, "GDRCOPY_USE_DMABUF_MMAP");
 static const struct vr_backend_ops fv = FAKE(VRAMIO_BACKEND_VULKAN, "vulkan", probe_vulkan,
-                                             "VRAMIO_ENABLE_VULKAN", "VMM (test)");
+                                             "VRAMIO_ENABLE_VULKAN", "VMM (test)", NULL);
 static const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT] = {
     [VRAMIO_BACKEND_GDRDRV] = &fg, [VRAMIO_BACKEND_DMABUF] = &fd, [VRAMIO_BACKEND_VULKAN] = &fv,
 };
@@ -94,6 +96,8 @@ int main(void)
         { NULL, "1", NULL, 0, 0, 0, "-" },
         { NULL, NULL, "1", 0, 1, 1, "d" },           /* GDRCOPY_USE_DMABUF_MMAP forces dmabuf */
         { NULL, "1", "1", 0, 0, 1, "-" },            /* ... which is unusable here */
+        { NULL, NULL, "2", 1, 1, 0, "gd" },          /* exactly "1" forces, as upstream */
+        { NULL, NULL, "01", 1, 1, 0, "gd" },
         { "gdrdrv", "1", NULL, 0, 1, 1, "-" },       /* a forced other backend wins */
         { "nothing", NULL, NULL, 1, 1, 1, "E" },
     };
