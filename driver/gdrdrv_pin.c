@@ -248,7 +248,11 @@ static int gdrdrv_check_table(struct gdrdrv_pin *pin)
 		if (!t->pages[i])
 			return -EPROTO;
 	pin->gpu_page_size = psize;
+#ifdef GDRDRV_HAVE_P2P_TABLE_FLAGS
 	pin->cacheable = major >= 2 && (t->flags & NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE);
+#else
+	pin->cacheable = false; /* a header without the flags word: a 1.x table, never cacheable */
+#endif
 	return 0;
 }
 
