@@ -12,6 +12,7 @@
  *    calls are GPL-only. dev_gid is then left to a udev rule.
  * Every file holds the module (fops.owner), so the module cannot go while a pin exists.
  */
+#include <linux/capability.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/miscdevice.h>
@@ -20,6 +21,7 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 
 #include "gdrdrv_internal.h"
 
@@ -235,7 +237,13 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
 	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
 	seq_printf(m, "max_pins_per_file: %u\n", READ_ONCE(gdrdrv_max_pins_per_file));
-	seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
+	/*
+	 * The file is world-readable; the system-wide pin count would let any user watch other
+	 * users' pinning, so only a reader with CAP_SYS_ADMIN (judged by who opened the file,
+	 * not who reads it) sees it.
+	 */
+	if (file_ns_capable(m->file, &init_user_ns, CAP_SYS_ADMIN))
+		seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;
 }
 
