@@ -121,10 +121,11 @@ bool gdrdrv_same_process(const struct gdrdrv_file *gf);
 
 /* gdrdrv_pin.c */
 int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
-		      u32 va_space, u32 flags, u64 *handle);
+		      u32 va_space, u32 flags, struct gdrdrv_pin **pinp);
 struct gdrdrv_pin *gdrdrv_pin_get(struct gdrdrv_file *gf, u64 handle);
 void gdrdrv_pin_put(struct gdrdrv_pin *pin);
 int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle);
+int gdrdrv_pin_remove(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
 void gdrdrv_pin_release_all(struct gdrdrv_file *gf);
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin);
 

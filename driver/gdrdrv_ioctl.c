@@ -10,36 +10,52 @@
 
 #include "gdrdrv_internal.h"
 
-/* Hand a new pin's struct back; a pin the caller cannot learn about is undone. */
+/*
+ * Hand a new pin's struct back. A pin the caller cannot learn about is undone: this pin, not
+ * whatever holds its handle now (another thread may have unpinned it and a new pin taken the
+ * handle meanwhile). Drops the caller's reference from gdrdrv_pin_create.
+ */
 static int gdrdrv_pin_reply(struct gdrdrv_file *gf, void __user *uarg, const void *p,
-			    size_t size, u64 handle)
+			    size_t size, struct gdrdrv_pin *pin)
 {
-	if (!copy_to_user(uarg, p, size))
-		return 0;
-	gdrdrv_pin_unpin(gf, handle);
-	return -EFAULT;
+	int ret = 0;
+
+	if (copy_to_user(uarg, p, size)) {
+		gdrdrv_pin_remove(gf, pin);
+		ret = -EFAULT;
+	}
+	gdrdrv_pin_put(pin);
+	return ret;
 }
 
 static int gdrdrv_ioc_pin_v1(struct gdrdrv_file *gf, void __user *uarg)
 {
 	struct gdrdrv_pin_buffer p;
+	struct gdrdrv_pin *pin;
 	int ret;
 
 	if (copy_from_user(&p, uarg, sizeof(p)))
 		return -EFAULT;
-	ret = gdrdrv_pin_create(gf, p.addr, p.size, p.p2p_token, p.va_space, 0, &p.handle);
-	return ret ? ret : gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), p.handle);
+	ret = gdrdrv_pin_create(gf, p.addr, p.size, p.p2p_token, p.va_space, 0, &pin);
+	if (ret)
+		return ret;
+	p.handle = pin->handle;
+	return gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), pin);
 }
 
 static int gdrdrv_ioc_pin_v2(struct gdrdrv_file *gf, void __user *uarg)
 {
 	struct gdrdrv_pin_buffer_v2 p;
+	struct gdrdrv_pin *pin;
 	int ret;
 
 	if (copy_from_user(&p, uarg, sizeof(p)))
 		return -EFAULT;
-	ret = gdrdrv_pin_create(gf, p.addr, p.size, 0, 0, p.flags, &p.handle);
-	return ret ? ret : gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), p.handle);
+	ret = gdrdrv_pin_create(gf, p.addr, p.size, 0, 0, p.flags, &pin);
+	if (ret)
+		return ret;
+	p.handle = pin->handle;
+	return gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), pin);
 }
 
 static int gdrdrv_ioc_unpin(struct gdrdrv_file *gf, void __user *uarg)
