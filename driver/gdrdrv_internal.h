@@ -81,7 +81,10 @@ struct gdrdrv_file {
 	struct list_head pins;           /* pins still in the handle table */
 	struct xarray handles;           /* handle -> pin, stored at the range's start */
 	u64 cursor;                      /* where the next handle search starts */
-	unsigned int npins;              /* pins in the table, at most max_pins_per_file */
+	unsigned int npins;              /* pins in the table */
+	/* Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
+	 * most max_pins_per_file. Changed under the pin's lock. */
+	atomic_t ndetached;
 };
 
 struct gdrdrv_pin {
@@ -109,6 +112,7 @@ struct gdrdrv_pin {
 	bool orphan;                     /* put_pages failed before the callback: kept for it */
 	struct completion cb_done;       /* the free callback's last touch of the pin */
 	bool unpinned;                   /* removed from the handle table */
+	bool detached;                   /* unpinned while mapped: counted in owner->ndetached */
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */

@@ -256,6 +256,10 @@ static void gdrdrv_vma_close(struct vm_area_struct *vma)
 		 * left to release: the callback did it.
 		 */
 		gdrdrv_wc_release(pin);
+		if (pin->detached) {    /* the VMA holds the file: owner is still there */
+			pin->detached = false;
+			atomic_dec(&pin->owner->ndetached);
+		}
 	}
 	mutex_unlock(&pin->lock);
 	gdrdrv_pin_put(pin);

@@ -340,7 +340,7 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	 */
 	mutex_lock(&gf->lock);
 	cap = READ_ONCE(gdrdrv_max_pins_per_file);
-	if (cap && gf->npins >= cap) {
+	if (cap && gf->npins + atomic_read(&gf->ndetached) >= cap) {
 		gdr_err("an open file holds max_pins_per_file=%u pins: EDQUOT\n", cap);
 		ret = -EDQUOT;
 	} else {
@@ -379,6 +379,10 @@ static void gdrdrv_pin_detach(struct gdrdrv_pin *pin)
 	mutex_lock(&pin->lock);
 	pin->unpinned = true;           /* from now on a fault answers SIGBUS */
 	gdrdrv_pin_zap(pin);
+	if (pin->map_count) {           /* lives on with its VMAs: still the file's to bound */
+		pin->detached = true;
+		atomic_inc(&gf->ndetached);
+	}
 	mutex_unlock(&pin->lock);
 	mutex_lock(&gf->lock);
 	xa_erase(&gf->handles, pin->handle);

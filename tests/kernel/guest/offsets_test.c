@@ -8,6 +8,8 @@
  *    must not zap the mapping of another file's pin that got the same offsets;
  *  - one file fragmenting its offset space must not keep another file from a large pin;
  *  - the CAP+1-th pin of a file fails with EDQUOT, and another file can still pin;
+ *  - pins unpinned while still mapped (their structs live on with the mappings) count
+ *    against CAP until unmapped;
  *  - a PIN whose reply cannot be written back undoes its own pin, not the pin that holds its
  *    handle by then: the reply's page is write-protected with userfaultfd, so the PIN waits
  *    in its copy-out while this thread unpins the new pin (handles are predictable) and pins
@@ -169,6 +171,39 @@ out:
         emu_free(va);
 }
 
+/* Pin, map and unpin (keeping the mapping) until the cap says no; unmapping frees the cap. */
+static void test_detached_pins_count(int cap)
+{
+    int fa = open("/dev/gdrdrv", O_RDWR), n = 0, e = 0, rounds = 3 * cap;
+    void **maps = calloc((size_t)rounds, sizeof(*maps));
+    uint64_t va = 0, h;
+
+    if (fa < 0 || !maps || emu_alloc(GPU_PAGE, 1, 0, &va)) {
+        t_fail("detached_pins_count", "setup: %s", strerror(errno));
+        goto out;
+    }
+    while (n < rounds && !(e = pin(fa, va, GPU_PAGE, &h))) {
+        maps[n] = map(fa, h, 4096);
+        if (maps[n] == MAP_FAILED || unpin(fa, h)) {
+            e = errno;
+            break;
+        }
+        n++;
+    }
+    t_check(n == cap && e == EDQUOT, "detached_pins_count",
+            "%d rounds of pin, mmap, unpin, then %s (cap %d)", n, strerror(e), cap);
+    for (int i = 0; i < n; i++)
+        munmap(maps[i], 4096);
+    e = pin(fa, va, GPU_PAGE, &h);
+    t_check(e == 0, "detached_pins_released_by_munmap", "pin after the munmaps: %s", strerror(e));
+out:
+    if (fa >= 0)
+        close(fa);
+    free(maps);
+    if (va)
+        emu_free(va);
+}
+
 struct reply_pin {
     int fd;
     void *arg;                          /* the PIN_BUFFER_V2 struct, in a write-protected page */
@@ -295,6 +330,7 @@ int main(int argc, char **argv)
     test_detached_pin_zaps_only_its_own();
     test_fragmented_file_blocks_nobody();
     test_pin_cap(atoi(argv[1]));
+    test_detached_pins_count(atoi(argv[1]));
     test_pin_reply_undoes_its_own(atoi(argv[1]));
     t_check(emu_live_pins() == base, "offsets_no_leak", "live pins %llu (was %llu)",
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
