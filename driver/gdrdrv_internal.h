@@ -14,7 +14,7 @@
  *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
  * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
- * (zap). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
+ * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_mmap.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
  * running free callback, and the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
@@ -117,7 +117,8 @@ struct gdrdrv_pin {
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
 	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
-					  * reserved while the pin has mappings; NULL: none */
+					  * reserved (or shared) while the pin has mappings;
+					  * NULL: none */
 };
 
 /* gdrdrv_main.c */
