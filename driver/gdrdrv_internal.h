@@ -63,6 +63,7 @@ extern int gdrdrv_info_enabled;
 extern int gdrdrv_use_persistent_mapping;
 extern unsigned int gdrdrv_offset_space_log2;
 extern unsigned int gdrdrv_max_pins_per_file;
+extern u32 gdrdrv_abi;                   /* the ABI presented: major << 16 | minor */
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
 #define gdr_err(fmt, ...)  pr_err_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__)

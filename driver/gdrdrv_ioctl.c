@@ -4,7 +4,8 @@
  *
  * The codes are those of gdrdrv 2.6 (uapi/gdrdrv.h). Several encode a size of 8 while their
  * struct is larger, so the size copied is always the struct's, never _IOC_SIZE(cmd). Every
- * struct is copied in whole, answered, and copied out whole; an unknown code is -ENOTTY.
+ * struct is copied in whole, answered, and copied out whole; an unknown code is -ENOTTY, and
+ * so is a code newer than the ABI the abi parameter presents (as the older module answered).
  */
 #include <linux/uaccess.h>
 
@@ -181,11 +182,23 @@ static int gdrdrv_ioc_req_mapping_type(struct gdrdrv_file *gf, void __user *uarg
 static int gdrdrv_ioc_get_version(void __user *uarg)
 {
 	struct gdrdrv_get_version p = {
-		.gdrdrv_version = GDRDRV_VERSION,
+		.gdrdrv_version = gdrdrv_abi,
 		.minimum_gdr_api_version = GDRDRV_MINIMUM_GDR_API_VERSION,
 	};
 
 	return copy_to_user(uarg, &p, sizeof(p)) ? -EFAULT : 0;
+}
+
+/* The module version that brought the code; 0 for those of every 2.x module. */
+static u32 gdrdrv_ioctl_since(unsigned int cmd)
+{
+	switch (cmd) {
+	case GDRDRV_IOC_GET_INFO_V2:      return GDRDRV_VERSION_WITH_GET_INFO_V2;
+	case GDRDRV_IOC_GET_ATTR:         return GDRDRV_VERSION_WITH_GET_ATTR;
+	case GDRDRV_IOC_PIN_BUFFER_V2:    return GDRDRV_VERSION_WITH_PIN_BUFFER_V2;
+	case GDRDRV_IOC_REQ_MAPPING_TYPE: return GDRDRV_VERSION_WITH_REQ_MAPPING_TYPE;
+	default:                          return 0;
+	}
 }
 
 long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -196,6 +209,11 @@ long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	/* fds inherited by fork or passed over a socket are not the opener's */
 	if (!gdrdrv_same_process(gf))
 		return -EACCES;
+	if (gdrdrv_ioctl_since(cmd) > gdrdrv_abi) {
+		gdr_dbg("ioctl 0x%x is not in the %u.%u ABI\n", cmd, gdrdrv_abi >> 16,
+			gdrdrv_abi & 0xffff);
+		return -ENOTTY;
+	}
 
 	switch (cmd) {
 	case GDRDRV_IOC_PIN_BUFFER:       return gdrdrv_ioc_pin_v1(gf, uarg);

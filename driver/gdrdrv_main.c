@@ -32,6 +32,8 @@ unsigned int gdrdrv_offset_space_log2 = 32;
 unsigned int gdrdrv_max_pins_per_file = 65536;
 static unsigned int gdrdrv_dev_mode = 0666;
 static unsigned int gdrdrv_dev_gid;
+static char *gdrdrv_abi_param = "2.6";
+u32 gdrdrv_abi = GDRDRV_VERSION;
 
 module_param_named(dbg_enabled, gdrdrv_dbg_enabled, int, 0644);
 MODULE_PARM_DESC(dbg_enabled, "log debug messages (rate limited)");
@@ -50,6 +52,22 @@ MODULE_PARM_DESC(offset_space_log2,
 module_param_named(max_pins_per_file, gdrdrv_max_pins_per_file, uint, 0644);
 MODULE_PARM_DESC(max_pins_per_file,
 		 "pins an open file may hold; more fail with EDQUOT (default 65536, 0: no limit)");
+module_param_named(abi, gdrdrv_abi_param, charp, 0444);
+MODULE_PARM_DESC(abi,
+		 "ioctl ABI presented, 2.0..2.6 (default 2.6; older ones exist to test libraries against them)");
+
+/* abi=2.N: that module's version numbers and ioctls (gdrdrv_ioctl.c), and its callback pins. */
+static int gdrdrv_parse_abi(void)
+{
+	unsigned int major, minor;
+	char tail;
+
+	if (sscanf(gdrdrv_abi_param, "%u.%u%c", &major, &minor, &tail) != 2 || major != 2 ||
+	    minor > GDRDRV_MINOR_VERSION)
+		return -EINVAL;
+	gdrdrv_abi = major << 16 | minor;
+	return 0;
+}
 
 #ifdef GDRDRV_FLAVOUR_PROPRIETARY
 #define GDRDRV_FLAVOUR_NAME "proprietary"
@@ -226,6 +244,7 @@ static struct proc_dir_entry *gdrdrv_proc_dir;
 static int gdrdrv_params_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "version: %d.%d\n", GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION);
+	seq_printf(m, "abi: %u.%u\n", gdrdrv_abi >> 16, gdrdrv_abi & 0xffff);
 	seq_printf(m, "flavour: %s\n", GDRDRV_FLAVOUR_NAME);
 	seq_printf(m, "p2p_interface: %s\n", GDRDRV_P2P_SOURCE);
 	seq_printf(m, "persistent_api: %d\n", GDRDRV_HAVE_PERSISTENT);
@@ -255,6 +274,11 @@ static int __init gdrdrv_init(void)
 		pr_err("gdrdrv: offset_space_log2 must be 16..32\n");
 		return -EINVAL;
 	}
+	if (gdrdrv_parse_abi()) {
+		pr_err("gdrdrv: abi=%s: must be 2.0..%d.%d\n", gdrdrv_abi_param,
+		       GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION);
+		return -EINVAL;
+	}
 	ret = gdrdrv_node_create();
 	if (ret) {
 		pr_err("gdrdrv: cannot create /dev/gdrdrv: %d\n", ret);
@@ -265,8 +289,9 @@ static int __init gdrdrv_init(void)
 		proc_create_single("params", 0444, gdrdrv_proc_dir, gdrdrv_params_show);
 	else
 		pr_warn("gdrdrv: cannot create /proc/driver/gdrdrv\n");
-	pr_info("gdrdrv: version %d.%d (%s flavour, %s pins by default)\n",
-		GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION, GDRDRV_FLAVOUR_NAME,
+	pr_info("gdrdrv: version %d.%d, ABI %u.%u (%s flavour, %s pins by default)\n",
+		GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION, gdrdrv_abi >> 16, gdrdrv_abi & 0xffff,
+		GDRDRV_FLAVOUR_NAME,
 		gdrdrv_persistent_supported() ? "persistent" : "callback");
 	return 0;
 }

@@ -33,9 +33,14 @@
 
 static atomic_long_t gdrdrv_npins;        /* pin structs alive, for the params file */
 
+/*
+ * Before 2.5 a library cannot ask (GET_ATTR) and takes every pin for a callback pin, as those
+ * modules made them: so does an older ABI presented here.
+ */
 bool gdrdrv_persistent_supported(void)
 {
-	return GDRDRV_HAVE_PERSISTENT && READ_ONCE(gdrdrv_use_persistent_mapping);
+	return GDRDRV_HAVE_PERSISTENT && READ_ONCE(gdrdrv_use_persistent_mapping) &&
+	       gdrdrv_abi >= GDRDRV_VERSION_WITH_GET_ATTR;
 }
 
 bool gdrdrv_force_pcie_supported(void)
