@@ -21,7 +21,6 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/user_namespace.h>
 
 #include "gdrdrv_internal.h"
 
@@ -256,15 +255,31 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
 	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
 	seq_printf(m, "max_pins_per_file: %u\n", READ_ONCE(gdrdrv_max_pins_per_file));
-	/*
-	 * The file is world-readable; the system-wide pin count would let any user watch other
-	 * users' pinning, so only a reader with CAP_SYS_ADMIN (judged by who opened the file,
-	 * not who reads it) sees it.
-	 */
-	if (file_ns_capable(m->file, &init_user_ns, CAP_SYS_ADMIN))
+	if (m->private)                 /* opened with CAP_SYS_ADMIN: gdrdrv_params_open */
 		seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;
 }
+
+/*
+ * The file is world-readable; the system-wide pin count would let any user watch other users'
+ * pinning, so only an opener with CAP_SYS_ADMIN sees it. Judged at open, by who opened the
+ * file, not by who reads it later; with capable(), as file_ns_capable() would need
+ * init_user_ns, a GPL-only export.
+ */
+static int gdrdrv_params_open(struct inode *inode, struct file *file)
+{
+	static const bool privileged = true;     /* the seq_file's private: non-NULL */
+
+	return single_open(file, gdrdrv_params_show,
+			   capable(CAP_SYS_ADMIN) ? (void *)&privileged : NULL);
+}
+
+static const struct proc_ops gdrdrv_params_ops = {
+	.proc_open = gdrdrv_params_open,
+	.proc_read = seq_read,
+	.proc_lseek = seq_lseek,
+	.proc_release = single_release,
+};
 
 static int __init gdrdrv_init(void)
 {
@@ -286,7 +301,7 @@ static int __init gdrdrv_init(void)
 	}
 	gdrdrv_proc_dir = proc_mkdir("driver/gdrdrv", NULL);
 	if (gdrdrv_proc_dir)
-		proc_create_single("params", 0444, gdrdrv_proc_dir, gdrdrv_params_show);
+		proc_create("params", 0444, gdrdrv_proc_dir, &gdrdrv_params_ops);
 	else
 		pr_warn("gdrdrv: cannot create /proc/driver/gdrdrv\n");
 	pr_info("gdrdrv: version %d.%d, ABI %u.%u (%s flavour, %s pins by default)\n",
