@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # conftest.sh - probe the TARGET kernel's headers for the interfaces that changed between
-# the kernels gdrdrv builds for, and print gdrdrv_conftest.h. Run by Kbuild with the target
-# tree's source and object directories; the build host's own kernel plays no part.
-#   usage: conftest.sh SRCTREE OBJTREE > gdrdrv_conftest.h
+# the kernels gdrdrv builds for, and the NVIDIA p2p header the build uses for the shape of
+# its page table, and print gdrdrv_conftest.h. Run by Kbuild with the target tree's source
+# and object directories and that p2p header; the build host's own kernel plays no part.
+#   usage: conftest.sh SRCTREE OBJTREE NV_P2P_H > gdrdrv_conftest.h
 set -eu
 src=$1
 obj=$2
+p2p=$3
 
 # The first copy of a header among the target's source and generated include trees.
 header() {
@@ -34,6 +36,16 @@ if grep -q '(\*devnode)(const struct device \*dev' "$device_h"; then
     echo "#define GDRDRV_DEVNODE_CONST const"
 else
     echo "#define GDRDRV_DEVNODE_CONST"
+fi
+
+# The page table's flags word (CPU_CACHEABLE) came with page-table version 2; drivers whose
+# header has the persistent API and FORCE_BAR1 but a 1.x table lack it. Both the field, in
+# the body of struct nvidia_p2p_page_table, and the flag's name must be there.
+[ -f "$p2p" ] || { echo "conftest.sh: no p2p header $p2p" >&2; exit 1; }
+if grep -q 'define[[:space:]]*NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE' "$p2p" &&
+    sed -n '/struct[[:space:]]*nvidia_p2p_page_table[[:space:]]*{/,/}/p' "$p2p" |
+    grep -qE '^[[:space:]]*(u32|uint32_t|__u32|NvU32)[[:space:]]+flags[[:space:]]*;'; then
+    echo "#define GDRDRV_HAVE_P2P_TABLE_FLAGS 1"
 fi
 
 echo "#endif"

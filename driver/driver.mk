@@ -38,3 +38,5 @@ dkms-source: driver-version-check
 
 # Host-side check of the module builds (both flavours, every installed header tree).
 TEST_PROGS += driver/tests/test_driver_builds.sh
+# The syzkaller description (driver/syzkaller/gdrdrv.txt) agrees with uapi/gdrdrv.h.
+TEST_PROGS += driver/tests/test_syzkaller_desc.sh

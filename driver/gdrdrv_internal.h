@@ -14,7 +14,7 @@
  *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
  * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
- * (zap). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
+ * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_mmap.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
  * running free callback, and the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
@@ -63,6 +63,7 @@ extern int gdrdrv_info_enabled;
 extern int gdrdrv_use_persistent_mapping;
 extern unsigned int gdrdrv_offset_space_log2;
 extern unsigned int gdrdrv_max_pins_per_file;
+extern u32 gdrdrv_abi;                   /* the ABI presented: major << 16 | minor */
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
 #define gdr_err(fmt, ...)  pr_err_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__)
@@ -81,7 +82,10 @@ struct gdrdrv_file {
 	struct list_head pins;           /* pins still in the handle table */
 	struct xarray handles;           /* handle -> pin, stored at the range's start */
 	u64 cursor;                      /* where the next handle search starts */
-	unsigned int npins;              /* pins in the table, at most max_pins_per_file */
+	unsigned int npins;              /* pins in the table */
+	/* Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
+	 * most max_pins_per_file. Changed under the pin's lock. */
+	atomic_t ndetached;
 };
 
 struct gdrdrv_pin {
@@ -109,11 +113,13 @@ struct gdrdrv_pin {
 	bool orphan;                     /* put_pages failed before the callback: kept for it */
 	struct completion cb_done;       /* the free callback's last touch of the pin */
 	bool unpinned;                   /* removed from the handle table */
+	bool detached;                   /* unpinned while mapped: counted in owner->ndetached */
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
 	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
-					  * reserved while the pin has mappings; NULL: none */
+					  * reserved (or shared) while the pin has mappings;
+					  * NULL: none */
 };
 
 /* gdrdrv_main.c */
@@ -121,10 +127,11 @@ bool gdrdrv_same_process(const struct gdrdrv_file *gf);
 
 /* gdrdrv_pin.c */
 int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
-		      u32 va_space, u32 flags, u64 *handle);
+		      u32 va_space, u32 flags, struct gdrdrv_pin **pinp);
 struct gdrdrv_pin *gdrdrv_pin_get(struct gdrdrv_file *gf, u64 handle);
 void gdrdrv_pin_put(struct gdrdrv_pin *pin);
 int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle);
+int gdrdrv_pin_remove(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
 void gdrdrv_pin_release_all(struct gdrdrv_file *gf);
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin);
 

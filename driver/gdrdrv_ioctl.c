@@ -4,42 +4,59 @@
  *
  * The codes are those of gdrdrv 2.6 (uapi/gdrdrv.h). Several encode a size of 8 while their
  * struct is larger, so the size copied is always the struct's, never _IOC_SIZE(cmd). Every
- * struct is copied in whole, answered, and copied out whole; an unknown code is -ENOTTY.
+ * struct is copied in whole, answered, and copied out whole; an unknown code is -ENOTTY, and
+ * so is a code newer than the ABI the abi parameter presents (as the older module answered).
  */
 #include <linux/uaccess.h>
 
 #include "gdrdrv_internal.h"
 
-/* Hand a new pin's struct back; a pin the caller cannot learn about is undone. */
+/*
+ * Hand a new pin's struct back. A pin the caller cannot learn about is undone: this pin, not
+ * whatever holds its handle now (another thread may have unpinned it and a new pin taken the
+ * handle meanwhile). Drops the caller's reference from gdrdrv_pin_create.
+ */
 static int gdrdrv_pin_reply(struct gdrdrv_file *gf, void __user *uarg, const void *p,
-			    size_t size, u64 handle)
+			    size_t size, struct gdrdrv_pin *pin)
 {
-	if (!copy_to_user(uarg, p, size))
-		return 0;
-	gdrdrv_pin_unpin(gf, handle);
-	return -EFAULT;
+	int ret = 0;
+
+	if (copy_to_user(uarg, p, size)) {
+		gdrdrv_pin_remove(gf, pin);
+		ret = -EFAULT;
+	}
+	gdrdrv_pin_put(pin);
+	return ret;
 }
 
 static int gdrdrv_ioc_pin_v1(struct gdrdrv_file *gf, void __user *uarg)
 {
 	struct gdrdrv_pin_buffer p;
+	struct gdrdrv_pin *pin;
 	int ret;
 
 	if (copy_from_user(&p, uarg, sizeof(p)))
 		return -EFAULT;
-	ret = gdrdrv_pin_create(gf, p.addr, p.size, p.p2p_token, p.va_space, 0, &p.handle);
-	return ret ? ret : gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), p.handle);
+	ret = gdrdrv_pin_create(gf, p.addr, p.size, p.p2p_token, p.va_space, 0, &pin);
+	if (ret)
+		return ret;
+	p.handle = pin->handle;
+	return gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), pin);
 }
 
 static int gdrdrv_ioc_pin_v2(struct gdrdrv_file *gf, void __user *uarg)
 {
 	struct gdrdrv_pin_buffer_v2 p;
+	struct gdrdrv_pin *pin;
 	int ret;
 
 	if (copy_from_user(&p, uarg, sizeof(p)))
 		return -EFAULT;
-	ret = gdrdrv_pin_create(gf, p.addr, p.size, 0, 0, p.flags, &p.handle);
-	return ret ? ret : gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), p.handle);
+	ret = gdrdrv_pin_create(gf, p.addr, p.size, 0, 0, p.flags, &pin);
+	if (ret)
+		return ret;
+	p.handle = pin->handle;
+	return gdrdrv_pin_reply(gf, uarg, &p, sizeof(p), pin);
 }
 
 static int gdrdrv_ioc_unpin(struct gdrdrv_file *gf, void __user *uarg)
@@ -165,11 +182,23 @@ static int gdrdrv_ioc_req_mapping_type(struct gdrdrv_file *gf, void __user *uarg
 static int gdrdrv_ioc_get_version(void __user *uarg)
 {
 	struct gdrdrv_get_version p = {
-		.gdrdrv_version = GDRDRV_VERSION,
+		.gdrdrv_version = gdrdrv_abi,
 		.minimum_gdr_api_version = GDRDRV_MINIMUM_GDR_API_VERSION,
 	};
 
 	return copy_to_user(uarg, &p, sizeof(p)) ? -EFAULT : 0;
+}
+
+/* The module version that brought the code; 0 for those of every 2.x module. */
+static u32 gdrdrv_ioctl_since(unsigned int cmd)
+{
+	switch (cmd) {
+	case GDRDRV_IOC_GET_INFO_V2:      return GDRDRV_VERSION_WITH_GET_INFO_V2;
+	case GDRDRV_IOC_GET_ATTR:         return GDRDRV_VERSION_WITH_GET_ATTR;
+	case GDRDRV_IOC_PIN_BUFFER_V2:    return GDRDRV_VERSION_WITH_PIN_BUFFER_V2;
+	case GDRDRV_IOC_REQ_MAPPING_TYPE: return GDRDRV_VERSION_WITH_REQ_MAPPING_TYPE;
+	default:                          return 0;
+	}
 }
 
 long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -180,6 +209,11 @@ long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	/* fds inherited by fork or passed over a socket are not the opener's */
 	if (!gdrdrv_same_process(gf))
 		return -EACCES;
+	if (gdrdrv_ioctl_since(cmd) > gdrdrv_abi) {
+		gdr_dbg("ioctl 0x%x is not in the %u.%u ABI\n", cmd, gdrdrv_abi >> 16,
+			gdrdrv_abi & 0xffff);
+		return -ENOTTY;
+	}
 
 	switch (cmd) {
 	case GDRDRV_IOC_PIN_BUFFER:       return gdrdrv_ioc_pin_v1(gf, uarg);

@@ -12,6 +12,7 @@
  *    calls are GPL-only. dev_gid is then left to a udev rule.
  * Every file holds the module (fops.owner), so the module cannot go while a pin exists.
  */
+#include <linux/capability.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/miscdevice.h>
@@ -30,6 +31,8 @@ unsigned int gdrdrv_offset_space_log2 = 32;
 unsigned int gdrdrv_max_pins_per_file = 65536;
 static unsigned int gdrdrv_dev_mode = 0666;
 static unsigned int gdrdrv_dev_gid;
+static char *gdrdrv_abi_param = "2.6";
+u32 gdrdrv_abi = GDRDRV_VERSION;
 
 module_param_named(dbg_enabled, gdrdrv_dbg_enabled, int, 0644);
 MODULE_PARM_DESC(dbg_enabled, "log debug messages (rate limited)");
@@ -48,6 +51,22 @@ MODULE_PARM_DESC(offset_space_log2,
 module_param_named(max_pins_per_file, gdrdrv_max_pins_per_file, uint, 0644);
 MODULE_PARM_DESC(max_pins_per_file,
 		 "pins an open file may hold; more fail with EDQUOT (default 65536, 0: no limit)");
+module_param_named(abi, gdrdrv_abi_param, charp, 0444);
+MODULE_PARM_DESC(abi,
+		 "ioctl ABI presented, 2.0..2.6 (default 2.6; older ones exist to test libraries against them)");
+
+/* abi=2.N: that module's version numbers and ioctls (gdrdrv_ioctl.c), and its callback pins. */
+static int gdrdrv_parse_abi(void)
+{
+	unsigned int major, minor;
+	char tail;
+
+	if (sscanf(gdrdrv_abi_param, "%u.%u%c", &major, &minor, &tail) != 2 || major != 2 ||
+	    minor > GDRDRV_MINOR_VERSION)
+		return -EINVAL;
+	gdrdrv_abi = major << 16 | minor;
+	return 0;
+}
 
 #ifdef GDRDRV_FLAVOUR_PROPRIETARY
 #define GDRDRV_FLAVOUR_NAME "proprietary"
@@ -224,6 +243,7 @@ static struct proc_dir_entry *gdrdrv_proc_dir;
 static int gdrdrv_params_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "version: %d.%d\n", GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION);
+	seq_printf(m, "abi: %u.%u\n", gdrdrv_abi >> 16, gdrdrv_abi & 0xffff);
 	seq_printf(m, "flavour: %s\n", GDRDRV_FLAVOUR_NAME);
 	seq_printf(m, "p2p_interface: %s\n", GDRDRV_P2P_SOURCE);
 	seq_printf(m, "persistent_api: %d\n", GDRDRV_HAVE_PERSISTENT);
@@ -235,9 +255,31 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
 	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
 	seq_printf(m, "max_pins_per_file: %u\n", READ_ONCE(gdrdrv_max_pins_per_file));
-	seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
+	if (m->private)                 /* opened with CAP_SYS_ADMIN: gdrdrv_params_open */
+		seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;
 }
+
+/*
+ * The file is world-readable; the system-wide pin count would let any user watch other users'
+ * pinning, so only an opener with CAP_SYS_ADMIN sees it. Judged at open, by who opened the
+ * file, not by who reads it later; with capable(), as file_ns_capable() would need
+ * init_user_ns, a GPL-only export.
+ */
+static int gdrdrv_params_open(struct inode *inode, struct file *file)
+{
+	static const bool privileged = true;     /* the seq_file's private: non-NULL */
+
+	return single_open(file, gdrdrv_params_show,
+			   capable(CAP_SYS_ADMIN) ? (void *)&privileged : NULL);
+}
+
+static const struct proc_ops gdrdrv_params_ops = {
+	.proc_open = gdrdrv_params_open,
+	.proc_read = seq_read,
+	.proc_lseek = seq_lseek,
+	.proc_release = single_release,
+};
 
 static int __init gdrdrv_init(void)
 {
@@ -247,6 +289,11 @@ static int __init gdrdrv_init(void)
 		pr_err("gdrdrv: offset_space_log2 must be 16..32\n");
 		return -EINVAL;
 	}
+	if (gdrdrv_parse_abi()) {
+		pr_err("gdrdrv: abi=%s: must be 2.0..%d.%d\n", gdrdrv_abi_param,
+		       GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION);
+		return -EINVAL;
+	}
 	ret = gdrdrv_node_create();
 	if (ret) {
 		pr_err("gdrdrv: cannot create /dev/gdrdrv: %d\n", ret);
@@ -254,11 +301,12 @@ static int __init gdrdrv_init(void)
 	}
 	gdrdrv_proc_dir = proc_mkdir("driver/gdrdrv", NULL);
 	if (gdrdrv_proc_dir)
-		proc_create_single("params", 0444, gdrdrv_proc_dir, gdrdrv_params_show);
+		proc_create("params", 0444, gdrdrv_proc_dir, &gdrdrv_params_ops);
 	else
 		pr_warn("gdrdrv: cannot create /proc/driver/gdrdrv\n");
-	pr_info("gdrdrv: version %d.%d (%s flavour, %s pins by default)\n",
-		GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION, GDRDRV_FLAVOUR_NAME,
+	pr_info("gdrdrv: version %d.%d, ABI %u.%u (%s flavour, %s pins by default)\n",
+		GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION, gdrdrv_abi >> 16, gdrdrv_abi & 0xffff,
+		GDRDRV_FLAVOUR_NAME,
 		gdrdrv_persistent_supported() ? "persistent" : "callback");
 	return 0;
 }

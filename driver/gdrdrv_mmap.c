@@ -24,6 +24,9 @@
 #include <linux/bitmap.h>
 #include <linux/io.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
 
 #include "gdrdrv_internal.h"
 
@@ -139,10 +142,71 @@ static u64 gdrdrv_run_at(const struct gdrdrv_pin *pin, u64 off, u64 len, u64 *ph
  * the pin's BAR pages (pages with no struct page: RAM, as the emulated provider's, keeps its
  * own type). A run that PAT refuses (another owner holds conflicting types on it) keeps what
  * they hold, and is not released later either: PAT finds entries by range, so releasing a run
- * we never reserved would erase or cut another owner's entry. wc_runs records which runs were
- * reserved (run i is the i-th that gdrdrv_run_at gives; at most one per page-table entry).
- * Other architectures have no memory-type tracking: there linux/io.h makes these no-ops.
+ * we never reserved would erase or cut another owner's entry. Other architectures have no
+ * memory-type tracking: there linux/io.h makes the reserve and free calls no-ops.
+ *
+ * PAT keeps one kernel allocation per reservation, and any number of pins may cover the same
+ * BAR run (one page pinned many times), so a run's reservation is shared by every pin that
+ * maps it: the first reserves it, the others take a reference, the last one frees it. Shares
+ * are keyed by the run's first page frame; a run of another length that starts there gets a
+ * reservation of its own. wc_runs holds two bits per run (run i is the i-th that
+ * gdrdrv_run_at gives; at most one per page-table entry): 2i reserved, 2i + 1 shared.
  */
+struct gdrdrv_wc_share {
+	u64 len;
+	unsigned int refs;
+};
+static DEFINE_MUTEX(gdrdrv_wc_lock);            /* taken under pin->lock */
+static DEFINE_XARRAY(gdrdrv_wc_shares);         /* page frame -> struct gdrdrv_wc_share */
+
+static void gdrdrv_wc_get(struct gdrdrv_pin *pin, unsigned long i, u64 phys, u64 len)
+{
+	struct gdrdrv_wc_share *sh;
+
+	mutex_lock(&gdrdrv_wc_lock);
+	sh = xa_load(&gdrdrv_wc_shares, phys >> PAGE_SHIFT);
+	if (sh && sh->len == len) {
+		sh->refs++;
+		__set_bit(2 * i, pin->wc_runs);
+		__set_bit(2 * i + 1, pin->wc_runs);
+	} else if (arch_io_reserve_memtype_wc(phys, len)) {
+		gdr_info("no WC memory type for [0x%llx, +0x%llx): PAT keeps the existing one\n",
+			 phys, len);
+	} else {
+		__set_bit(2 * i, pin->wc_runs);
+		if (!sh && (sh = kmalloc(sizeof(*sh), GFP_KERNEL_ACCOUNT))) {
+			sh->len = len;
+			sh->refs = 1;
+			if (xa_err(xa_store(&gdrdrv_wc_shares, phys >> PAGE_SHIFT, sh,
+					    GFP_KERNEL_ACCOUNT)))
+				kfree(sh);      /* stays a reservation of this pin's own */
+			else
+				__set_bit(2 * i + 1, pin->wc_runs);
+		}
+	}
+	mutex_unlock(&gdrdrv_wc_lock);
+}
+
+static void gdrdrv_wc_put(struct gdrdrv_pin *pin, unsigned long i, u64 phys, u64 len)
+{
+	struct gdrdrv_wc_share *sh;
+
+	if (!test_bit(2 * i, pin->wc_runs))
+		return;
+	if (!test_bit(2 * i + 1, pin->wc_runs)) {
+		arch_io_free_memtype_wc(phys, len);
+		return;
+	}
+	mutex_lock(&gdrdrv_wc_lock);
+	sh = xa_load(&gdrdrv_wc_shares, phys >> PAGE_SHIFT);
+	if (sh && !--sh->refs) {
+		xa_erase(&gdrdrv_wc_shares, phys >> PAGE_SHIFT);
+		kfree(sh);
+		arch_io_free_memtype_wc(phys, len);
+	}
+	mutex_unlock(&gdrdrv_wc_lock);
+}
+
 static void gdrdrv_wc_walk(struct gdrdrv_pin *pin, bool reserve)
 {
 	u64 len = pin->mapped_size, off = 0, phys, run;
@@ -150,16 +214,10 @@ static void gdrdrv_wc_walk(struct gdrdrv_pin *pin, bool reserve)
 
 	for (i = 0; off < len; i++, off += run) {
 		run = gdrdrv_run_at(pin, off, len, &phys);
-		if (!reserve) {
-			if (test_bit(i, pin->wc_runs))
-				arch_io_free_memtype_wc(phys, run);
-		} else if (!pfn_valid(phys >> PAGE_SHIFT)) {
-			if (!arch_io_reserve_memtype_wc(phys, run))
-				__set_bit(i, pin->wc_runs);
-			else
-				gdr_info("no WC memory type for [0x%llx, +0x%llx): PAT keeps the existing one\n",
-					 phys, run);
-		}
+		if (!reserve)
+			gdrdrv_wc_put(pin, i, phys, run);
+		else if (!pfn_valid(phys >> PAGE_SHIFT))
+			gdrdrv_wc_get(pin, i, phys, run);
 	}
 }
 
@@ -170,8 +228,9 @@ static int gdrdrv_wc_reserve(struct gdrdrv_pin *pin)
 
 	if (pin->wc_runs)
 		return 0;               /* reserved for an earlier mapping that is still there */
-	pin->wc_runs = bitmap_zalloc(DIV_ROUND_UP_ULL((pin->va & (psize - 1)) + pin->mapped_size,
-						      psize), GFP_KERNEL_ACCOUNT);
+	pin->wc_runs = bitmap_zalloc(2 * DIV_ROUND_UP_ULL((pin->va & (psize - 1)) +
+							  pin->mapped_size, psize),
+				     GFP_KERNEL_ACCOUNT);
 	if (!pin->wc_runs)
 		return -ENOMEM;
 	gdrdrv_wc_walk(pin, true);
@@ -256,6 +315,10 @@ static void gdrdrv_vma_close(struct vm_area_struct *vma)
 		 * left to release: the callback did it.
 		 */
 		gdrdrv_wc_release(pin);
+		if (pin->detached) {    /* the VMA holds the file: owner is still there */
+			pin->detached = false;
+			atomic_dec(&pin->owner->ndetached);
+		}
 	}
 	mutex_unlock(&pin->lock);
 	gdrdrv_pin_put(pin);

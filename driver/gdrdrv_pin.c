@@ -33,9 +33,14 @@
 
 static atomic_long_t gdrdrv_npins;        /* pin structs alive, for the params file */
 
+/*
+ * Before 2.5 a library cannot ask (GET_ATTR) and takes every pin for a callback pin, as those
+ * modules made them: so does an older ABI presented here.
+ */
 bool gdrdrv_persistent_supported(void)
 {
-	return GDRDRV_HAVE_PERSISTENT && READ_ONCE(gdrdrv_use_persistent_mapping);
+	return GDRDRV_HAVE_PERSISTENT && READ_ONCE(gdrdrv_use_persistent_mapping) &&
+	       gdrdrv_abi >= GDRDRV_VERSION_WITH_GET_ATTR;
 }
 
 bool gdrdrv_force_pcie_supported(void)
@@ -248,7 +253,11 @@ static int gdrdrv_check_table(struct gdrdrv_pin *pin)
 		if (!t->pages[i])
 			return -EPROTO;
 	pin->gpu_page_size = psize;
+#ifdef GDRDRV_HAVE_P2P_TABLE_FLAGS
 	pin->cacheable = major >= 2 && (t->flags & NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE);
+#else
+	pin->cacheable = false; /* a header without the flags word: a 1.x table, never cacheable */
+#endif
 	return 0;
 }
 
@@ -277,8 +286,9 @@ static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 	return ret;
 }
 
+/* A new pin in the file's table; *pinp gets a reference of its own for the caller. */
 int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
-		      u32 va_space, u32 flags, u64 *handle)
+		      u32 va_space, u32 flags, struct gdrdrv_pin **pinp)
 {
 	struct gdrdrv_pin *pin;
 	unsigned int cap;
@@ -331,11 +341,11 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 
 	/*
 	 * Once listed the pin is the caller's to UNPIN (from another thread too: handles are
-	 * predictable), so what we return is read before gf->lock lets anyone reach it.
+	 * predictable), so the caller's reference is taken before gf->lock lets anyone reach it.
 	 */
 	mutex_lock(&gf->lock);
 	cap = READ_ONCE(gdrdrv_max_pins_per_file);
-	if (cap && gf->npins >= cap) {
+	if (cap && gf->npins + atomic_read(&gf->ndetached) >= cap) {
 		gdr_err("an open file holds max_pins_per_file=%u pins: EDQUOT\n", cap);
 		ret = -EDQUOT;
 	} else {
@@ -346,7 +356,8 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 		goto out_put;
 	}
 	gf->npins++;
-	*handle = pin->handle;
+	kref_get(&pin->ref);
+	*pinp = pin;
 	gdr_dbg("pinned va 0x%llx size 0x%llx handle 0x%llx%s\n", pin->va, pin->mapped_size,
 		pin->handle, pin->persistent ? " (persistent)" : "");
 	list_add_tail(&pin->node, &gf->pins);
@@ -373,6 +384,10 @@ static void gdrdrv_pin_detach(struct gdrdrv_pin *pin)
 	mutex_lock(&pin->lock);
 	pin->unpinned = true;           /* from now on a fault answers SIGBUS */
 	gdrdrv_pin_zap(pin);
+	if (pin->map_count) {           /* lives on with its VMAs: still the file's to bound */
+		pin->detached = true;
+		atomic_inc(&gf->ndetached);
+	}
 	mutex_unlock(&pin->lock);
 	mutex_lock(&gf->lock);
 	xa_erase(&gf->handles, pin->handle);
@@ -382,21 +397,31 @@ static void gdrdrv_pin_detach(struct gdrdrv_pin *pin)
 		gdrdrv_pin_put(pin);    /* the table's reference; an orphan keeps it */
 }
 
-int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle)
+/* Take this pin out of its file, if it is still in; -EINVAL when someone else did. */
+int gdrdrv_pin_remove(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
 {
-	struct gdrdrv_pin *pin = gdrdrv_pin_get(gf, handle);
 	bool listed;
 
-	if (!pin)
-		return -EINVAL;
 	mutex_lock(&gf->lock);
 	listed = !list_empty(&pin->node);
 	list_del_init(&pin->node);
 	mutex_unlock(&gf->lock);
-	if (listed)                     /* a concurrent UNPIN of the same handle lost */
-		gdrdrv_pin_detach(pin);
+	if (!listed)                    /* a concurrent UNPIN of the same pin won */
+		return -EINVAL;
+	gdrdrv_pin_detach(pin);
+	return 0;
+}
+
+int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle)
+{
+	struct gdrdrv_pin *pin = gdrdrv_pin_get(gf, handle);
+	int ret;
+
+	if (!pin)
+		return -EINVAL;
+	ret = gdrdrv_pin_remove(gf, pin);
 	gdrdrv_pin_put(pin);
-	return listed ? 0 : -EINVAL;
+	return ret;
 }
 
 /* On release of the file: no VMA can exist any more (each holds the file). */

@@ -2,9 +2,10 @@
 /*
  * gdrdrv_guest_test.c - guest-only checks of the module's own promises (driver/README.md)
  * that the shared kernel tests do not cover: the device node's mode and group parameters,
- * /proc/driver/gdrdrv/params, non-overlapping handle ranges and the wrap of the handle
- * space, memory types per page-table flag, several mappings of one pin, unpin under a live
- * mapping (SIGBUS, pages given back at once), mmap refusals (PROT_EXEC too). Run inside the QEMU guest by
+ * /proc/driver/gdrdrv/params (its pin count hidden from other users), non-overlapping handle
+ * ranges and the wrap of the handle space, memory types per page-table flag, several mappings
+ * of one pin, unpin under a live mapping (SIGBUS, pages given back at once), mmap refusals
+ * (PROT_EXEC too). Run inside the QEMU guest by
  * tests/kernel/run-qemu.sh (listed in driver/tests/guest-extra.list) with gdrdrv loaded with
  * default parameters; it reloads the module with other parameters and restores it.
  */
@@ -17,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -81,19 +83,59 @@ static int reload(const char *params)
 
 static int proprietary;     /* the misc-device flavour: mode only, no group */
 
-static void test_params_file(void)
+/* A file's text, NUL-terminated in buf; the bytes read or -1. */
+static long read_text(const char *path, char *buf, size_t size)
 {
-    char buf[1024] = "";
-    FILE *f = fopen("/proc/driver/gdrdrv/params", "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
 
     if (f)
         fclose(f);
     buf[n] = '\0';
+    return f ? (long)n : -1;
+}
+
+static void test_params_file(void)
+{
+    char buf[1024];
+
+    read_text("/proc/driver/gdrdrv/params", buf, sizeof(buf));
     proprietary = strstr(buf, "flavour: proprietary\n") != NULL;
     t_check(strstr(buf, "version: 2.6\n") && strstr(buf, "flavour: ") &&
             strstr(buf, "use_persistent_mapping: 1\n") && strstr(buf, "dbg_enabled: 0\n"),
             "proc_params", "got '%s'", buf);
+}
+
+/*
+ * The params file is world-readable, but the system-wide pin count in it is root's only: any
+ * other user would watch everyone's pinning. A child that becomes nobody (65534) reads it.
+ */
+static void test_params_unprivileged(void)
+{
+    char buf[1024];
+    int status = -1;
+    pid_t pid;
+
+    read_text("/proc/driver/gdrdrv/params", buf, sizeof(buf));
+    t_check(strstr(buf, "\npins: ") != NULL, "proc_params_root_pins", "root does not see pins: '%s'",
+            buf);
+    pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        if (setgid(65534) || setuid(65534) || getuid() != 65534)
+            _exit(3);
+        if (read_text("/proc/driver/gdrdrv/params", buf, sizeof(buf)) <= 0)
+            _exit(2);
+        if (!strstr(buf, "version: "))
+            _exit(2);
+        _exit(strstr(buf, "pins: ") ? 1 : 0);
+    }
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "proc_params_user_no_pins",
+            "as uid 65534: %s", !WIFEXITED(status) ? "child died" :
+            WEXITSTATUS(status) == 1 ? "the system-wide pins: count is shown" :
+            WEXITSTATUS(status) == 2 ? "the file could not be read" : "could not become uid 65534");
 }
 
 static void test_device_node(void)
@@ -317,6 +359,7 @@ int main(void)
         return 1;
     }
     test_params_file();
+    test_params_unprivileged();
     test_handle_ranges(va);
     /* In the provider's coherent mode no RAM page is non-cacheable; coherent_test covers it. */
     if (emu_coherent())

@@ -4,7 +4,9 @@
 # flavours with no compiler warning at W=1, and the proprietary flavour imports no GPL-only
 # kernel export (the kernel refuses such a module next to the proprietary nvidia.ko); the
 # open flavour's import of GPL-only exports shows that the check can see them. Also checks
-# driver/Makefile's choice of header and flavour from an NVIDIA source tree.
+# driver/Makefile's choice of header and flavour from an NVIDIA source tree, and builds against
+# each shape of NVIDIA's nv-p2p.h (driver/tests/nv-p2p-shapes.h: no page-table flags word, no
+# persistent API), which conftest.sh probes.
 # The same for Debian's arm64 and ppc64el builds of each installed amd64 kernel, cross-compiled
 # (tests/kernel/foreign.sh fetches their headers; skipped with a reason when the architecture
 # is not a dpkg architecture here or its cross compiler is missing, a failure under CI).
@@ -85,6 +87,38 @@ for kdir in $trees; do
         else
             [ -n "$gpl" ] && t_ok "$rel/open/gpl_imports_visible" ||
                 t_fail "$rel/open/gpl_imports_visible" "the check found no GPL-only import"
+        fi
+    done
+done
+
+# Every shape of NVIDIA's nv-p2p.h the module claims to build against, on each host kernel:
+# the stand-ins cut out of driver/tests/nv-p2p-shapes.h (page table 2.x with its flags word; 1.x
+# without it, with and without the persistent API), each as an installed driver's header
+# (NVIDIA_SRC), with no warning at W=1, conftest.sh finding the flags word exactly where it
+# is, and the persistent API imported exactly where the header has it.
+#   SHAPE TAGS_KEPT TABLE_FLAGS PERSISTENT
+shapes="pt2-flags:pt2,persistent:1:1 pt1-persistent:pt1,persistent:0:1 pt1-legacy:pt1:0:0"
+for kdir in $host_trees; do
+    rel=$(basename "$(dirname "$kdir")")
+    for s in $shapes; do
+        IFS=: read -r shape keep want_flags want_pers <<<"$s"
+        src=$OUT/nvsrc-$shape dir=$OUT/$rel-shape-$shape
+        rm -rf "$src" "$dir" && mkdir -p "$src/nvidia" "$dir"
+        # Keep untagged lines and those of the tags kept; drop the other tagged ones.
+        awk -v keep=",$keep," 'match($0, /\/\* \[[a-z0-9]+\] \*\/$/) {
+            tag = substr($0, RSTART + 4, RLENGTH - 8); if (index(keep, "," tag ",") == 0) next }
+            { print }' driver/tests/nv-p2p-shapes.h >"$src/nvidia/nv-p2p.h"
+        cp -r driver/. "$dir"/ && rm -rf "$dir/tests"
+        if ! make -C "$dir" KDIR="$kdir" NVIDIA_SRC="$(cd "$src" && pwd)" GDRDRV_FLAVOUR=open W=1 \
+            -j"$(nproc)" >"$dir.log" 2>&1; then
+            t_fail "$rel/nv-p2p-$shape/build" "$(grep -m1 -E 'error' "$dir.log")"
+        elif grep -qE ':[0-9]+:[0-9]+: warning:' "$dir.log"; then
+            t_fail "$rel/nv-p2p-$shape/build" "$(grep -m1 -E ':[0-9]+:[0-9]+: warning:' "$dir.log")"
+        else
+            flags=$(grep -c '^#define GDRDRV_HAVE_P2P_TABLE_FLAGS 1$' "$dir/gdrdrv_conftest.h")
+            pers=$(nm -u "$dir/gdrdrv.ko" | grep -c ' nvidia_p2p_get_pages_persistent$')
+            [ "$flags:$pers" = "$want_flags:$want_pers" ] && t_ok "$rel/nv-p2p-$shape/build" ||
+                t_fail "$rel/nv-p2p-$shape/build" "table flags probed $flags, persistent imported $pers; want $want_flags, $want_pers"
         fi
     done
 done

@@ -21,6 +21,16 @@
 /* Oldest library version the module serves (major << 16 | minor). */
 #define GDRDRV_MINIMUM_GDR_API_VERSION ((2 << 16) | 0)
 
+/*
+ * The module version that brought each code newer than 2.0 (PIN_BUFFER, UNPIN_BUFFER,
+ * GET_CB_FLAG, GET_INFO and GET_VERSION are in every 2.x module). A library must not issue a
+ * code to an older module, which answers it with ENOTTY.
+ */
+#define GDRDRV_VERSION_WITH_GET_INFO_V2      ((2 << 16) | 4)
+#define GDRDRV_VERSION_WITH_GET_ATTR         ((2 << 16) | 5)
+#define GDRDRV_VERSION_WITH_PIN_BUFFER_V2    ((2 << 16) | 5)
+#define GDRDRV_VERSION_WITH_REQ_MAPPING_TYPE ((2 << 16) | 5)
+
 /* Mapping types, as in gdr_mapping_type_t. */
 #define GDRDRV_MAPPING_TYPE_NONE    0
 #define GDRDRV_MAPPING_TYPE_WC      1

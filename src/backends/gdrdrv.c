@@ -3,10 +3,10 @@
  * gdrdrv.c - the gdrdrv backend: pins and maps GPU memory through the kernel module's
  * ioctl ABI (driver/uapi/gdrdrv.h), with gdrdrv 2.0 .. 2.6 modules, ours or upstream's.
  *
- * Version gates (docs/gdrdrv-abi.md): GET_INFO_V2 from 2.4; GET_ATTR, PIN_BUFFER_V2 and
- * REQ_MAPPING_TYPE from 2.5. Against an older module pins go through PIN_BUFFER (v1), info
- * through GET_INFO, and the attributes are answered as such a module behaves (no
- * persistent pins, no FORCE_PCIE).
+ * Version gates (docs/gdrdrv-abi.md; GDRDRV_VERSION_WITH_* in the header): GET_INFO_V2 from
+ * 2.4; GET_ATTR, PIN_BUFFER_V2 and REQ_MAPPING_TYPE from 2.5. Against an older module pins
+ * go through PIN_BUFFER (v1), info through GET_INFO, and the attributes are answered as such
+ * a module behaves (no persistent pins, no FORCE_PCIE).
  *
  * Which pin errors are final: the module answers EINVAL when the address is not GPU memory
  * it can pin (the NVIDIA driver rejects it); that becomes ENOTSUP so the core offers the
@@ -171,13 +171,13 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
     if (req->flags & GDR_PIN_FLAG_FORCE_PCIE) {
         struct gdrdrv_get_attr a = { GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, 0 };
 
-        if (c->version < GD_VERSION(2, 5) || gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a) || !a.val) {
+        if (c->version < GDRDRV_VERSION_WITH_GET_ATTR || gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a) || !a.val) {
             snprintf(why, len, "the gdrdrv module does not support GDR_PIN_FLAG_FORCE_PCIE");
             return EINVAL;
         }
     }
     /* Legacy calls carry tokens, which only PIN_BUFFER (v1) passes on. */
-    if (req->legacy || c->version < GD_VERSION(2, 5)) {
+    if (req->legacy || c->version < GDRDRV_VERSION_WITH_PIN_BUFFER_V2) {
         struct gdrdrv_pin_buffer b = { .addr = req->addr, .size = req->size,
                                        .p2p_token = req->p2p_token, .va_space = req->va_space };
 
@@ -249,7 +249,7 @@ static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pi
     int rc;
 
     memset(info, 0, sizeof(*info));
-    if (c->version >= GD_VERSION(2, 4)) {
+    if (c->version >= GDRDRV_VERSION_WITH_GET_INFO_V2) {
         struct gdrdrv_get_info_v2 i = { .handle = p->handle };
 
         if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO_V2, &i)))
@@ -289,7 +289,7 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     long page = sysconf(_SC_PAGESIZE);
     size_t len;
     void *va;
-    int rc;
+    int rc, typed;
 
     if (p->map_ptr)
         return EAGAIN;
@@ -297,7 +297,8 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         return EINVAL;
     if (p->handle > (uint64_t)INT64_MAX / (uint64_t)page)
         return EINVAL;                   /* no file offset can express it */
-    if (c->version >= GD_VERSION(2, 5) && (want != GDR_MAPPING_TYPE_NONE || p->req != want)) {
+    typed = c->version >= GDRDRV_VERSION_WITH_REQ_MAPPING_TYPE;
+    if (typed && (want != GDR_MAPPING_TYPE_NONE || p->req != want)) {
         /* Also sent to go back to the module's choice after an earlier typed request. */
         struct gdrdrv_req_mapping_type r = { .handle = p->handle, .mapping_type = want };
 
@@ -305,8 +306,7 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         if (rc)
             return rc == EBUSY ? EAGAIN : rc;
         p->req = want;
-    } else if (c->version < GD_VERSION(2, 5) && want != GDR_MAPPING_TYPE_NONE &&
-               want != GDR_MAPPING_TYPE_WC) {
+    } else if (!typed && want != GDR_MAPPING_TYPE_NONE && want != GDR_MAPPING_TYPE_WC) {
         snprintf(why, why_len, "gdrdrv %d.%d maps write-combined only (typed mappings need 2.5)",
                  c->version >> 16, c->version & 0xffff);
         return EINVAL;
@@ -372,7 +372,7 @@ static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
     *value = 0;
     if (attr == GDR_ATTR_USING_DMA_BUF_MMAP)
         return 0;
-    if (c->version < GD_VERSION(2, 5))
+    if (c->version < GDRDRV_VERSION_WITH_GET_ATTR)
         return 0;   /* older modules: callback pins only, no FORCE_PCIE */
     a.attr = attr == GDR_ATTR_USE_PERSISTENT_MAPPING ? GDRDRV_ATTR_USE_PERSISTENT_MAPPING :
              GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE;

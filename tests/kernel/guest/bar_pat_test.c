@@ -9,6 +9,9 @@
  * erases it. What gdrdrv did reserve must go with the mapping, also when mmap fails: else a
  * later DEVICE mapping of the pin comes out WC. Two GPU pages in reverse physical order, so
  * each is a run; the held run is page 1. The kernel-log check of mmio_end catches the rest.
+ * Also: many pins of one BAR page, each mapped WC, share one PAT entry (the kernel allocates
+ * one per reservation, so one per pin let a user make it hold any number), which stays while
+ * any of them is mapped and goes with the last.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +93,56 @@ out:
     free(pp);
 }
 
+static void test_shared_reservation(void)
+{
+    enum { N = 64 };
+    uint64_t va = 0, *pp = NULL, h[N];
+    void *m[N];
+    size_t np = 0;
+    int n = 0, before, during = -1, half = -1;
+
+    if (emu_alloc(GPU_PAGE, 1, BAR_FLAG, &va) || !(pp = bar_capture(va, GPU_PAGE, &np))) {
+        t_fail("shared_reservation_setup", "alloc failed: %s", strerror(errno));
+        goto out;
+    }
+    before = memtype_entries(pp[0], pp[0] + GPU_PAGE);
+    for (; n < N; n++) {
+        struct gdrdrv_pin_buffer_v2 p = { .addr = va, .size = GPU_PAGE };
+
+        if (ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p))
+            break;
+        h[n] = p.handle;
+        if ((m[n] = map(h[n], GPU_PAGE)) == MAP_FAILED) {
+            struct gdrdrv_unpin_buffer u = { .handle = h[n] };
+
+            ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
+            break;
+        }
+    }
+    if (n == N) {
+        during = memtype_entries(pp[0], pp[0] + GPU_PAGE) - before;
+        check_wc("shared_reservation_wc", pp, np);
+    }
+    for (int i = 0; i < n; i++) {
+        struct gdrdrv_unpin_buffer u = { .handle = h[i] };
+
+        munmap(m[i], GPU_PAGE);
+        ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
+        if (i == N / 2 - 1) {
+            half = memtype_entries(pp[0], pp[0] + GPU_PAGE) - before;
+            check_wc("shared_reservation_kept_while_mapped", pp, np);
+        }
+    }
+    t_check(n == N && during == 1 && half == 1, "shared_reservation_one_entry",
+            "%d of %d WC-mapped pins of one BAR page; PAT entries on it: %d (half unmapped: %d), want 1",
+            n, N, during, half);
+    check_released("shared_reservation_released", pp, np);
+out:
+    if (va)
+        emu_free(va);
+    free(pp);
+}
+
 int main(void)
 {
     struct nvp2p_emu_stats st0;
@@ -106,6 +159,7 @@ int main(void)
         return 1;
     }
     test_unreserved_run();
+    test_shared_reservation();
     close(fd);
     mmio_end(&st0);
     return t_status();

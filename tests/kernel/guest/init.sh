@@ -138,6 +138,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
+        run_test oldlib /tests/abi_test oldlib   # the calls of libraries 2.0 .. 2.5
         if [ -f /extra.list ]; then
             while IFS='	' read -r name cmd; do
                 [ -n "$name" ] && run_test "extra/$name" sh -c "$cmd"
@@ -165,6 +166,26 @@ if [ -f /modules/gdrdrv.ko ]; then
             offset_space_log2=16 max_pins_per_file=64; then
             run_test offsets /tests/offsets_test 64
             unload_gdrdrv unload/after-offsets && check_leaks leak/after-offsets "$BASE"
+        fi
+
+        # Phase 2c: each older ABI the module can present (abi=2.N), under the library's suite
+        # and the ABI's own checks; values outside 2.0..2.6 are refused at load.
+        for v in 2.0 2.1 2.2 2.3 2.4 2.5; do
+            selected "abi-$v" || continue
+            if load_gdrdrv "load/gdrdrv-abi-$v" abi=$v; then
+                run_test "abi-$v/api" /tests/api_test
+                run_test "abi-$v/module" /tests/abi_test module $v
+                unload_gdrdrv "unload/after-abi-$v" && check_leaks "leak/after-abi-$v" "$BASE"
+            fi
+        done
+        if selected abi-refused; then
+            for v in 2.7 3.0 1.9 2 2.x; do
+                if insmod /modules/gdrdrv.ko abi=$v 2>/dev/null; then
+                    res "not ok" "abi-refused/$v: loaded"; rmmod gdrdrv
+                else
+                    res ok "abi-refused/$v"
+                fi
+            done
         fi
 
         # Phase 3: unload attempts while another process holds pins and mappings.

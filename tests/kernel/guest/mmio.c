@@ -72,6 +72,15 @@ int memtype_cover(const uint64_t *p, size_t n, size_t *wc, size_t *any)
     return k < 0 ? -1 : 0;
 }
 
+int memtype_entries(uint64_t lo, uint64_t hi)
+{
+    int k = have_pat ? read_memtypes() : -1, n = 0;
+
+    for (int j = 0; j < k; j++)
+        n += mt[j].start < hi && lo < mt[j].end;
+    return k < 0 ? -1 : n;
+}
+
 void check_wc(const char *name, const uint64_t *p, size_t n)
 {
     static int noted;

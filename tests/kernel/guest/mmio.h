@@ -45,6 +45,8 @@ void check_wc(const char *name, const uint64_t *p, size_t n);
 void check_released(const char *name, const uint64_t *p, size_t n);
 /* Pages wholly under a WC entry, and pages touching an entry of any type; -1: no PAT list. */
 int memtype_cover(const uint64_t *p, size_t n, size_t *wc, size_t *any);
+/* PAT entries (of any type) that touch [lo, hi); -1: no PAT list. */
+int memtype_entries(uint64_t lo, uint64_t hi);
 /*
  * The PTEs of n host pages mapped at map: page i must map p[i] with a cache mode in
  * `modes` (a mask of 1 << NVP2P_EMU_CACHE_*), after one read of the page (PTEs may be made at

@@ -7,17 +7,27 @@
  *  - a pin unpinned under a live mapping (its offsets given back) whose memory is freed later
  *    must not zap the mapping of another file's pin that got the same offsets;
  *  - one file fragmenting its offset space must not keep another file from a large pin;
- *  - the CAP+1-th pin of a file fails with EDQUOT, and another file can still pin.
+ *  - the CAP+1-th pin of a file fails with EDQUOT, and another file can still pin;
+ *  - pins unpinned while still mapped (their structs live on with the mappings) count
+ *    against CAP until unmapped;
+ *  - a PIN whose reply cannot be written back undoes its own pin, not the pin that holds its
+ *    handle by then: the reply's page is write-protected with userfaultfd, so the PIN waits
+ *    in its copy-out while this thread unpins the new pin (handles are predictable) and pins
+ *    again into the one free slot of a full offset space, then unmaps the page.
  *   offsets_test CAP
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -161,6 +171,154 @@ out:
         emu_free(va);
 }
 
+/* Pin, map and unpin (keeping the mapping) until the cap says no; unmapping frees the cap. */
+static void test_detached_pins_count(int cap)
+{
+    int fa = open("/dev/gdrdrv", O_RDWR), n = 0, e = 0, rounds = 3 * cap;
+    void **maps = calloc((size_t)rounds, sizeof(*maps));
+    uint64_t va = 0, h;
+
+    if (fa < 0 || !maps || emu_alloc(GPU_PAGE, 1, 0, &va)) {
+        t_fail("detached_pins_count", "setup: %s", strerror(errno));
+        goto out;
+    }
+    while (n < rounds && !(e = pin(fa, va, GPU_PAGE, &h))) {
+        maps[n] = map(fa, h, 4096);
+        if (maps[n] == MAP_FAILED || unpin(fa, h)) {
+            e = errno;
+            break;
+        }
+        n++;
+    }
+    t_check(n == cap && e == EDQUOT, "detached_pins_count",
+            "%d rounds of pin, mmap, unpin, then %s (cap %d)", n, strerror(e), cap);
+    for (int i = 0; i < n; i++)
+        munmap(maps[i], 4096);
+    e = pin(fa, va, GPU_PAGE, &h);
+    t_check(e == 0, "detached_pins_released_by_munmap", "pin after the munmaps: %s", strerror(e));
+out:
+    if (fa >= 0)
+        close(fa);
+    free(maps);
+    if (va)
+        emu_free(va);
+}
+
+struct reply_pin {
+    int fd;
+    void *arg;                          /* the PIN_BUFFER_V2 struct, in a write-protected page */
+    int err;
+};
+
+static void *reply_pin_thread(void *p)
+{
+    struct reply_pin *r = p;
+
+    r->err = ioctl(r->fd, GDRDRV_IOC_PIN_BUFFER_V2, r->arg) ? errno : 0;
+    return NULL;
+}
+
+/* A write-protected page (userfaultfd) holding *req; the uffd, or -1 with errno. */
+static int wp_page(void **page, const void *req, size_t len)
+{
+    struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+    int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+    *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (uffd < 0 || *page == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
+        goto fail;
+    memcpy(*page, req, len);
+    struct uffdio_register reg = { .range = { (unsigned long)*page, 4096 },
+                                   .mode = UFFDIO_REGISTER_MODE_WP };
+    struct uffdio_writeprotect wp = { .range = { (unsigned long)*page, 4096 },
+                                      .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+    if (ioctl(uffd, UFFDIO_REGISTER, &reg) || ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+        goto fail;
+    return uffd;
+fail:
+    if (uffd >= 0)
+        close(uffd);
+    return -1;
+}
+
+static void test_pin_reply_undoes_its_own(int cap)
+{
+    const uint64_t per_gpu = GPU_PAGE / 4096, slots = (SPACE - 1) / per_gpu;
+    int fa = open("/dev/gdrdrv", O_RDWR), uffd = -1, nfill = 0, e = 0, started = 0;
+    uint64_t fill = 0, x = 0, y = 0, hfill[64], hole = 0, h2 = 0;
+    uint64_t nf = (uint64_t)(cap > 1 && cap <= 64 ? cap - 1 : 63), each = (slots - 1) / nf;
+    struct gdrdrv_pin_buffer_v2 req = { .size = GPU_PAGE };
+    struct reply_pin r = { .fd = fa };
+    struct gdrdrv_get_info_v2 info = { 0 };
+    pthread_t th;
+    void *page = MAP_FAILED;
+
+    if (fa < 0 || emu_alloc((each + 1) * GPU_PAGE, 1, 0, &fill) || emu_alloc(GPU_PAGE, 1, 0, &x) ||
+        emu_alloc(GPU_PAGE, 1, 0, &y)) {
+        t_fail("pin_reply_undoes_its_own", "setup: %s", strerror(errno));
+        goto out;
+    }
+    /* Fill the offset space but for one 64 KiB slot: the next pins all land in it. */
+    for (uint64_t k = 0; k < nf; k++) {
+        uint64_t size = (each + (k < (slots - 1) % nf)) * GPU_PAGE;
+
+        if ((e = pin(fa, fill, size, &hfill[nfill])))
+            break;
+        nfill++;
+    }
+    if (!e && !(e = pin(fa, x, GPU_PAGE, &hole)))
+        e = unpin(fa, hole);
+    req.addr = x;
+    if (e || (uffd = wp_page(&page, &req, sizeof(req))) < 0) {
+        if (!e && (errno == ENOSYS || errno == EPERM || errno == EINVAL))
+            t_skip("pin_reply_undoes_its_own", "no write-protect userfaultfd here: %s", strerror(errno));
+        else
+            t_fail("pin_reply_undoes_its_own", "setup: %s", strerror(e ? e : errno));
+        goto out;
+    }
+    r.arg = page;
+    started = !pthread_create(&th, NULL, reply_pin_thread, &r);
+    struct pollfd pf = { .fd = uffd, .events = POLLIN };
+    struct uffd_msg msg;
+    if (!started || poll(&pf, 1, 10000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+        t_fail("pin_reply_undoes_its_own", "the PIN never wrote its reply");
+        goto out;
+    }
+    /* The PIN is published and waits in its copy-out: take its handle over. */
+    e = unpin(fa, hole);
+    e = e ? e : pin(fa, y, GPU_PAGE, &h2);
+    munmap(page, 4096);                 /* the copy-out fails once woken */
+    page = MAP_FAILED;
+    close(uffd);
+    uffd = -1;
+    pthread_join(th, NULL);
+    started = 0;
+    info.handle = h2;
+    int ie = ioctl(fa, GDRDRV_IOC_GET_INFO_V2, &info) ? errno : 0;
+    t_check(!e && h2 == hole && r.err == EFAULT && !ie && info.va == y, "pin_reply_undoes_its_own",
+            "unpin+repin %s (handle %#llx, hole %#llx), PIN %s, then the new pin: %s va %#llx "
+            "(want %#llx)", strerror(e), (unsigned long long)h2, (unsigned long long)hole,
+            strerror(r.err), ie ? strerror(ie) : "alive", (unsigned long long)info.va,
+            (unsigned long long)y);
+    if (!ie)
+        unpin(fa, h2);
+out:
+    if (uffd >= 0)
+        close(uffd);
+    if (started)
+        pthread_join(th, NULL);
+    if (page != MAP_FAILED)
+        munmap(page, 4096);
+    if (fa >= 0)
+        close(fa);
+    if (fill)
+        emu_free(fill);
+    if (x)
+        emu_free(x);
+    if (y)
+        emu_free(y);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t base = emu_live_pins();
@@ -172,6 +330,8 @@ int main(int argc, char **argv)
     test_detached_pin_zaps_only_its_own();
     test_fragmented_file_blocks_nobody();
     test_pin_cap(atoi(argv[1]));
+    test_detached_pins_count(atoi(argv[1]));
+    test_pin_reply_undoes_its_own(atoi(argv[1]));
     t_check(emu_live_pins() == base, "offsets_no_leak", "live pins %llu (was %llu)",
             (unsigned long long)emu_live_pins(), (unsigned long long)base);
     return t_status();
