@@ -21,6 +21,10 @@ struct vr_cuda {
 #undef VR_CUDA_MEMBER
 };
 
+/* dlopen of the CUDA driver: libcuda.so.1, or the real driver behind vramio-run's shim of it
+ * (bridge/shim.c). NULL when it cannot be loaded (dlerror says why). */
+void *vr_cuda_dlopen(void);
+
 /* Load libcuda.so.1 once per process (thread-safe). NULL when it cannot be loaded; then why
  * (if non-NULL) receives the reason. Does not call cuInit. */
 const struct vr_cuda *vr_cuda_load(char *why, size_t len);
