@@ -60,7 +60,7 @@ check_rpm libgdrapi "/libgdrapi\.so\.$VERSION\$" '/libgdrapi\.so\.2$' '/libgdrap
 check_rpm libgdrapi-devel '/include/gdrapi\.h$' '/include/gdrconfig\.h$' '/include/vramio\.h$' \
     '/pkgconfig/gdrapi\.pc$'
 check_rpm gdrcopy-tools $(for t in $(tool_names) $(runner_names); do echo "/bin/$t\$" "/man1/$t\.1"; done) \
-    $(for p in $(preload_names); do echo "/vramio/$p\$"; done)
+    $(for p in $(bridge_lib_names); do echo "/vramio/$p\$"; done)
 check_rpm gdrdrv-dkms "/usr/src/gdrdrv-$VERSION/dkms\.conf\$" "/usr/src/gdrdrv-$VERSION/Makefile\$" \
     '/rules\.d/60-gdrdrv\.rules$' '/modprobe\.d/gdrdrv\.conf$'
 
