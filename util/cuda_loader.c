@@ -29,7 +29,8 @@ void *vr_cuda_dlopen(void)
 
 static void cuda_load(void)
 {
-    void *lib = vr_cuda_dlopen();
+    void *lib = &vr_cuda_program_view && vr_cuda_program_view
+                    ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : vr_cuda_dlopen();
 
     if (!lib) {
         const char *e = dlerror();
