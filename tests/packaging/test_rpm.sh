@@ -69,6 +69,11 @@ prov=$(rpm -qp --provides "$(pkg libgdrapi)" 2>/dev/null)
 grep -q '^libgdrapi\.so\.2()' <<<"$prov" && t_ok rpm-provides-soname ||
     t_fail rpm-provides-soname "libgdrapi provides: $(tr '\n' ' ' <<<"$prov")"
 
+# The shim's libcuda.so.1.real is a link vramio-run makes at run time: no requirement.
+req=$(rpm -qp --requires "$(pkg gdrcopy-tools)" 2>/dev/null)
+[ -n "$req" ] && ! grep -q 'libcuda' <<<"$req" && t_ok rpm-tools-require-no-driver ||
+    t_fail rpm-tools-require-no-driver "gdrcopy-tools requires: $(grep libcuda <<<"$req" | tr '\n' ' ')"
+
 if [ ${#kmod[@]} -gt 0 ]; then
     f=$(pkg gdrdrv-kmod)
     if [ -z "$f" ]; then
