@@ -7,7 +7,8 @@
  *   fsync     an fsync interposer (preloaded, or this program's own with -DWRAP_IN_PROGRAM)
  *             finds the real fsync through RTLD_NEXT;
  *   plugin    a plugin loaded RTLD_LOCAL finds its dependency's symbol through RTLD_DEFAULT;
- *   dladdr    dladdr of a driver function the bridge does not replace names the driver's file.
+ *   dladdr    dladdr of a driver function the bridge does not replace names the driver's file;
+ *   byname    whether dlopen("libcuda.so.1"), with the driver loaded too, is vramio's shim.
  * The line "pool N" (whether the allocation came from vramio's pool) is the one that differs.
  */
 #define _GNU_SOURCE
@@ -79,8 +80,14 @@ int main(int argc, char **argv)
             printf("dladdr of cuInit failed\n");
         else
             printf("cuInit is %s in %s\n", di.dli_sname ? di.dli_sname : "?", file);
+    } else if (!strcmp(mode, "byname")) {
+        /* Which library dlopen("libcuda.so.1") gives once the driver is loaded as well. */
+        void *again = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+        printf("by name: %s\n", again && dlsym(again, "vramio_cuda_shim_driver") ? "the shim" :
+                                                                                 "the driver");
     } else {
-        fprintf(stderr, "usage: %s fsync | plugin PATH | dladdr\n", argv[0]);
+        fprintf(stderr, "usage: %s fsync | plugin PATH | dladdr | byname\n", argv[0]);
         return 2;
     }
     return 0;

@@ -78,6 +78,13 @@ want="cuInit is cuInit in $(realpath "$dir/fake/libcuda.so.1")"
 printf '%s\n' "$out" | grep -qxF "$want" && t_ok "interpose/dladdr_is_driver_file" ||
     t_fail "interpose/dladdr_is_driver_file" "$(printf '%s' "$out" | tr '\n' '|') (want: $want)"
 
+# With both loaded, the name libcuda.so.1 is the shim's (loaded first), not the driver's
+# SONAME; without vramio-run it is the driver.
+a=$(base timeout 60 "$dir/client" byname 2>&1 | grep '^by name')
+b=$(base timeout 60 "$run" "$dir/client" byname 2>&1 | grep '^by name')
+[ "$a|$b" = "by name: the driver|by name: the shim" ] && t_ok "interpose/dlopen_by_name_is_shim" ||
+    t_fail "interpose/dlopen_by_name_is_shim" "without: '$a', under vramio-run: '$b'"
+
 result_lines() { # label cmd...: the program's result lines, prefixed; a crash is a failure
     local label=$1 out rc
     shift
