@@ -139,6 +139,10 @@ expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the poo
     "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/client" bridged
 expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
     "${fk[@]}" "$run" "$run" --log "$dir/client" bridged
+# The shim without its bridge says so, and the driver serves the program unchanged.
+shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
+expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \
+    env LD_LIBRARY_PATH="$shimdir:$dir/fake" VRAMIO_BRIDGE_LIB=/nonexistent/b.so "$dir/client" plain
 # Loaded without the launcher, the bridge enables the vulkan backend itself (unless set).
 expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \
     b=\$(VRAMIO_ENABLE_VULKAN=0 LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); echo \$a \$b"
