@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bridge.h - what the two halves of libvramio_bridge.so share: the real CUDA driver's entry
- * points (bridge_resolve.c finds them, and hands out ours in their place) and the
- * replacements (bridge_mem.c, which routes device allocations to vramio_alloc's pool).
+ * bridge.h - what the pieces of the bridge share: the real CUDA driver's entry points
+ * (bridge_resolve.c finds them), the replacements (bridge_mem.c, which routes device
+ * allocations to vramio_alloc's pool; listed in bridge_routes.h), and the names by which the
+ * libcuda.so.1 shim (shim.c, libvramio_cuda.so) and vramio-run find the bridge and the driver.
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
@@ -11,14 +12,18 @@
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
+/* The bridge, found beside the shim's real file (or VRAMIO_BRIDGE_LIB). */
+#define VB_BRIDGE_NAME "libvramio_bridge.so"
+/* The shim's DT_NEEDED: in vramio-run's directory, a link to the real driver. The shim's
+ * link (bridge.mk) names it too. */
+#define VB_REAL_DRIVER "libcuda.so.1.real"
+
 typedef CUresult (*vb_gpa_v1_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*vb_gpa_v2_fn)(const char *, void **, int, cuuint64_t,
                                  CUdriverProcAddressQueryResult *);
 
-/* The driver's own functions (libcuda.so.1, looked up past any interposition). */
+/* The driver's own functions (the real libcuda.so.1, behind the shim when it is there). */
 struct vb_real {
-    vb_gpa_v1_fn gpa_v1;          /* "cuGetProcAddress" (cuda.h renames that name) */
-    vb_gpa_v2_fn gpa_v2;          /* "cuGetProcAddress_v2" */
     CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
     CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
     CUresult (*cuMemFree_v2)(CUdeviceptr);
@@ -31,9 +36,13 @@ struct vb_real {
 /* The table, loaded at first use; NULL when libcuda.so.1 cannot be loaded. */
 const struct vb_real *vb_real(void);
 
-/* VRAMIO_BRIDGE_LOG=1: one stderr line per interception. */
+/* VRAMIO_BRIDGE_LOG=1: one stderr line per interception (the shim logs through it too). */
 extern int vb_log_on;
 __attribute__((format(printf, 1, 2))) void vb_log(const char *fmt, ...);
+
+/* What the bridge exports to the shim: the replacement of an exported driver name (a row of
+ * bridge_routes.h), NULL for any other; and vb_log. */
+VB_EXPORT void *vramio_bridge_impl(const char *name);
 
 /* The replacements of bridge_mem.c, by the ABI they implement. */
 CUresult vb_mem_alloc(CUdeviceptr *dptr, size_t size);

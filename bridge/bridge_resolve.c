@@ -1,22 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bridge_resolve.c - how a program's calls to the CUDA driver's allocation functions reach
- * the bridge, whichever way the program found them.
- *
- * 1. Calls by name from a program linked with libcuda: the preloaded definitions of
- *    cuMemAlloc_v2 & co. in bridge_mem.c come first in the lookup order.
- * 2. dlsym: the CUDA runtime (shared and static libcudart alike), and libraries that load
- *    the driver themselves, call dlsym on their own handle of libcuda.so.1, which a
- *    preloaded definition never sees. So the bridge defines dlsym: when the answer for one of
- *    the names it replaces is the driver's own function, the caller gets the bridge's.
- * 3. cuGetProcAddress: the runtime takes only cuGetProcAddress_v2 through dlsym, then asks
- *    it for "cuGetProcAddress" again and for every other entry point by its base name and
- *    a CUDA version. The bridge's wrappers of both versions return themselves for
- *    "cuGetProcAddress" and its replacements for the allocation functions, when the version
- *    asked for selects the ABI they implement (the _v2 ones since CUDA 3.2).
- * libgdrapi (which loads the driver for itself) and the bridge itself always get the
- * driver's functions: the pool must see the real allocation ranges, and a replacement that
- * called itself would never end.
+ * bridge_resolve.c - the bridge's side of the libcuda.so.1 shim (shim.c): the real driver's
+ * functions that the replacements call, the replacements handed to the shim by name (rows
+ * of bridge_routes.h), and the log.
+ * The real driver is the one behind the shim (vr_cuda_dlopen): a replacement that called a
+ * replaced name would call itself, and the pool must see the real allocation ranges.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -26,29 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "bridge.h"
-#include "vramio.h"
-
-typedef void *(*dlsym_fn)(void *, const char *);
-
-static dlsym_fn real_dlsym_ptr;
-static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
-
-/* glibc's own dlsym, by version: 2.34 moved it into libc; older ones keep it in libdl. */
-static void find_real_dlsym(void)
-{
-    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17",
-                                            "GLIBC_2.3", "GLIBC_2.0" };
-    size_t i;
-
-    for (i = 0; i < sizeof(versions) / sizeof(versions[0]) && !real_dlsym_ptr; i++)
-        real_dlsym_ptr = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-}
-
-static void *real_dlsym(void *handle, const char *name)
-{
-    pthread_once(&dlsym_once, find_real_dlsym);
-    return real_dlsym_ptr ? real_dlsym_ptr(handle, name) : NULL;
-}
+#include "bridge_routes.h"
+#include "cuda_loader.h"    /* util/: vr_cuda_dlopen */
 
 static struct vb_real real;
 static const struct vb_real *real_loaded;
@@ -56,13 +23,11 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 static void load_real(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = vr_cuda_dlopen();
 
     if (!h)
         return;
-    *(void **)&real.gpa_v1 = real_dlsym(h, "cuGetProcAddress");
-    *(void **)&real.gpa_v2 = real_dlsym(h, "cuGetProcAddress_v2");
-#define VB_RESOLVE(fn) *(void **)&real.fn = real_dlsym(h, #fn);
+#define VB_RESOLVE(fn) *(void **)&real.fn = dlsym(h, #fn);
     VB_RESOLVE(cuMemAlloc_v2)
     VB_RESOLVE(cuMemAllocPitch_v2) VB_RESOLVE(cuMemFree_v2) VB_RESOLVE(cuMemGetAddressRange_v2)
     VB_RESOLVE(cuCtxGetDevice) VB_RESOLVE(cuCtxSynchronize) VB_RESOLVE(cuDeviceGetAttribute)
@@ -99,138 +64,25 @@ void vb_log(const char *fmt, ...)
         return;
 }
 
-static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags);
-static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
-                       CUdriverProcAddressQueryResult *status);
+/* The shim logs through the bridge's log (one switch, one prefix). */
+VB_EXPORT extern __typeof__(vb_log) vramio_bridge_log __attribute__((alias("vb_log")));
 
-/* What the bridge hands out: by exported name (dlsym) and by base name and the first CUDA
- * version whose ABI it implements (cuGetProcAddress). */
-static const struct route {
-    const char *exported, *base;
-    int since;
-    void *mine;
-    size_t real_off;
-} routes[] = {
-    { "cuMemAlloc_v2", "cuMemAlloc", 3020, (void *)vb_mem_alloc,
-      offsetof(struct vb_real, cuMemAlloc_v2) },
-    { "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, (void *)vb_mem_alloc_pitch,
-      offsetof(struct vb_real, cuMemAllocPitch_v2) },
-    { "cuMemFree_v2", "cuMemFree", 3020, (void *)vb_mem_free,
-      offsetof(struct vb_real, cuMemFree_v2) },
-    { "cuMemGetAddressRange_v2", "cuMemGetAddressRange", 3020, (void *)vb_mem_get_address_range,
-      offsetof(struct vb_real, cuMemGetAddressRange_v2) },
-    { "cuGetProcAddress_v2", "cuGetProcAddress", 12000, (void *)gpa_v2,
-      offsetof(struct vb_real, gpa_v2) },
-    { "cuGetProcAddress", NULL, 0, (void *)gpa_v1, offsetof(struct vb_real, gpa_v1) },
+/* Each row's replacement, checked against the row's prototype by the compiler. */
+static const struct impl {
+    const char *name;
+    void *fn;
+} impls[] = {
+#define VB_IMPL(exp, base, since, impl, ret, params, args)                                    \
+    { #exp, (void *)(ret (*) params)impl },
+    VB_ROUTES(VB_IMPL)
 };
-#define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
-static void *real_of(const struct route *r)
+VB_EXPORT void *vramio_bridge_impl(const char *name)
 {
-    const struct vb_real *t = vb_real();
-
-    return t ? *(void *const *)((const char *)t + r->real_off) : NULL;
-}
-
-/* Whether code at addr belongs to libgdrapi or to the bridge. */
-static int from_vramio(const void *addr)
-{
-    Dl_info here, caller, lib;
-
-    if (!dladdr(addr, &caller) || !caller.dli_fbase)
-        return 0;
-    if (dladdr((void *)from_vramio, &here) && caller.dli_fbase == here.dli_fbase)
-        return 1;
-    return dladdr((void *)vramio_alloc, &lib) && caller.dli_fbase == lib.dli_fbase;
-}
-
-VB_EXPORT void *dlsym(void *handle, const char *name)
-{
-    void *p = real_dlsym(handle, name);
     size_t i;
 
-    if (!p || name[0] != 'c' || name[1] != 'u')
-        return p;
-    for (i = 0; i < NROUTES; i++) {
-        if (strcmp(name, routes[i].exported))
-            continue;
-        /* Only the driver's own function is replaced (not a definition of another library,
-         * nor ours found through RTLD_DEFAULT). */
-        if (p == routes[i].mine || p != real_of(&routes[i]) ||
-            from_vramio(__builtin_return_address(0)))
-            return p;
-        vb_log("dlsym(\"%s\"): the bridge's", name);
-        return routes[i].mine;
-    }
-    return p;
-}
-
-/* After the driver answered cuGetProcAddress(sym, ver): ours where we replace it. */
-static void substitute(const char *sym, int ver, void **pfn)
-{
-    size_t i, n;
-
-    for (i = 0; i < NROUTES; i++) {
-        const struct route *r = &routes[i];
-
-        if (!r->base)
-            continue;
-        n = strlen(r->base);
-        /* The base name is what the runtime asks for; the full name is accepted too. */
-        if (strncmp(sym, r->base, n) || (sym[n] && strcmp(sym + n, "_v2")))
-            continue;
-        if (r->mine == (void *)gpa_v2 && ver < r->since) {
-            *pfn = (void *)gpa_v1; /* the 4-argument ABI of CUDA 11 */
-        } else if (ver >= r->since) {
-            *pfn = r->mine;
-        } else {
-            return; /* the pre-3.2 ABI (32-bit sizes): left to the driver */
-        }
-        vb_log("cuGetProcAddress(\"%s\", %d): the bridge's", sym, ver);
-        return;
-    }
-}
-
-static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
-                       CUdriverProcAddressQueryResult *status)
-{
-    const struct vb_real *t = vb_real();
-    CUresult rc;
-
-    if (!t || !t->gpa_v2)
-        return CUDA_ERROR_NOT_FOUND;
-    rc = t->gpa_v2(sym, pfn, ver, flags, status);
-    if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
-        substitute(sym, ver, pfn);
-    return rc;
-}
-
-static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
-{
-    const struct vb_real *t = vb_real();
-    CUresult rc;
-
-    if (!t || !t->gpa_v1)
-        return CUDA_ERROR_NOT_FOUND;
-    rc = t->gpa_v1(sym, pfn, ver, flags);
-    if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
-        substitute(sym, ver, pfn);
-    return rc;
-}
-
-/* The exported names, for programs that call them directly. */
-VB_EXPORT CUresult vb_export_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
-    __asm__("cuGetProcAddress");
-VB_EXPORT CUresult vb_export_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
-{
-    return gpa_v1(sym, pfn, ver, flags);
-}
-
-VB_EXPORT CUresult vb_export_gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
-                                    CUdriverProcAddressQueryResult *status)
-    __asm__("cuGetProcAddress_v2");
-VB_EXPORT CUresult vb_export_gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
-                                    CUdriverProcAddressQueryResult *status)
-{
-    return gpa_v2(sym, pfn, ver, flags, status);
+    for (i = 0; name && i < sizeof(impls) / sizeof(impls[0]); i++)
+        if (!strcmp(name, impls[i].name))
+            return impls[i].fn;
+    return NULL;
 }

@@ -3,7 +3,8 @@
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=] [libdir=$(PREFIX)/lib] [bindir=...]
 #                  the library and its symlinks, the headers, gdrapi.pc, the tools, their man pages,
-#                  vramio-run and the library it preloads ($(libdir)/vramio/libvramio_bridge.so)
+#                  vramio-run and its libraries ($(libdir)/vramio/: the libcuda.so.1 shim
+#                  libvramio_cuda.so and the bridge libvramio_bridge.so)
 #   make uninstall the same variables: removes exactly what 'make install' put there
 #   make install-dkms / uninstall-dkms   (root, for source installs of the kernel module)
 #                  the module source in /usr/src/gdrdrv-$(VERSION) with its dkms.conf, the udev
@@ -33,10 +34,10 @@ INSTALL      ?= install
 INSTALL_TOOLS := gdrcopy_sanity gdrcopy_copybw gdrcopy_copylat gdrcopy_apiperf gdrcopy_pplat \
                  gdrcopy_info
 PUB_HEADERS  := gdrapi.h gdrconfig.h vramio.h
-# The allocation bridge: its launcher (with a man page) and the library it preloads, in a
-# private directory (a plugin, not a library to link with), where vramio-run looks for it.
+# The allocation bridge: its launcher (with a man page) and its two libraries, together in a
+# private directory (plugins, not libraries to link with), where vramio-run looks for them.
 INSTALL_RUNNERS := vramio-run
-INSTALL_PRELOADS := libvramio_bridge.so
+INSTALL_BRIDGE_LIBS := libvramio_bridge.so libvramio_cuda.so
 bridgedir   ?= $(libdir)/vramio
 
 .PHONY: install uninstall install-dkms uninstall-dkms
@@ -60,7 +61,7 @@ install: all
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_RUNNERS)) $(DESTDIR)$(bindir)/
 	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_RUNNERS)) $(DESTDIR)$(man1dir)/
 	$(INSTALL) -d $(DESTDIR)$(bridgedir)
-	$(INSTALL) -m 644 $(addprefix $(BUILD)/lib/,$(INSTALL_PRELOADS)) $(DESTDIR)$(bridgedir)/
+	$(INSTALL) -m 644 $(addprefix $(BUILD)/lib/,$(INSTALL_BRIDGE_LIBS)) $(DESTDIR)$(bridgedir)/
 	@# A live install (no DESTDIR, as root) must be found by the loader at once.
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
@@ -70,7 +71,7 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(includedir)/,$(PUB_HEADERS)) \
 	    $(addprefix $(DESTDIR)$(bindir)/,$(INSTALL_TOOLS) $(INSTALL_RUNNERS)) \
 	    $(patsubst %,$(DESTDIR)$(man1dir)/%.1,$(INSTALL_TOOLS) $(INSTALL_RUNNERS)) \
-	    $(addprefix $(DESTDIR)$(bridgedir)/,$(INSTALL_PRELOADS))
+	    $(addprefix $(DESTDIR)$(bridgedir)/,$(INSTALL_BRIDGE_LIBS))
 	-rmdir $(DESTDIR)$(bridgedir) 2>/dev/null
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 

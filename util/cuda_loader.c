@@ -13,9 +13,24 @@ static const struct vr_cuda *cuda_loaded;
 static char cuda_load_error[256];
 static pthread_once_t cuda_load_once = PTHREAD_ONCE_INIT;
 
-static void cuda_load(void)
+void *vr_cuda_dlopen(void)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *(*driver)(void);
+
+    if (!lib)
+        return NULL;
+    /* vramio-run's shim (bridge/shim.c) answers the replaced names with the pool's
+     * functions; every copy of the library (shared, static, loaded by path) must use the
+     * driver's own, so that address ranges and allocation handles agree. */
+    *(void **)&driver = dlsym(lib, "vramio_cuda_shim_driver");
+    return driver ? driver() : lib;
+}
+
+static void cuda_load(void)
+{
+    void *lib = &vr_cuda_program_view && vr_cuda_program_view
+                    ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : vr_cuda_dlopen();
 
     if (!lib) {
         const char *e = dlerror();

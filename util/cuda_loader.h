@@ -21,6 +21,16 @@ struct vr_cuda {
 #undef VR_CUDA_MEMBER
 };
 
+/* dlopen of the CUDA driver: libcuda.so.1, or the real driver behind vramio-run's shim of it
+ * (bridge/shim.c). NULL when it cannot be loaded (dlerror says why). */
+void *vr_cuda_dlopen(void);
+
+/* Which driver vr_cuda_load gives: the library (which leaves this undefined) gets the real
+ * driver behind vramio-run's shim, so that the pool and pins see real allocation ranges; a
+ * program that defines it as 1 (the tools) gets what every program gets from
+ * dlopen("libcuda.so.1"), the shim's replacements included. Hidden: settled at link time. */
+extern const int vr_cuda_program_view __attribute__((weak, visibility("hidden")));
+
 /* Load libcuda.so.1 once per process (thread-safe). NULL when it cannot be loaded; then why
  * (if non-NULL) receives the reason. Does not call cuInit. */
 const struct vr_cuda *vr_cuda_load(char *why, size_t len);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * bridge_client.c - a program that allocates device memory each way real programs do, run
- * by test_bridge.sh against the stand-in driver (fake_cuda_vmm.c), with and without the
- * bridge preloaded:
+ * by test_bridge.sh against the stand-in driver (fake_cuda_vmm.c), under vramio-run and
+ * without it:
  *   the CUDA runtime's way: dlopen libcuda.so.1, dlsym cuGetProcAddress_v2 on that handle,
  *     ask it for "cuGetProcAddress" again and for the allocation functions by base name;
  *   dlsym of the exported _v2 names; direct calls of them (linked with libcuda).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/bridge/test_bridge.sh - the allocation bridge without a GPU: a client (bridge_client.c)
-# against a stand-in libcuda.so.1 (fake_cuda_vmm.c) with libvramio_bridge.so preloaded, in
-# each mode (pool, no VMM, no context) and without the bridge; then vramio-run's command line.
+# against a stand-in libcuda.so.1 (fake_cuda_vmm.c) under vramio-run (its libcuda.so.1 shim
+# first on the library path), in each mode (pool, no VMM, no context) and without it; then
+# vramio-run's command line and the directory it makes.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
@@ -13,11 +14,13 @@ warn="-Wall -Wextra -Werror"
 bridge=$B/lib/libvramio_bridge.so
 run=$B/bin/vramio-run
 mkdir -p "$dir/fake"
-for f in "$bridge" "$run"; do
+rundir=$(pwd)/$dir/run
+export VRAMIO_RUN_DIR=$rundir
+for f in "$bridge" "$B/lib/libvramio_cuda.so" "$run"; do
     [ -e "$f" ] || { t_fail "bridge/built" "$f is not built"; exit 1; }
 done
-# -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the
-# preloaded bridge's of the same names (as in the real driver).
+# -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the shim's
+# of the same names (as in the real driver).
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
         -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
     t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
@@ -33,7 +36,7 @@ client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failur
     local mode=$1 out rc
     shift
     out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$dir/fake" "$@" \
-          timeout 60 "$dir/client" "$mode" 2>&1)
+          timeout 60 $RUN "$dir/client" "$mode" 2>&1)
     rc=$?
     printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
     if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
@@ -41,16 +44,17 @@ client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failur
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
     fi
 }
-client bridged LD_PRELOAD="$bridge"
-client fallback LD_PRELOAD="$bridge" FAKE_CUDA_VMM=0
-client noctx LD_PRELOAD="$bridge" FAKE_CUDA_NOCTX=1
+RUN=$run
+client bridged
+client fallback FAKE_CUDA_VMM=0
+client noctx FAKE_CUDA_NOCTX=1
+client peers FAKE_CUDA_DEVICES=4
+client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
+RUN=
 client plain
-client peers LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4
-client peers_refused LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
 
 # The log says what was intercepted, and how it ended.
-log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
-      timeout 60 "$dir/client" bridged 2>&1 >/dev/null)
+log=$(LD_LIBRARY_PATH="$dir/fake" timeout 60 "$run" --log "$dir/client" bridged 2>&1 >/dev/null)
 if printf '%s\n' "$log" | grep -q 'cuGetProcAddress("cuMemAlloc", 13000): the bridge' &&
    printf '%s\n' "$log" | grep -q 'cuMemAlloc(100) = 0x[0-9a-f]* from the pool' &&
    printf '%s\n' "$log" | grep -q 'at exit: '; then
@@ -60,8 +64,8 @@ else
 fi
 
 # NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
-# own handle of the driver, then asks it for "cuGetProcAddress" and for the allocation
-# functions; each answer must be the bridge's.
+# own handle of the driver (the shim's), then asks it for "cuGetProcAddress" and for the
+# allocation functions; each answer must be the bridge's.
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 for kind in shared static; do
     case $kind in
@@ -74,10 +78,10 @@ for kind in shared static; do
     if ! $CC -O1 $warn -I"$CUDA_INC" -o "$dir/runtime_$kind" tests/bridge/runtime_client.c "${link[@]}"; then
         t_fail "bridge/runtime_${kind}_lookups_caught" "the client does not build"; continue
     fi
-    log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \
-          timeout 60 "$dir/runtime_$kind" 2>&1)
+    log=$(LD_LIBRARY_PATH="$dir/fake" timeout 60 "$run" --log "$dir/runtime_$kind" 2>&1)
     miss=
-    for want in 'dlsym("cuGetProcAddress_v2")' 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
+    printf '%s\n' "$log" | grep -q "vramio-bridge: libcuda.so.1 is vramio's shim" || miss=" the shim"
+    for want in 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
                 'cuGetProcAddress("cuMemAlloc", [0-9]*)' 'cuGetProcAddress("cuMemFree", [0-9]*)' \
                 'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
         printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
@@ -102,16 +106,44 @@ expect version 0 '^vramio-run \(vramio\) [0-9]' "$run" --version
 expect no_program 2 'no program to run' "$run"
 expect no_program_after_dashes 2 'no program to run' "$run" --log --
 expect bad_option 2 "unknown option '--frobnicate'" "$run" --frobnicate true
-expect missing_program 127 "cannot run 'no-such-program-here'" "$run" no-such-program-here
-expect not_executable 126 "cannot run '/'" "$run" /
+fk=(env LD_LIBRARY_PATH="$dir/fake")
+expect missing_program 127 "cannot run 'no-such-program-here'" "${fk[@]}" "$run" no-such-program-here
+expect not_executable 126 "cannot run '/'" "${fk[@]}" "$run" /
 expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
     env VRAMIO_BRIDGE_LIB=/nonexistent/libx.so "$run" true
-expect exit_status_passed_on 3 '' "$run" sh -c 'exit 3'
+expect exit_status_passed_on 3 '' "${fk[@]}" "$run" sh -c 'exit 3'
 keep=$(cd "$B/lib" && pwd)/libgdrapi.so.2
-expect sets_preload_and_vulkan 0 "^LD_PRELOAD=/.*/libvramio_bridge.so:$keep\$" \
-    env LD_PRELOAD="$keep" "$run" sh -c 'test "$VRAMIO_ENABLE_VULKAN" = 1 && echo LD_PRELOAD=$LD_PRELOAD' 
-expect arguments_passed 0 '^<a b> <c>$' "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a b' c
-# Preloaded without the launcher, the bridge enables the vulkan backend itself (unless set).
+# The shim's directory goes first on the library path; LD_PRELOAD is the user's, untouched.
+expect sets_library_path_and_vulkan 0 "^$keep\|$rundir/cuda-[0-9a-f]{16}:$dir/fake\|1\$" \
+    env LD_PRELOAD="$keep" LD_LIBRARY_PATH="$dir/fake" "$run" \
+    sh -c 'echo "$LD_PRELOAD|$LD_LIBRARY_PATH|$VRAMIO_ENABLE_VULKAN"'
+shim=$(realpath "$B/lib/libvramio_cuda.so")
+expect links_to_shim_and_driver 0 "^$shim $shim $(realpath "$dir/fake/libcuda.so.1")\$" \
+    "${fk[@]}" "$run" sh -c 'd=${LD_LIBRARY_PATH%%:*}; echo $(readlink $d/libcuda.so.1) $(readlink $d/libcuda.so) $(readlink $d/libcuda.so.1.real)'
+expect arguments_passed 0 '^<a b> <c>$' "${fk[@]}" "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a b' c
+expect run_dir_with_colon_refused 127 "/tmp/a:b: LD_LIBRARY_PATH cannot hold it" \
+    env LD_LIBRARY_PATH="$dir/fake" VRAMIO_RUN_DIR=/tmp/a:b "$run" true
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    t_skip "bridge/run_no_driver_refused" "this machine has a CUDA driver"
+else
+    expect no_driver_refused 127 'no CUDA driver to run the program with' \
+        env LD_LIBRARY_PATH=/nonexistent "$run" true
+fi
+# Installed under a path that LD_LIBRARY_PATH (and LD_PRELOAD) cannot hold, and run from a
+# program already under vramio-run: the pool still serves.
+inst="$dir/in st:all"
+rm -rf "$inst" && mkdir -p "$inst/bin" "$inst/lib" &&
+    cp -P "$B"/lib/libvramio_bridge.so "$B"/lib/libvramio_cuda.so "$B"/lib/libgdrapi.so* "$inst/lib/" &&
+    cp "$run" "$inst/bin/"
+expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
+    "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/client" bridged
+expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
+    "${fk[@]}" "$run" "$run" --log "$dir/client" bridged
+# The shim without its bridge says so, and the driver serves the program unchanged.
+shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
+expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \
+    env LD_LIBRARY_PATH="$shimdir:$dir/fake" VRAMIO_BRIDGE_LIB=/nonexistent/b.so "$dir/client" plain
+# Loaded without the launcher, the bridge enables the vulkan backend itself (unless set).
 expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \
     b=\$(VRAMIO_ENABLE_VULKAN=0 LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); echo \$a \$b"
 t_done

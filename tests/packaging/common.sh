@@ -20,13 +20,22 @@ tool_names() {
     sed -n '/^INSTALL_TOOLS *:=/,/^[^ ]/p' "$REPO/packaging/install.mk" | grep -oE 'gdrcopy_[a-z]+'
 }
 
-# vramio-run (the allocation bridge's launcher), from install.mk's INSTALL_RUNNERS, and the
-# library it preloads, from INSTALL_PRELOADS.
+# vramio-run (the allocation bridge's launcher), from install.mk's INSTALL_RUNNERS, and its
+# libraries (the libcuda.so.1 shim and the bridge), from INSTALL_BRIDGE_LIBS.
 runner_names() {
     sed -n 's/^INSTALL_RUNNERS *:= *//p' "$REPO/packaging/install.mk"
 }
-preload_names() {
-    sed -n 's/^INSTALL_PRELOADS *:= *//p' "$REPO/packaging/install.mk"
+bridge_lib_names() {
+    sed -n 's/^INSTALL_BRIDGE_LIBS *:= *//p' "$REPO/packaging/install.mk"
+}
+
+# shim_of_vramio_run RUNNER WORKDIR: the libcuda.so.1 that RUNNER puts first on the library
+# path (the link in its directory), run against an empty stand-in driver library.
+shim_of_vramio_run() {
+    mkdir -p "$2/drv" &&
+        ${CC:-cc} -shared -o "$2/drv/libcuda.so.1" -x c /dev/null 2>/dev/null &&
+        env LD_LIBRARY_PATH="$2/drv" VRAMIO_RUN_DIR="$2/run" timeout 60 "$1" \
+            sh -c 'readlink "${LD_LIBRARY_PATH%%:*}/libcuda.so.1"' 2>&1
 }
 
 # clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.

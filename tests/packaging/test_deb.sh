@@ -166,11 +166,11 @@ for t in $(tool_names) $(runner_names); do
     [ -x "/usr/bin/$t" ] || bad="$bad $t(binary)"
     man -w "$t" >/dev/null 2>&1 || bad="$bad $t(man page)"
 done
-for p in $(preload_names); do
+for p in $(bridge_lib_names); do
     ls /usr/lib/*/vramio/"$p" >/dev/null 2>&1 || bad="$bad $p(library)"
 done
-out=$(env -u LD_LIBRARY_PATH timeout 60 vramio-run sh -c 'echo "$LD_PRELOAD"' 2>&1)
-[ -f "$out" ] || bad="$bad vramio-run(preloads '$out')"
+out=$(shim_of_vramio_run vramio-run "$work/vramio-run")
+[ -f "$out" ] || bad="$bad vramio-run(shim '$out')"
 [ -z "$bad" ] && t_ok tools-installed || t_fail tools-installed "missing:$bad"
 out=$(env -u LD_LIBRARY_PATH timeout 60 gdrcopy_info 2>&1); rc=$?
 # Without a GPU it reports why nothing is usable; it must not crash or hang.

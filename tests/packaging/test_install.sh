@@ -60,12 +60,13 @@ check_install() {
     [ "$lib" = "$d$libdir/libgdrapi.so.2" ] || { t_fail "$name" "client loaded '$lib'"; return; }
     t_ok "$name"
 
-    # vramio-run finds the bridge where this layout put it.
-    out=$("$d$prefix/bin/vramio-run" sh -c 'echo "$LD_PRELOAD"' 2>&1)
+    # vramio-run finds its shim, and the bridge beside it, where this layout put them.
+    out=$(shim_of_vramio_run "$d$prefix/bin/vramio-run" "$work/$name.run")
     case $out in
-        */vramio/libvramio_bridge.so) [ -f "$out" ] && t_ok "$name-vramio-run" ||
-                                          t_fail "$name-vramio-run" "preloads missing $out" ;;
-        *) not_ok "$name-vramio-run" "LD_PRELOAD is '$out'" ;;
+        */vramio/libvramio_cuda.so) [ -f "$out" ] && [ -f "${out%/*}/libvramio_bridge.so" ] &&
+                                        t_ok "$name-vramio-run" ||
+                                        t_fail "$name-vramio-run" "missing $out or its bridge" ;;
+        *) t_fail "$name-vramio-run" "the shim is '$out'" ;;
     esac
 
     if ! pmake uninstall DESTDIR="$d" "$@" >"$work/$name.un.log" 2>&1; then

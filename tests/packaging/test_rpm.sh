@@ -60,7 +60,7 @@ check_rpm libgdrapi "/libgdrapi\.so\.$VERSION\$" '/libgdrapi\.so\.2$' '/libgdrap
 check_rpm libgdrapi-devel '/include/gdrapi\.h$' '/include/gdrconfig\.h$' '/include/vramio\.h$' \
     '/pkgconfig/gdrapi\.pc$'
 check_rpm gdrcopy-tools $(for t in $(tool_names) $(runner_names); do echo "/bin/$t\$" "/man1/$t\.1"; done) \
-    $(for p in $(preload_names); do echo "/vramio/$p\$"; done)
+    $(for p in $(bridge_lib_names); do echo "/vramio/$p\$"; done)
 check_rpm gdrdrv-dkms "/usr/src/gdrdrv-$VERSION/dkms\.conf\$" "/usr/src/gdrdrv-$VERSION/Makefile\$" \
     '/rules\.d/60-gdrdrv\.rules$' '/modprobe\.d/gdrdrv\.conf$'
 
@@ -68,6 +68,11 @@ check_rpm gdrdrv-dkms "/usr/src/gdrdrv-$VERSION/dkms\.conf\$" "/usr/src/gdrdrv-$
 prov=$(rpm -qp --provides "$(pkg libgdrapi)" 2>/dev/null)
 grep -q '^libgdrapi\.so\.2()' <<<"$prov" && t_ok rpm-provides-soname ||
     t_fail rpm-provides-soname "libgdrapi provides: $(tr '\n' ' ' <<<"$prov")"
+
+# The shim's libcuda.so.1.real is a link vramio-run makes at run time: no requirement.
+req=$(rpm -qp --requires "$(pkg gdrcopy-tools)" 2>/dev/null)
+[ -n "$req" ] && ! grep -q 'libcuda' <<<"$req" && t_ok rpm-tools-require-no-driver ||
+    t_fail rpm-tools-require-no-driver "gdrcopy-tools requires: $(grep libcuda <<<"$req" | tr '\n' ' ')"
 
 if [ ${#kmod[@]} -gt 0 ]; then
     f=$(pkg gdrdrv-kmod)

@@ -19,6 +19,9 @@ static const char *const kind_names[GM_KIND_COUNT] = {
     [GM_VRAMIO] = "vramio", [GM_EMU] = "emu",
 };
 
+/* The tools allocate as any program does: under vramio-run, cuMemAlloc is the bridge's. */
+const int vr_cuda_program_view = 1;
+
 static const struct vr_cuda *cu;
 static CUdevice cu_dev;
 static CUcontext cu_ctx;

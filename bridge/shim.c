@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim.c - libvramio_cuda.so, the libcuda.so.1 that vramio-run puts first on the library
+ * search path: how a program's calls to the replaced driver functions (bridge_routes.h)
+ * reach libvramio_bridge.so, whichever way the program finds them, while every other name
+ * stays the real driver's own.
+ *
+ * vramio-run makes a private directory holding libcuda.so.1 (and libcuda.so) -> this file,
+ * and VB_REAL_DRIVER -> the driver libcuda.so.1 that the loader would have found, and
+ * prepends it to LD_LIBRARY_PATH. This file has a DT_NEEDED on VB_REAL_DRIVER and defines
+ * only the replaced names, cuGetProcAddress(_v2) and vramio_cuda_shim_driver. So:
+ * - a program linked with libcuda, and dlsym(handle, name) on the handle of
+ *   dlopen("libcuda.so.1") (the CUDA runtime, shared or static; PyTorch; UCX; libraries that
+ *   load the driver themselves) find a replaced name here and every other name in the real
+ *   driver through the dependency: the driver's own functions, not forwarding stubs, so
+ *   dladdr, profilers and UCM's hooks see them as without vramio-run;
+ * - cuGetProcAddress(_v2) asks the real driver and answers this file's entry for a replaced
+ *   name (when the version asked for selects the ABI it implements), itself for
+ *   "cuGetProcAddress": the runtime gets every other entry point from the driver;
+ * - nothing else of the process changes: no dlsym of libc is replaced, so RTLD_NEXT and
+ *   RTLD_DEFAULT lookups, other interposers and RTLD_LOCAL plugins behave as before.
+ * The entries jump through slots that the constructor fills from the bridge (loaded by path
+ * from beside this file's real location, or VRAMIO_BRIDGE_LIB); when the bridge cannot be
+ * loaded it says so on stderr and the slots hold the driver's functions.
+ * libgdrapi and the bridge must see the real driver (the pool's slab ranges and handles):
+ * they ask vramio_cuda_shim_driver for its handle (util/cuda_loader.c, vr_cuda_dlopen).
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bridge.h"
+#include "bridge_routes.h"
+
+/* Where an entry goes: the replacement, or the driver's function; an error until set. */
+static CUresult vb_not_ready(void)
+{
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+#define VB_SLOT(exp, base, since, impl, ret, params, args)                                    \
+    __attribute__((visibility("hidden"))) void *vb_slot_##exp = (void *)vb_not_ready;
+VB_ROUTES(VB_SLOT)
+
+#if defined(__x86_64__)
+/* shim_entry.S */
+#define VB_ENTRY_DECL(exp, base, since, impl, ret, params, args)                              \
+    __attribute__((visibility("hidden"))) void vb_entry_##exp(void);
+VB_ROUTES(VB_ENTRY_DECL)
+#else
+/* Elsewhere a C entry: UCM's bistro is x86_64 code only. */
+#define VB_ENTRY_C(exp, base, since, impl, ret, params, args)                                 \
+    VB_EXPORT ret exp params;                                                                 \
+    VB_EXPORT ret exp params { return ((ret (*) params)vb_slot_##exp) args; }                 \
+    extern __typeof__(exp) vb_entry_##exp __attribute__((alias(#exp), visibility("hidden")));
+VB_ROUTES(VB_ENTRY_C)
+#endif
+
+static const struct route {
+    const char *exported, *base;
+    int since;
+    void **slot;
+    void *entry;
+} routes[] = {
+#define VB_ROW(exp, base, since, impl, ret, params, args)                                     \
+    { #exp, #base, since, &vb_slot_##exp, (void *)vb_entry_##exp },
+    VB_ROUTES(VB_ROW)
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+static vb_gpa_v1_fn real_gpa_v1;
+static vb_gpa_v2_fn real_gpa_v2;
+static void (*bridge_log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+VB_EXPORT void *vramio_cuda_shim_driver(void)
+{
+    return dlopen(VB_REAL_DRIVER, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+}
+
+/* Never silent: the program runs, but its memory is not from the pool. */
+static void complain(const char *what, const char *why)
+{
+    char line[PATH_MAX + 512];
+    int n = snprintf(line, sizeof(line),
+                     "vramio-run: the bridge %s cannot be loaded (%s): the CUDA driver serves "
+                     "every allocation of this process\n", what, why ? why : "unknown");
+
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+        return;
+}
+
+/* The bridge's lookup of replacements by exported name, or NULL (it said why). */
+static void *(*load_bridge(void))(const char *)
+{
+    const char *env = getenv("VRAMIO_BRIDGE_LIB");
+    char self[PATH_MAX], path[PATH_MAX + 32], *slash;
+    void *(*impl)(const char *), *h;
+    Dl_info me;
+
+    if (env && *env) {
+        snprintf(path, sizeof(path), "%s", env);
+    } else {
+        /* vramio-run's directory holds a link to this file: the bridge is beside the file. */
+        if (!dladdr((void *)complain, &me) || !me.dli_fname || !realpath(me.dli_fname, self) ||
+            !(slash = strrchr(self, '/'))) {
+            complain(VB_BRIDGE_NAME, "this library cannot find where it lives");
+            return NULL;
+        }
+        *slash = '\0';
+        snprintf(path, sizeof(path), "%s/%s", self, VB_BRIDGE_NAME);
+    }
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        complain(path, dlerror());
+        return NULL;
+    }
+    *(void **)&impl = dlsym(h, "vramio_bridge_impl");
+    *(void **)&bridge_log = dlsym(h, "vramio_bridge_log");
+    if (!impl || !bridge_log) {
+        complain(path, "it is not vramio's bridge");
+        return NULL;
+    }
+    return impl;
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+    void *real = vramio_cuda_shim_driver(), *(*impl)(const char *) = load_bridge(), *fn;
+    size_t i;
+
+    if (real) {
+        *(void **)&real_gpa_v1 = dlsym(real, "cuGetProcAddress");
+        *(void **)&real_gpa_v2 = dlsym(real, "cuGetProcAddress_v2");
+    }
+    for (i = 0; i < NROUTES; i++) {
+        fn = impl ? impl(routes[i].exported) : NULL;
+        if (!fn && real)
+            fn = dlsym(real, routes[i].exported);
+        if (fn)
+            *routes[i].slot = fn;
+    }
+    if (impl)
+        bridge_log("libcuda.so.1 is vramio's shim: %zu driver functions go to the bridge, "
+                   "every other to " VB_REAL_DRIVER, NROUTES);
+}
+
+static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags);
+static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status);
+
+/* After the driver answered cuGetProcAddress(sym, ver): ours where we replace it. */
+static void substitute(const char *sym, int ver, void **pfn)
+{
+    size_t i;
+
+    if (!strcmp(sym, "cuGetProcAddress") || !strcmp(sym, "cuGetProcAddress_v2")) {
+        /* The 5-argument ABI since CUDA 12.0, the 4-argument one before. */
+        *pfn = ver >= 12000 ? (void *)gpa_v2 : (void *)gpa_v1;
+    } else {
+        for (i = 0; i < NROUTES; i++)
+            if (!strcmp(sym, routes[i].base) || !strcmp(sym, routes[i].exported))
+                break;
+        /* Not replaced, or asked for an older ABI (before 3.2: 32-bit sizes): the driver's. */
+        if (i == NROUTES || ver < routes[i].since)
+            return;
+        *pfn = routes[i].entry;
+    }
+    if (bridge_log)
+        bridge_log("cuGetProcAddress(\"%s\", %d): the bridge's", sym, ver);
+}
+
+static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status)
+{
+    CUresult rc;
+
+    if (!real_gpa_v2)
+        return CUDA_ERROR_NOT_FOUND;
+    rc = real_gpa_v2(sym, pfn, ver, flags, status);
+    if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
+        substitute(sym, ver, pfn);
+    return rc;
+}
+
+static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+    CUresult rc;
+
+    if (!real_gpa_v1)
+        return CUDA_ERROR_NOT_FOUND;
+    rc = real_gpa_v1(sym, pfn, ver, flags);
+    if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
+        substitute(sym, ver, pfn);
+    return rc;
+}
+
+/* The exported names: the same functions as cuGetProcAddress hands out. */
+VB_EXPORT extern __typeof__(gpa_v1) vb_export_gpa_v1 __asm__("cuGetProcAddress")
+    __attribute__((alias("gpa_v1")));
+VB_EXPORT extern __typeof__(gpa_v2) vb_export_gpa_v2 __asm__("cuGetProcAddress_v2")
+    __attribute__((alias("gpa_v2")));
