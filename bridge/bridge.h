@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bridge.h - what the two halves of libvramio_bridge.so share: the real CUDA driver's entry
+ * bridge.h - what the parts of libvramio_bridge.so share: the real CUDA driver's entry
  * points (bridge_resolve.c finds them, and hands out ours in their place) and the
- * replacements (bridge_mem.c, which routes device allocations to vramio_alloc's pool).
+ * replacements (bridge_mem.c, which routes device allocations to vramio_alloc's pool, and
+ * bridge_attr.c, which makes pool blocks answer like cuMemAlloc allocations).
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
@@ -26,6 +27,19 @@ struct vb_real {
     CUresult (*cuCtxGetDevice)(CUdevice *);
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxPushCurrent_v2)(CUcontext);
+    CUresult (*cuCtxPopCurrent_v2)(CUcontext *);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuPointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*cuPointerSetAttribute)(const void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD16_v2)(CUdeviceptr, unsigned short, size_t);
+    CUresult (*cuMemsetD32_v2)(CUdeviceptr, unsigned int, size_t);
 };
 
 /* The table, loaded at first use; NULL when libcuda.so.1 cannot be loaded. */
@@ -41,5 +55,30 @@ CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
                             unsigned int elem);
 CUresult vb_mem_free(CUdeviceptr dptr);
 CUresult vb_mem_get_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr dptr);
+
+/* bridge_attr.c: what the bridge knows of each pool block it handed out (the context current
+ * at its allocation, its buffer id, its SYNC_MEMOPS flag), kept from allocation to free. */
+void vb_block_add(CUdeviceptr base, CUcontext ctx);
+void vb_block_forget(CUdeviceptr base);
+/* The context the block at base was allocated in: 1, or 0 when the bridge did not record it. */
+int vb_block_ctx(CUdeviceptr base, CUcontext *ctx);
+
+/* The replacements of bridge_attr.c. */
+CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr);
+CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
+                                   CUdeviceptr ptr);
+CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr);
+CUresult vb_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vb_memcpy_htod(CUdeviceptr dst, const void *src, size_t n);
+CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n);
+CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n);
+CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n);
+
+/* The driver's exported name `name`, defined as a call of impl (for programs that call the
+ * driver's functions by name). */
+#define VB_EXPORT_AS(name, ret, proto, args, impl) \
+    VB_EXPORT ret vb_export_##name proto __asm__(#name); \
+    VB_EXPORT ret vb_export_##name proto { return impl args; }
 
 #endif /* VRAMIO_BRIDGE_H */

@@ -9,7 +9,8 @@
 
 BRIDGE_LIB  := $(BUILD)/lib/libvramio_bridge.so
 BRIDGE_RUN  := $(BUILD)/bin/vramio-run
-BRIDGE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,bridge/bridge_resolve.c bridge/bridge_mem.c)
+BRIDGE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,bridge/bridge_resolve.c bridge/bridge_mem.c \
+                                             bridge/bridge_attr.c)
 
 .PHONY: bridge
 all: bridge

@@ -66,6 +66,11 @@ static void load_real(void)
     VB_RESOLVE(cuMemAlloc_v2)
     VB_RESOLVE(cuMemAllocPitch_v2) VB_RESOLVE(cuMemFree_v2) VB_RESOLVE(cuMemGetAddressRange_v2)
     VB_RESOLVE(cuCtxGetDevice) VB_RESOLVE(cuCtxSynchronize) VB_RESOLVE(cuDeviceGetAttribute)
+    VB_RESOLVE(cuCtxGetCurrent) VB_RESOLVE(cuCtxPushCurrent_v2) VB_RESOLVE(cuCtxPopCurrent_v2)
+    VB_RESOLVE(cuStreamSynchronize) VB_RESOLVE(cuPointerGetAttribute)
+    VB_RESOLVE(cuPointerGetAttributes) VB_RESOLVE(cuPointerSetAttribute) VB_RESOLVE(cuMemcpy)
+    VB_RESOLVE(cuMemcpyHtoD_v2) VB_RESOLVE(cuMemcpyDtoD_v2) VB_RESOLVE(cuMemsetD8_v2)
+    VB_RESOLVE(cuMemsetD16_v2) VB_RESOLVE(cuMemsetD32_v2)
 #undef VB_RESOLVE
     real_loaded = &real; /* the driver stays loaded for the life of the process */
 }
@@ -104,24 +109,44 @@ static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                        CUdriverProcAddressQueryResult *status);
 
 /* What the bridge hands out: by exported name (dlsym) and by base name and the first CUDA
- * version whose ABI it implements (cuGetProcAddress). */
+ * version whose ABI it implements (cuGetProcAddress). exact: only where the driver's answer
+ * is that exported function (the copies and memsets also have per-thread-stream variants,
+ * which the driver hands out for the same base name and which stay the driver's). */
 static const struct route {
     const char *exported, *base;
     int since;
     void *mine;
     size_t real_off;
+    int exact;
 } routes[] = {
     { "cuMemAlloc_v2", "cuMemAlloc", 3020, (void *)vb_mem_alloc,
-      offsetof(struct vb_real, cuMemAlloc_v2) },
+      offsetof(struct vb_real, cuMemAlloc_v2), 0 },
     { "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, (void *)vb_mem_alloc_pitch,
-      offsetof(struct vb_real, cuMemAllocPitch_v2) },
+      offsetof(struct vb_real, cuMemAllocPitch_v2), 0 },
     { "cuMemFree_v2", "cuMemFree", 3020, (void *)vb_mem_free,
-      offsetof(struct vb_real, cuMemFree_v2) },
+      offsetof(struct vb_real, cuMemFree_v2), 0 },
     { "cuMemGetAddressRange_v2", "cuMemGetAddressRange", 3020, (void *)vb_mem_get_address_range,
-      offsetof(struct vb_real, cuMemGetAddressRange_v2) },
+      offsetof(struct vb_real, cuMemGetAddressRange_v2), 0 },
+    { "cuPointerGetAttribute", "cuPointerGetAttribute", 4000, (void *)vb_pointer_get_attribute,
+      offsetof(struct vb_real, cuPointerGetAttribute), 0 },
+    { "cuPointerGetAttributes", "cuPointerGetAttributes", 7000,
+      (void *)vb_pointer_get_attributes, offsetof(struct vb_real, cuPointerGetAttributes), 0 },
+    { "cuPointerSetAttribute", "cuPointerSetAttribute", 6000, (void *)vb_pointer_set_attribute,
+      offsetof(struct vb_real, cuPointerSetAttribute), 0 },
+    { "cuMemcpyHtoD_v2", "cuMemcpyHtoD", 3020, (void *)vb_memcpy_htod,
+      offsetof(struct vb_real, cuMemcpyHtoD_v2), 1 },
+    { "cuMemcpyDtoD_v2", "cuMemcpyDtoD", 3020, (void *)vb_memcpy_dtod,
+      offsetof(struct vb_real, cuMemcpyDtoD_v2), 1 },
+    { "cuMemcpy", "cuMemcpy", 4000, (void *)vb_memcpy, offsetof(struct vb_real, cuMemcpy), 1 },
+    { "cuMemsetD8_v2", "cuMemsetD8", 3020, (void *)vb_memset_d8,
+      offsetof(struct vb_real, cuMemsetD8_v2), 1 },
+    { "cuMemsetD16_v2", "cuMemsetD16", 3020, (void *)vb_memset_d16,
+      offsetof(struct vb_real, cuMemsetD16_v2), 1 },
+    { "cuMemsetD32_v2", "cuMemsetD32", 3020, (void *)vb_memset_d32,
+      offsetof(struct vb_real, cuMemsetD32_v2), 1 },
     { "cuGetProcAddress_v2", "cuGetProcAddress", 12000, (void *)gpa_v2,
-      offsetof(struct vb_real, gpa_v2) },
-    { "cuGetProcAddress", NULL, 0, (void *)gpa_v1, offsetof(struct vb_real, gpa_v1) },
+      offsetof(struct vb_real, gpa_v2), 0 },
+    { "cuGetProcAddress", NULL, 0, (void *)gpa_v1, offsetof(struct vb_real, gpa_v1), 0 },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -177,7 +202,8 @@ static void substitute(const char *sym, int ver, void **pfn)
             continue;
         n = strlen(r->base);
         /* The base name is what the runtime asks for; the full name is accepted too. */
-        if (strncmp(sym, r->base, n) || (sym[n] && strcmp(sym + n, "_v2")))
+        if (strncmp(sym, r->base, n) || (sym[n] && strcmp(sym + n, "_v2")) ||
+            (r->exact && *pfn != real_of(r)))
             continue;
         if (r->mine == (void *)gpa_v2 && ver < r->since) {
             *pfn = (void *)gpa_v1; /* the 4-argument ABI of CUDA 11 */

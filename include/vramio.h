@@ -93,7 +93,9 @@ int vramio_alloc(int gpu, size_t size, unsigned long long *dptr);
 int vramio_free(unsigned long long dptr);
 
 /* The live vramio_alloc allocation that holds ptr: its start and size (rounded to its size
- * class or granularity); either output may be NULL. 0, or ENOENT when ptr is not in one. */
+ * class or granularity); either output may be NULL. 0; EFAULT when ptr lies in the pools'
+ * memory but in no live allocation (a freed block: the CUDA driver would still describe the
+ * slab around it); ENOENT when ptr is not the pools' memory at all. */
 int vramio_alloc_range(unsigned long long ptr, unsigned long long *base, size_t *size);
 
 /* What the pools hold, for one GPU or (gpu -1) all of them. */

@@ -113,6 +113,9 @@ int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const ch
 void vr_pins_release_owned(unsigned long owner);
 
 /* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
+/* alloc.c: the GPU whose pool handed out the live block starting at ptr, or -1. */
+int vr_alloc_gpu(unsigned long long ptr);
+
 int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
 int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 

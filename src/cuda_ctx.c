@@ -57,16 +57,13 @@ static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *
     return 0;
 }
 
-int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
-                      char *why, size_t len)
+static int push_primary(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
+                        char *why, size_t len)
 {
-    CUcontext cur = NULL, ctx;
+    CUcontext ctx;
     CUresult r;
     int rc;
 
-    g->pushed = 0;
-    if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
-        return 0;
     rc = primary_get(cu, dev, &ctx, why, len);
     if (rc)
         return rc;
@@ -77,6 +74,30 @@ int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guar
     }
     g->pushed = 1;
     return 0;
+}
+
+int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
+                      char *why, size_t len)
+{
+    CUcontext cur = NULL;
+
+    g->pushed = 0;
+    if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
+        return 0;
+    return push_primary(cu, dev, g, why, len);
+}
+
+int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
+                             char *why, size_t len)
+{
+    CUcontext cur = NULL;
+    CUdevice d = -1;
+
+    g->pushed = 0;
+    if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
+        cu->cuCtxGetDevice(&d) == CUDA_SUCCESS && d == dev)
+        return 0;
+    return push_primary(cu, dev, g, why, len);
 }
 
 void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g)

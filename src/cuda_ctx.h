@@ -22,6 +22,10 @@ struct vr_cuda_ctx_guard {
  * use then). 0, or a positive errno with the reason in why. */
 int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
                       char *why, size_t len);
+/* Make a context of device dev current: the current one when it is dev's, else dev's primary
+ * context (pushed, even over another device's). 0, or a positive errno with the reason. */
+int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
+                             char *why, size_t len);
 void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g);
 
 #endif /* VRAMIO_CUDA_CTX_H */

@@ -19,7 +19,7 @@ done
 # -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the
 # preloaded bridge's of the same names (as in the real driver).
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
@@ -47,6 +47,8 @@ client noctx LD_PRELOAD="$bridge" FAKE_CUDA_NOCTX=1
 client plain
 client peers LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4
 client peers_refused LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
+client multigpu LD_PRELOAD="$bridge" FAKE_CUDA_DEVICES=2
+client sync_error LD_PRELOAD="$bridge" FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 
 # The log says what was intercepted, and how it ended.
 log=$(LD_LIBRARY_PATH="$dir/fake" LD_PRELOAD="$bridge" VRAMIO_BRIDGE_LOG=1 \

@@ -18,8 +18,9 @@
  * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
- * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2),
- * fake_exports() (successful cuMemExportToShareableHandle calls).
+ * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
+ * cuMemExportToShareableHandle calls). Pointer attributes, the other copies and memsets and
+ * the synchronizations (with their counters) are in fake_cuda_ptr.c.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -36,10 +37,10 @@
 #define GRAN (2u << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uintptr_t base; size_t size; } plain[MAXN];
+static struct { uintptr_t base; size_t size; int dev; } plain[MAXN];
 static struct { int fd; size_t size; int refs; CUmemAllocationProp prop; } handles[MAXN]; /* index + 1 = handle */
 static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
-static int n_plain, n_handles, n_syncs, n_access, n_exports;
+static int n_plain, n_handles, n_access, n_exports;
 
 /* A context is the address of its device's primary-context record. */
 static struct primary { int refs; } primaries[FAKE_GPU_MAX];
@@ -49,7 +50,6 @@ static __thread int ctx_depth = -1; /* -1: this thread's stack is not set up yet
 
 int fake_plain_allocs(void) { return n_plain; }
 int fake_vmm_live(void) { return n_handles; }
-int fake_syncs(void) { return n_syncs; }
 int fake_access_devices(void) { return n_access; }
 int fake_exports(void) { return n_exports; }
 
@@ -178,8 +178,13 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice d)
     __atomic_sub_fetch(&primaries[d].refs, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
-CUresult cuCtxSynchronize(void) { __atomic_add_fetch(&n_syncs, 1, __ATOMIC_RELAXED); return CUDA_SUCCESS; }
-CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+/* The device of the calling thread's current context, or -1 (for fake_cuda_ptr.c). */
+int fake_current_device(void)
+{
+    CUcontext c = ctx_current();
+
+    return c ? ctx_dev(c) : -1;
+}
 
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
@@ -218,6 +223,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
     }
     plain[i].base = (uintptr_t)p;
     plain[i].size = size;
+    plain[i].dev = fake_current_device();
     n_plain++;
     pthread_mutex_unlock(&lock);
     *d = (CUdeviceptr)(uintptr_t)p;
@@ -460,6 +466,32 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr
     return m >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+int fake_alloc_of(uintptr_t a, uintptr_t *base, size_t *size, int *vmm, int *dev)
+{
+    int i, m, found = 0;
+
+    pthread_mutex_lock(&lock);
+    m = find_map(a);
+    if (m >= 0) {
+        *base = maps[m].va;
+        *size = maps[m].size;
+        *vmm = 1;
+        *dev = handles[maps[m].h].prop.location.id;
+        found = 1;
+    }
+    for (i = 0; !found && i < MAXN; i++) {
+        if (plain[i].base && a >= plain[i].base && a - plain[i].base < plain[i].size) {
+            *base = plain[i].base;
+            *size = plain[i].size;
+            *vmm = 0;
+            *dev = plain[i].dev;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     int i, m;
@@ -564,6 +596,10 @@ static void *lookup(const char *sym, int ver)
         { "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
         { "cuMemAllocPitch", (void *)cuMemAllocPitch_v2 },
         { "cuMemGetAddressRange", (void *)cuMemGetAddressRange_v2 },
+        { "cuPointerGetAttribute", (void *)cuPointerGetAttribute },
+        { "cuPointerGetAttributes", (void *)cuPointerGetAttributes },
+        { "cuPointerSetAttribute", (void *)cuPointerSetAttribute },
+        { "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 }, { "cuMemsetD8", (void *)cuMemsetD8_v2 },
     };
     size_t i;
 

@@ -14,7 +14,7 @@ dir=$B/tests/multigpu
 warn="-Wall -Wextra -Werror"
 mkdir -p "$dir/fake"
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "multigpu/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
