@@ -142,7 +142,9 @@ static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
     CUresult r1, r2, r3;
 
     (void)ctx;
-    /* Pins of it stay valid: a backend's import holds the pages until it is unpinned. */
+    /* Pins of it stay valid: a backend's import holds the pages until it is unpinned; but the
+     * address stops reaching them, so their copies keep to the mappings from now on. */
+    vr_pins_gpu_released(base, size);
     r1 = cu->cuMemUnmap((CUdeviceptr)base, size);
     r2 = cu->cuMemAddressFree((CUdeviceptr)base, size);
     r3 = cu->cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)cookie);

@@ -10,7 +10,7 @@
  * FAKE_CUDA_SYNC_ERROR=N: cuCtxSynchronize and cuStreamSynchronize fail with CUresult N.
  * Exported for the tests: fake_syncs() (cuCtxSynchronize calls), fake_syncs_on(dev) (those
  * made in a context of dev), fake_stream_syncs_on(dev), fake_legacy_syncs() (of the legacy
- * stream).
+ * stream), fake_async_copies() (the copy engine's copies).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -179,3 +179,45 @@ static CUresult fill(CUdeviceptr d, const void *v, size_t w, size_t n)
 
 CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return fill(d, &v, 2, n); }
 CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return fill(d, &v, 4, n); }
+
+/* ---- the copy engine's calls (src/copy_dma.c): streams and events are tokens, the
+ * asynchronous copies are done at once, and counted -------------------------------------- */
+static int n_async;
+static char stream_token, event_token;
+
+int fake_async_copies(void) { return __atomic_load_n(&n_async, __ATOMIC_RELAXED); }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+    (void)flags;
+    *s = (CUstream)&stream_token;
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy_v2(CUstream s) { (void)s; return CUDA_SUCCESS; }
+CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    (void)flags;
+    *e = (CUevent)&event_token;
+    return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)e; (void)s; return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
+CUresult cuEventDestroy_v2(CUevent e) { (void)e; return CUDA_SUCCESS; }
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s)
+{
+    (void)s;
+    NEED_CTX();
+    memcpy((void *)(uintptr_t)d, h, n);
+    __atomic_add_fetch(&n_async, 1, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
+{
+    (void)s;
+    NEED_CTX();
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    __atomic_add_fetch(&n_async, 1, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
