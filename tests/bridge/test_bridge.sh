@@ -62,8 +62,8 @@ else
 fi
 
 # NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
-# own handle of the driver, then asks it for "cuGetProcAddress" and for the allocation
-# functions; each answer must be the bridge's.
+# own handle of the driver, then asks it for "cuGetProcAddress", the allocation functions,
+# the pointer attributes and the copies; each answer must be the bridge's.
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 for kind in shared static; do
     case $kind in
@@ -81,7 +81,9 @@ for kind in shared static; do
     miss=
     for want in 'dlsym("cuGetProcAddress_v2")' 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
                 'cuGetProcAddress("cuMemAlloc", [0-9]*)' 'cuGetProcAddress("cuMemFree", [0-9]*)' \
-                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
+                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)' \
+                'cuGetProcAddress("cuPointerGetAttribute", [0-9]*)' 'cuGetProcAddress("cuPointerGetAttributes", [0-9]*)' \
+                'cuGetProcAddress("cuMemcpyHtoD", [0-9]*)'; do
         printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
     done
     [ -z "$miss" ] && t_ok "bridge/runtime_${kind}_lookups_caught" ||
