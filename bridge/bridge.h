@@ -2,7 +2,8 @@
 /*
  * bridge.h - what the pieces of the bridge share: the real CUDA driver's entry points
  * (bridge_resolve.c finds them), the replacements (bridge_mem.c, which routes device
- * allocations to vramio_alloc's pool; listed in bridge_routes.h), and the names by which the
+ * allocations to vramio_alloc's pool, and bridge_attr.c, which makes pool blocks answer like
+ * cuMemAlloc allocations; listed in bridge_routes.h), and the names by which the
  * libcuda.so.1 shim (shim.c, libvramio_cuda.so) and vramio-run find the bridge and the driver.
  */
 #ifndef VRAMIO_BRIDGE_H
@@ -31,6 +32,19 @@ struct vb_real {
     CUresult (*cuCtxGetDevice)(CUdevice *);
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxPushCurrent_v2)(CUcontext);
+    CUresult (*cuCtxPopCurrent_v2)(CUcontext *);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuPointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*cuPointerSetAttribute)(const void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD16_v2)(CUdeviceptr, unsigned short, size_t);
+    CUresult (*cuMemsetD32_v2)(CUdeviceptr, unsigned int, size_t);
 };
 
 /* The table, loaded at first use; NULL when libcuda.so.1 cannot be loaded. */
@@ -50,5 +64,24 @@ CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
                             unsigned int elem);
 CUresult vb_mem_free(CUdeviceptr dptr);
 CUresult vb_mem_get_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr dptr);
+
+/* bridge_attr.c: what the bridge knows of each pool block it handed out (the context current
+ * at its allocation, its buffer id, its SYNC_MEMOPS flag), kept from allocation to free. */
+void vb_block_add(CUdeviceptr base, CUcontext ctx);
+void vb_block_forget(CUdeviceptr base);
+/* The context the block at base was allocated in: 1, or 0 when the bridge did not record it. */
+int vb_block_ctx(CUdeviceptr base, CUcontext *ctx);
+
+/* The replacements of bridge_attr.c. */
+CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr);
+CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
+                                   CUdeviceptr ptr);
+CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr);
+CUresult vb_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vb_memcpy_htod(CUdeviceptr dst, const void *src, size_t n);
+CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n);
+CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n);
+CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n);
 
 #endif /* VRAMIO_BRIDGE_H */

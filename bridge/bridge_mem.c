@@ -55,6 +55,7 @@ static int lasting(int rc)
 static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, const char *who)
 {
     unsigned long long p = 0;
+    CUcontext ctx = NULL;
     CUdevice dev;
     int rc;
 
@@ -71,6 +72,10 @@ static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, co
         return 0;
     }
     *dptr = (CUdeviceptr)p;
+    /* Its free waits for the work of this context, whichever is current then. */
+    if (t->cuCtxGetCurrent)
+        t->cuCtxGetCurrent(&ctx);
+    vb_block_add(*dptr, ctx);
     atomic_fetch_add_explicit(&n_pool, 1, memory_order_relaxed);
     vb_log("%s(%zu) = 0x%llx from the pool (GPU %d)", who, size, p, (int)dev);
     return 1;
@@ -119,18 +124,51 @@ CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
     return t->cuMemAllocPitch_v2(dptr, pitch, width, height, elem);
 }
 
+/* Wait for the work of the context the block was allocated in (the current one when the
+ * bridge did not record it), made current for the wait when another one is. */
+static CUresult wait_for_block(const struct vb_real *t, CUdeviceptr dptr)
+{
+    CUcontext cur = NULL, ctx = NULL, popped;
+    CUresult r;
+
+    if (!t->cuCtxSynchronize || !t->cuCtxGetCurrent || !t->cuCtxPushCurrent_v2 ||
+        !t->cuCtxPopCurrent_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    t->cuCtxGetCurrent(&cur);
+    if (!vb_block_ctx(dptr, &ctx) || !ctx)
+        ctx = cur;
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx == cur)
+        return t->cuCtxSynchronize();
+    r = t->cuCtxPushCurrent_v2(ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = t->cuCtxSynchronize();
+    t->cuCtxPopCurrent_v2(&popped);
+    return r;
+}
+
 CUresult vb_mem_free(CUdeviceptr dptr)
 {
     const struct vb_real *t = vb_real();
     unsigned long long base = 0;
+    CUresult r;
 
     if (!t || !t->cuMemFree_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dptr && vramio_alloc_range(dptr, &base, NULL) == 0 && base == dptr) {
         /* cuMemFree waits for the work that may still use the memory; the pool hands it
-         * out again at once, so wait here as the driver would. */
-        if (t->cuCtxSynchronize)
-            t->cuCtxSynchronize();
+         * out again at once, so wait here as the driver would. When the wait fails (no
+         * context, a context gone, a stream capture in progress) the block stays allocated
+         * and the caller gets the error, as from the driver's cuMemFree. */
+        r = wait_for_block(t, dptr);
+        if (r != CUDA_SUCCESS) {
+            vb_log("cuMemFree(0x%llx): waiting for its context failed (error %d): not freed",
+                   (unsigned long long)dptr, (int)r);
+            return r;
+        }
+        vb_block_forget(dptr);
         if (vramio_free(dptr) == 0) {
             atomic_fetch_add_explicit(&n_freed, 1, memory_order_relaxed);
             vb_log("cuMemFree(0x%llx) to the pool", (unsigned long long)dptr);
@@ -146,28 +184,20 @@ CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr
     const struct vb_real *t = vb_real();
     unsigned long long base = 0;
     size_t size = 0;
+    int rc;
 
     if (!t || !t->cuMemGetAddressRange_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (vramio_alloc_range(dptr, &base, &size) == 0) {
+    rc = vramio_alloc_range(dptr, &base, &size);
+    if (rc == 0) {
         if (pbase)
             *pbase = (CUdeviceptr)base;
         if (psize)
             *psize = size;
         return CUDA_SUCCESS;
     }
+    /* A freed block: the driver's answer for a freed allocation, not the slab's range. */
+    if (rc == EFAULT)
+        return CUDA_ERROR_NOT_FOUND;
     return t->cuMemGetAddressRange_v2(pbase, psize, dptr);
 }
-
-/* The driver's exported names, for programs that call them directly. */
-#define VB_EXPORT_AS(name, ret, proto, args, impl) \
-    VB_EXPORT ret vb_export_##name proto __asm__(#name); \
-    VB_EXPORT ret vb_export_##name proto { return impl args; }
-
-VB_EXPORT_AS(cuMemAlloc_v2, CUresult, (CUdeviceptr *d, size_t s), (d, s), vb_mem_alloc)
-VB_EXPORT_AS(cuMemAllocPitch_v2, CUresult,
-             (CUdeviceptr *d, size_t *p, size_t w, size_t h, unsigned int e), (d, p, w, h, e),
-             vb_mem_alloc_pitch)
-VB_EXPORT_AS(cuMemFree_v2, CUresult, (CUdeviceptr d), (d), vb_mem_free)
-VB_EXPORT_AS(cuMemGetAddressRange_v2, CUresult, (CUdeviceptr *b, size_t *s, CUdeviceptr d),
-             (b, s, d), vb_mem_get_address_range)

@@ -31,6 +31,11 @@ static void load_real(void)
     VB_RESOLVE(cuMemAlloc_v2)
     VB_RESOLVE(cuMemAllocPitch_v2) VB_RESOLVE(cuMemFree_v2) VB_RESOLVE(cuMemGetAddressRange_v2)
     VB_RESOLVE(cuCtxGetDevice) VB_RESOLVE(cuCtxSynchronize) VB_RESOLVE(cuDeviceGetAttribute)
+    VB_RESOLVE(cuCtxGetCurrent) VB_RESOLVE(cuCtxPushCurrent_v2) VB_RESOLVE(cuCtxPopCurrent_v2)
+    VB_RESOLVE(cuStreamSynchronize) VB_RESOLVE(cuPointerGetAttribute)
+    VB_RESOLVE(cuPointerGetAttributes) VB_RESOLVE(cuPointerSetAttribute) VB_RESOLVE(cuMemcpy)
+    VB_RESOLVE(cuMemcpyHtoD_v2) VB_RESOLVE(cuMemcpyDtoD_v2) VB_RESOLVE(cuMemsetD8_v2)
+    VB_RESOLVE(cuMemsetD16_v2) VB_RESOLVE(cuMemsetD32_v2)
 #undef VB_RESOLVE
     real_loaded = &real; /* the driver stays loaded for the life of the process */
 }
@@ -72,7 +77,7 @@ static const struct impl {
     const char *name;
     void *fn;
 } impls[] = {
-#define VB_IMPL(exp, base, since, impl, ret, params, args)                                    \
+#define VB_IMPL(exp, base, since, only, impl, ret, params, args)                              \
     { #exp, (void *)(ret (*) params)impl },
     VB_ROUTES(VB_IMPL)
 };

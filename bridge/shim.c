@@ -39,32 +39,33 @@ static CUresult vb_not_ready(void)
 {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
-#define VB_SLOT(exp, base, since, impl, ret, params, args)                                    \
+#define VB_SLOT(exp, base, since, only, impl, ret, params, args)                              \
     __attribute__((visibility("hidden"))) void *vb_slot_##exp = (void *)vb_not_ready;
 VB_ROUTES(VB_SLOT)
 
 #if defined(__x86_64__)
 /* shim_entry.S */
-#define VB_ENTRY_DECL(exp, base, since, impl, ret, params, args)                              \
+#define VB_ENTRY_DECL(exp, base, since, only, impl, ret, params, args)                        \
     __attribute__((visibility("hidden"))) void vb_entry_##exp(void);
 VB_ROUTES(VB_ENTRY_DECL)
 #else
 /* Elsewhere a C entry: UCM's bistro is x86_64 code only. */
-#define VB_ENTRY_C(exp, base, since, impl, ret, params, args)                                 \
+#define VB_ENTRY_C(exp, base, since, only, impl, ret, params, args)                           \
     VB_EXPORT ret exp params;                                                                 \
     VB_EXPORT ret exp params { return ((ret (*) params)vb_slot_##exp) args; }                 \
     extern __typeof__(exp) vb_entry_##exp __attribute__((alias(#exp), visibility("hidden")));
 VB_ROUTES(VB_ENTRY_C)
 #endif
 
-static const struct route {
+static struct route {
     const char *exported, *base;
-    int since;
+    int since, only;
     void **slot;
     void *entry;
+    void *driver_fn; /* the driver's exported function of that name (VB_EXACT's test) */
 } routes[] = {
-#define VB_ROW(exp, base, since, impl, ret, params, args)                                     \
-    { #exp, #base, since, &vb_slot_##exp, (void *)vb_entry_##exp },
+#define VB_ROW(exp, base, since, only, impl, ret, params, args)                               \
+    { #exp, #base, since, only, &vb_slot_##exp, (void *)vb_entry_##exp, NULL },
     VB_ROUTES(VB_ROW)
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -134,9 +135,10 @@ __attribute__((constructor)) static void shim_init(void)
         *(void **)&real_gpa_v2 = dlsym(real, "cuGetProcAddress_v2");
     }
     for (i = 0; i < NROUTES; i++) {
+        routes[i].driver_fn = real ? dlsym(real, routes[i].exported) : NULL;
         fn = impl ? impl(routes[i].exported) : NULL;
-        if (!fn && real)
-            fn = dlsym(real, routes[i].exported);
+        if (!fn)
+            fn = routes[i].driver_fn;
         if (fn)
             *routes[i].slot = fn;
     }
@@ -161,8 +163,10 @@ static void substitute(const char *sym, int ver, void **pfn)
         for (i = 0; i < NROUTES; i++)
             if (!strcmp(sym, routes[i].base) || !strcmp(sym, routes[i].exported))
                 break;
-        /* Not replaced, or asked for an older ABI (before 3.2: 32-bit sizes): the driver's. */
-        if (i == NROUTES || ver < routes[i].since)
+        /* Not replaced, asked for an older ABI (before 3.2: 32-bit sizes), or a variant of
+         * the name that the row leaves to the driver: the driver's. */
+        if (i == NROUTES || ver < routes[i].since ||
+            (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn))
             return;
         *pfn = routes[i].entry;
     }

@@ -83,7 +83,7 @@ int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *writ
  * Device memory that every backend can pin: size bytes on CUDA device ordinal gpu, returned as
  * an ordinary CUdeviceptr, usable by the caller's kernels. It lies in a CUDA VMM allocation
  * with a POSIX-fd handle type and, where the GPU supports it, GPUDirect RDMA capability.
- * Requests up to 1 MiB are carved from shared 2 MiB slabs (aligned to at least 256 bytes, as
+ * Requests up to 1 MiB are carved from shared 2 MiB slabs (aligned to at least 512 bytes, as
  * cudaMalloc's); larger ones are rounded up to the allocation granularity. Free it with
  * vramio_free(), which returns the memory for reuse at once: like cudaFree, it must not be
  * called while GPU work still uses the memory (vramio_free does not wait for it).
@@ -93,7 +93,9 @@ int vramio_alloc(int gpu, size_t size, unsigned long long *dptr);
 int vramio_free(unsigned long long dptr);
 
 /* The live vramio_alloc allocation that holds ptr: its start and size (rounded to its size
- * class or granularity); either output may be NULL. 0, or ENOENT when ptr is not in one. */
+ * class or granularity); either output may be NULL. 0; EFAULT when ptr lies in the pools'
+ * memory but in no live allocation (a freed block: the CUDA driver would still describe the
+ * slab around it); ENOENT when ptr is not the pools' memory at all. */
 int vramio_alloc_range(unsigned long long ptr, unsigned long long *base, size_t *size);
 
 /* What the pools hold, for one GPU or (gpu -1) all of them. */

@@ -142,7 +142,9 @@ static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
     CUresult r1, r2, r3;
 
     (void)ctx;
-    /* Pins of it stay valid: a backend's import holds the pages until it is unpinned. */
+    /* Pins of it stay valid: a backend's import holds the pages until it is unpinned; but the
+     * address stops reaching them, so their copies keep to the mappings from now on. */
+    vr_pins_gpu_released(base, size);
     r1 = cu->cuMemUnmap((CUdeviceptr)base, size);
     r2 = cu->cuMemAddressFree((CUdeviceptr)base, size);
     r3 = cu->cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)cookie);
@@ -301,14 +303,18 @@ VR_EXPORT int vramio_alloc_range(unsigned long long ptr, unsigned long long *bas
 {
     struct gpu_pool *gp[VR_POOL_MAX_GPUS];
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
-    int i, pass, n = pools_snapshot(gp);
+    int i, n = pools_snapshot(gp);
+    unsigned long long at = ptr;
     uint64_t b = 0;
     size_t s = 0;
+    int pass;
 
-    /* Deep inside a large allocation the pool cannot tell: its mapping's start can. */
+    /* Deep inside a large allocation the pool cannot tell: its mapping's start can. That
+     * start holds a live block of its own only for a large allocation; in a shared slab it
+     * is the first block, which must hold ptr (a freed block's address is in no block). */
     for (pass = 0; pass < 2; pass++) {
         for (i = 0; i < n; i++) {
-            if (vr_pool_find(&gp[i]->pool, ptr, &b, &s) == 0 && ptr - b < s) {
+            if (vr_pool_find(&gp[i]->pool, at, &b, &s) == 0 && ptr - b < s) {
                 if (base)
                     *base = b;
                 if (size)
@@ -324,10 +330,27 @@ VR_EXPORT int vramio_alloc_range(unsigned long long ptr, unsigned long long *bas
             if (cu->cuMemGetAddressRange(&mb, NULL, (CUdeviceptr)ptr) != CUDA_SUCCESS ||
                 mb == (CUdeviceptr)ptr)
                 break;
-            ptr = (unsigned long long)mb;
+            at = (unsigned long long)mb;
         }
     }
+    /* A freed block (or a cached slab) is still mapped: the driver would describe the slab. */
+    for (i = 0; i < n; i++)
+        if (vr_pool_owns(&gp[i]->pool, ptr))
+            return EFAULT;
     return ENOENT;
+}
+
+int vr_alloc_gpu(unsigned long long ptr)
+{
+    struct gpu_pool *gp[VR_POOL_MAX_GPUS];
+    int i, n = pools_snapshot(gp);
+    uint64_t b = 0;
+    size_t s = 0;
+
+    for (i = 0; i < n; i++)
+        if (vr_pool_find(&gp[i]->pool, ptr, &b, &s) == 0 && b == ptr)
+            return gp[i]->gpu;
+    return -1;
 }
 
 static void stats_add(struct vramio_pool_stats *st, const struct vr_pool_stats *s)

@@ -112,8 +112,15 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
 /* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
 void vr_pins_release_owned(unsigned long owner);
+/* GPU memory [base, base + size) was released while pins of it may live on (their imports
+ * hold the pages): their GPU addresses reach other memory or none from now on, so the copy
+ * engine is never used for them again; their mappings still reach the pinned pages. */
+void vr_pins_gpu_released(uint64_t base, uint64_t size);
 
 /* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
+/* alloc.c: the GPU whose pool handed out the live block starting at ptr, or -1. */
+int vr_alloc_gpu(unsigned long long ptr);
+
 int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
 int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 

@@ -303,8 +303,8 @@ void vr_slot_free_locked(struct vr_table *t, struct vr_slot *s)
     pthread_mutex_unlock(&t->lock);
 }
 
-void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
-                           void (*fn)(struct vr_slot *s, void *arg), void *arg)
+static void foreach_slot(struct vr_table *t, int any, unsigned long owner,
+                         void (*fn)(struct vr_slot *s, void *arg), void *arg)
 {
     struct vr_slot *s;
     uint32_t i, n;
@@ -315,10 +315,21 @@ void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
     for (i = 0; i < n; i++) {
         s = vr_slot_at(t, i);
         pthread_mutex_lock(&s->lock);
-        if ((slot_gen(s) & 1) && s->owner == owner)
+        if ((slot_gen(s) & 1) && (any || s->owner == owner))
             fn(s, arg);
         else
             pthread_mutex_unlock(&s->lock);
     }
+}
+
+void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
+                           void (*fn)(struct vr_slot *s, void *arg), void *arg)
+{
+    foreach_slot(t, 0, owner, fn, arg);
+}
+
+void vr_slot_foreach(struct vr_table *t, void (*fn)(struct vr_slot *s, void *arg), void *arg)
+{
+    foreach_slot(t, 1, 0, fn, arg);
 }
 

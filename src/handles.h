@@ -80,6 +80,8 @@ void vr_slot_set_mapping(struct vr_slot *s, void *base, size_t len, int type);
  * it (directly or through vr_slot_free_locked). */
 void vr_slot_foreach_owned(struct vr_table *t, unsigned long owner,
                            void (*fn)(struct vr_slot *s, void *arg), void *arg);
+/* The same for every live slot of t, whatever its owner. */
+void vr_slot_foreach(struct vr_table *t, void (*fn)(struct vr_slot *s, void *arg), void *arg);
 
 /* This process's id, without a system call (cached; the table's fork handler clears it in a
  * child): what the fork checks compare owners against. */

@@ -211,6 +211,27 @@ void vr_pins_release_owned(unsigned long owner)
     vr_slot_foreach_owned(&vr_pins, owner, release_pin, NULL);
 }
 
+struct gpu_range {
+    uint64_t base, size;
+};
+
+static void forget_gpu_range(struct vr_slot *s, void *arg)
+{
+    const struct gpu_range *r = arg;
+    struct vr_pin *pin = s->obj;
+
+    if (pin && pin->va < r->base + r->size && r->base < pin->va + pin->mapped_size)
+        pin->dma_dev = VR_DMA_DEV_NONE;
+    vr_slot_unlock(s);
+}
+
+void vr_pins_gpu_released(uint64_t base, uint64_t size)
+{
+    struct gpu_range r = { base, size };
+
+    vr_slot_foreach(&vr_pins, forget_gpu_range, &r);
+}
+
 static int op_callback_flag(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
     int rc = pin->ops->callback_flag(pin->ctx, pin->bpin, arg);

@@ -117,8 +117,9 @@ int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, si
         return EINVAL;
     if (small_max > slab_size / 2)
         small_max = slab_size / 2;
-    /* Classes 256, 512, 768, 1 Ki, 1.5 Ki, 2 Ki, 3 Ki, ...: at most a third of a block is
-     * lost to rounding, and every class is a multiple of 256, so every block is aligned. */
+    /* Classes 512, 1 Ki, 1.5 Ki, 2 Ki, 3 Ki, 4 Ki, ...: beyond 1 KiB at most a third of a
+     * block is lost to rounding, and every class is a multiple of 512, so every block is
+     * aligned. */
     for (s = VR_POOL_MIN_ALIGN; s <= small_max && n < VR_POOL_CLASSES; s *= 2) {
         p->class_size[n++] = s;
         if (s >= 2 * VR_POOL_MIN_ALIGN && s + s / 2 <= small_max && n < VR_POOL_CLASSES)
@@ -359,6 +360,16 @@ int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size)
     }
     pthread_mutex_unlock(p->lock);
     return rc;
+}
+
+int vr_pool_owns(struct vr_pool *p, uint64_t addr)
+{
+    int owned;
+
+    pthread_mutex_lock(p->lock);
+    owned = lookup(p, addr) != NULL;
+    pthread_mutex_unlock(p->lock);
+    return owned;
 }
 
 size_t vr_pool_trim(struct vr_pool *p)

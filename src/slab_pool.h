@@ -7,9 +7,9 @@
  * policy (size classes, alignment, reuse, the bounded cache of empty slabs, thread safety) is
  * tested on machines without a GPU.
  *
- * Requests up to small_max bytes are rounded up to a size class (multiples of 256 bytes: the
- * alignment cudaMalloc guarantees, kept by every block since every class is a multiple of
- * 256) and carved from slabs of slab_size bytes, each slab serving one class at a time.
+ * Requests up to small_max bytes are rounded up to a size class (multiples of 512 bytes: the
+ * alignment of cudaMalloc's memory on current GPUs, which linear textures need on some of them,
+ * kept by every block since every class is a multiple of 512) and carved from slabs of slab_size bytes, each slab serving one class at a time.
  * Larger requests get a slab of their own, rounded up to slab_size. Every slab starts at a
  * multiple of slab_size, so the slab of any address is found by masking it. An emptied slab
  * stays cached for reuse by any class while the cache holds at most cache_bytes; beyond that
@@ -31,7 +31,7 @@ struct vr_slab_ops {
     void (*destroy)(void *ctx, uint64_t base, size_t size, void *cookie);
 };
 
-#define VR_POOL_MIN_ALIGN 256u
+#define VR_POOL_MIN_ALIGN 512u
 #define VR_POOL_CLASSES   32
 
 struct vr_slab;
@@ -85,6 +85,10 @@ int vr_pool_free(struct vr_pool *p, uint64_t addr);
 /* The live allocation holding addr (its start and its rounded size): 0 or ENOENT. An
  * allocation of its own is found from an address in its first slab_size bytes only. */
 int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size);
+
+/* Whether addr lies in one of the pool's slabs (live, cached or partly used), even outside
+ * every live block; an allocation of its own counts from its first slab_size bytes only. */
+int vr_pool_owns(struct vr_pool *p, uint64_t addr);
 
 /* Destroy the cached empty slabs; returns how many. */
 size_t vr_pool_trim(struct vr_pool *p);

@@ -67,13 +67,20 @@ typedef enum {
     CU_POINTER_ATTRIBUTE_CONTEXT        = 1,
     CU_POINTER_ATTRIBUTE_MEMORY_TYPE    = 2,
     CU_POINTER_ATTRIBUTE_P2P_TOKENS     = 5,
+    CU_POINTER_ATTRIBUTE_SYNC_MEMOPS    = 6,
+    CU_POINTER_ATTRIBUTE_BUFFER_ID      = 7,
     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE     = 12,
 } CUpointer_attribute;
 
 /* What CU_POINTER_ATTRIBUTE_MEMORY_TYPE answers. */
 typedef enum {
     CU_MEMORYTYPE_HOST = 0x01,
 } CUmemorytype;
+
+/* The legacy default stream, by its handle (what the synchronous copies run on). */
+#define CU_STREAM_LEGACY ((CUstream)0x1)
 
 /* cuStreamCreate and cuEventCreate flags (the copy engine's streams and events). */
 typedef enum {

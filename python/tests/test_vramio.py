@@ -143,6 +143,26 @@ class PinThroughFakeDriver(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "closed"):
             p.copy_to(b"x")
 
+    def test_pin_keeps_its_array_alive(self):
+        import gc
+        import weakref
+
+        class Arr:  # a CUDA array whose memory lives as long as the object
+            def __init__(self, ptr, n):
+                self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (n,),
+                                                 "typestr": "|u1", "strides": None,
+                                                 "version": 3}
+
+        a = Arr(self.ptr, 4096)
+        gone = weakref.ref(a)
+        p = vramio.pin(a)
+        del a
+        gc.collect()
+        self.assertIsNotNone(gone(), "the array was collected while pinned")
+        p.close()
+        gc.collect()
+        self.assertIsNone(gone(), "the closed pin still holds the array")
+
     def test_bad_pointer_clear_error(self):
         with self.assertRaises(vramio.VramioError) as e:
             vramio.pin(0x1000, 4096)

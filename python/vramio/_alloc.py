@@ -8,8 +8,10 @@ from . import _lib
 def torch_allocator():
     """A torch.cuda.memory.CUDAPluggableAllocator over vramio_alloc's pool. Install it with
     torch.cuda.memory.change_current_allocator() before the first CUDA allocation. It does
-    not cache: each free waits for its stream's queued work, then returns the memory to the
-    pool (whose small blocks and cached slabs make that cheap)."""
+    not cache: each free waits for all queued work of the tensor's GPU (so a block that
+    record_stream() gave to a side stream is not reused while that stream may still use it;
+    the pluggable interface never reports such streams), then returns the memory to the pool
+    (whose small blocks and cached slabs make that cheap)."""
     import torch
 
     return torch.cuda.memory.CUDAPluggableAllocator(
@@ -17,24 +19,19 @@ def torch_allocator():
 
 
 class _Owner:
-    """Frees one allocation when CuPy drops its memory object."""
+    """Frees one allocation when CuPy drops its memory object: after all queued work of the
+    block's GPU (whatever stream used it, whatever stream or device is current then)."""
 
     def __init__(self, ptr, size, device):
         self.ptr, self.size, self.device = ptr, size, device
 
     def __del__(self):
-        stream = 0
-        try:
-            import cupy
-            stream = cupy.cuda.get_current_stream().ptr
-        except Exception:
-            pass  # at interpreter exit: wait on the legacy default stream
-        _lib.load().vramio_pluggable_free(self.ptr, self.size, self.device, stream)
+        _lib.load().vramio_pluggable_free(self.ptr, self.size, self.device, None)
 
 
 def cupy_allocator():
     """An allocator for cupy.cuda.set_allocator(): vramio_alloc memory, freed after the
-    current stream's queued work. Wrap it in cupy.cuda.MemoryPool(...).malloc to cache."""
+    queued work of its GPU. Wrap it in cupy.cuda.MemoryPool(...).malloc to cache."""
     import cupy
 
     lib = _lib.load()

@@ -109,14 +109,17 @@ def _host_view(buf, writable):
 
 
 class Pin:
-    """A pinned, CPU-mapped range of GPU memory. Use as a context manager, or close()."""
+    """A pinned, CPU-mapped range of GPU memory. Use as a context manager, or close().
+    owner: the tensor or array whose memory it is, kept alive until close(): were it freed,
+    its allocator could hand the memory to another tensor, which the pin would then write."""
 
-    def __init__(self, ptr, size):
+    def __init__(self, ptr, size, owner=None):
         if size <= 0:
             raise ValueError("pin: the size must be positive")
         lib = _lib.load()
         self._g = _handle()
         self._mh = None
+        self._owner = owner
         self._lock = threading.Lock()
         mh = ctypes.c_ulong(0)
         rc = lib.gdr_pin_buffer(self._g, ptr, size, 0, 0, ctypes.byref(mh))
@@ -183,6 +186,7 @@ class Pin:
             lib.gdr_unmap(self._g, self._mh, self._map, self._mapped)
             rc = lib.gdr_unpin_buffer(self._g, self._mh)
             self._mh = None
+            self._owner = None
         if rc:
             _lib.fail(rc, "unpin")
 
@@ -202,4 +206,4 @@ class Pin:
 def pin(obj, size=None):
     """Pin and map a CUDA tensor/array (whole, or its first size bytes) or pointer + size."""
     ptr, n = _device_range(obj, size)
-    return Pin(ptr, n)
+    return Pin(ptr, n, None if isinstance(obj, int) else obj)

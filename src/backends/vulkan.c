@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,32 @@ static void vulkan_close(void *ctx)
     free(c);
 }
 
+/* The exported fd may come without FD_CLOEXEC (no flag asks the driver for it). Until set, a
+ * fork() in another thread (then exec) would inherit the fd and keep the GPU memory alive in
+ * that program: the export and the flag happen under a mutex that fork() takes first
+ * (fork.h). posix_spawn and vfork run no fork handlers; nothing in user space closes that
+ * window for an fd the driver creates. */
+static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t export_once = PTHREAD_ONCE_INIT;
+
+static void export_lock_register(void)
+{
+    vr_fork_protect_mutex(&export_lock);
+}
+
+static CUresult export_fd(const struct vr_cuda *cu, CUmemGenericAllocationHandle h, int *fd)
+{
+    CUresult cr;
+
+    pthread_once(&export_once, export_lock_register);
+    pthread_mutex_lock(&export_lock);
+    cr = cu->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (cr == CUDA_SUCCESS)
+        fcntl(*fd, F_SETFD, FD_CLOEXEC);
+    pthread_mutex_unlock(&export_lock);
+    return cr;
+}
+
 /* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
 static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
 {
@@ -143,13 +170,12 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
     if (rc)
         return rc;
-    cr = cu->cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    cr = export_fd(cu, h, &fd);
     if (cr != CUDA_SUCCESS) {
         snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
                  (unsigned long long)e->key.base, vr_cuda_errstr(cr));
         return vr_cuda_errno(cr);
     }
-    fcntl(fd, F_SETFD, FD_CLOEXEC); /* an exec in another thread must not inherit it */
     {
         VkImportMemoryFdInfoKHR imp = {
             .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,

@@ -8,7 +8,8 @@
  *   dlsym of the exported _v2 names; direct calls of them (linked with libcuda).
  * Modes: bridged (the pool serves everything), fallback (the pool cannot: the driver
  * serves, unchanged), plain (no bridge: the test's own control), noctx (no context: the
- * driver's error reaches the caller).
+ * driver's error reaches the caller), multigpu (frees wait for the block's own GPU),
+ * sync_error (a free whose wait fails keeps the block). Pointer attributes: bridge_attr.c.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@
 int fake_plain_allocs(void);
 int fake_vmm_live(void);
 int fake_syncs(void);
+int fake_syncs_on(int dev);
+int fake_legacy_syncs(void);
 int fake_access_devices(void);
 void *fake_gpa_v2(void);
 
@@ -60,6 +63,96 @@ static int from_pool(CUdeviceptr d)
     return vramio_alloc_range(d, &base, NULL) == 0;
 }
 
+/* Pool blocks answer pointer attributes as cuMemAlloc allocations do: a and b are blocks of
+ * 512 and 4096 bytes (the size classes of 100 and 4096 bytes) of one slab. */
+static void attributes(CUdeviceptr a, CUdeviceptr b)
+{
+    typedef CUresult (*get_fn)(void *, CUpointer_attribute, CUdeviceptr);
+    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                     CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                     CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                     CU_POINTER_ATTRIBUTE_SYNC_MEMOPS };
+    CUdeviceptr start = 0, start2 = 0, c = 0;
+    size_t size = 0, size2 = 0;
+    unsigned long long id_a = 0, id_b = 0, id2 = 0;
+    unsigned int one = 1, sync_a = 0, sync_b = 7, sync2 = 0;
+    void *data[4] = { &start2, &size2, &id2, &sync2 };
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    gpa2_fn gpa = h ? (gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+    CUdriverProcAddressQueryResult st;
+    get_fn get = NULL;
+    char buf[64];
+    int legacy;
+
+    t_check(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, b + 100) == 0 &&
+            cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, b + 100) == 0 &&
+            start == b && size == 4096, "bridge/attr_range_is_the_block",
+            "start %#llx (block %#llx) size %zu", (unsigned long long)start,
+            (unsigned long long)b, size);
+    /* Two blocks of one slab (one class): the driver would give both the slab's id. */
+    t_check(rt.alloc(&c, 4096) == 0 &&
+            cuPointerGetAttribute(&id_a, CU_POINTER_ATTRIBUTE_BUFFER_ID, c) == 0 &&
+            cuPointerGetAttribute(&id_b, CU_POINTER_ATTRIBUTE_BUFFER_ID, b) == 0 && id_a != id_b &&
+            (c & ~((2ull << 20) - 1)) == (b & ~((2ull << 20) - 1)),
+            "bridge/attr_buffer_id_per_block", "ids %llu %llu", id_a, id_b);
+    rt.free(c);
+    t_check(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b) == CUDA_SUCCESS &&
+            cuPointerGetAttribute(&sync_b, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b + 8) == 0 &&
+            cuPointerGetAttribute(&sync_a, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a) == 0 &&
+            sync_b == 1 && sync_a == 0, "bridge/attr_sync_memops_set_reads_1",
+            "b %u a %u", sync_b, sync_a);
+    t_check(cuPointerGetAttributes(4, which, data, b + 1) == CUDA_SUCCESS && start2 == b &&
+            size2 == 4096 && id2 == id_b && sync2 == 1, "bridge/attr_plural_agrees",
+            "start %#llx size %zu id %llu sync %u", (unsigned long long)start2, size2, id2, sync2);
+    /* The runtime's way: through cuGetProcAddress. */
+    size = 0;
+    t_check(gpa && gpa("cuPointerGetAttribute", (void **)&get, 13000, 0, &st) == 0 && get &&
+            get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, a) == 0 && size == 512,
+            "bridge/attr_through_getprocaddress", "size %zu", size);
+    /* The per-thread-stream variant of a copy stays the driver's: only its exported
+     * function is replaced (bridge_routes.h, VB_EXACT). */
+    {
+        void *ptds = NULL, *legacy_fn = NULL, *exported = h ? dlsym(h, "cuMemcpyHtoD_v2") : NULL;
+        int ok = gpa && gpa("cuMemcpyHtoD", &legacy_fn, 13000, 0, &st) == 0 &&
+                 gpa("cuMemcpyHtoD", &ptds, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                     &st) == 0;
+
+        t_check(ok && legacy_fn == exported && ptds && ptds != exported,
+                "bridge/copy_ptds_variant_stays_the_drivers", "legacy %p ptds %p exported %p",
+                legacy_fn, ptds, exported);
+    }
+    /* SYNC_MEMOPS kept: synchronous copies and memsets into b wait for the legacy stream. */
+    memset(buf, 3, sizeof(buf));
+    legacy = fake_legacy_syncs();
+    cuMemcpyHtoD(b, buf, sizeof(buf));
+    cuMemsetD8(b + 64, 1, 64);
+    cuMemcpyDtoD(b, a, 64);
+    t_check(fake_legacy_syncs() == legacy + 3, "bridge/sync_memops_copies_wait",
+            "%d waits of 3", fake_legacy_syncs() - legacy);
+    legacy = fake_legacy_syncs();
+    cuMemcpyHtoD(a, buf, sizeof(buf));
+    cuMemsetD8(a, 1, 64);
+    t_check(fake_legacy_syncs() == legacy, "bridge/no_sync_memops_no_wait", "%d waits",
+            fake_legacy_syncs() - legacy);
+}
+
+/* A freed block's range fails as a freed allocation's does, while its slab lives on. */
+static void freed_range(void)
+{
+    CUdeviceptr a = 0, b = 0, base = 0;
+    size_t size = 0;
+    CUresult r;
+
+    if (rt.alloc(&a, 4096) || rt.alloc(&b, 4096))
+        return;
+    rt.free(b);
+    r = rt.range(&base, &size, b + 10);
+    t_check(r == CUDA_ERROR_NOT_FOUND, "bridge/range_of_freed_block_fails",
+            "result %d base %#llx size %zu (live block %#llx)", (int)r,
+            (unsigned long long)base, size, (unsigned long long)a);
+    rt.free(a);
+}
+
 static void bridged(void)
 {
     static const size_t sizes[] = { 1, 100, 256, 4096, 65537, 1 << 20, 3 << 20 };
@@ -77,13 +170,13 @@ static void bridged(void)
         d[i] = 0;
         if (rt.alloc(&d[i], sizes[i]) == CUDA_SUCCESS) {
             pooled += from_pool(d[i]);
-            aligned += d[i] % 256 == 0;
+            aligned += d[i] % 512 == 0;
             memset((void *)(uintptr_t)d[i], (int)i, sizes[i]);
         }
     }
     t_check(pooled == 7 && fake_plain_allocs() == 0, "bridge/runtime_alloc_from_pool",
             "%d of 7 from the pool, %d plain", pooled, fake_plain_allocs());
-    t_check(aligned == 7, "bridge/alloc_256_aligned", "%d of 7", aligned);
+    t_check(aligned == 7, "bridge/alloc_512_aligned", "%d of 7", aligned);
     t_check(rt.range(&b, &s, d[1] + 50) == CUDA_SUCCESS && b == d[1] && s >= 100 && s < 4096,
             "bridge/range_of_block", "base %#llx size %zu", (unsigned long long)b, s);
     /* Deep inside a large allocation: the pool asks the driver, through libgdrapi's own
@@ -91,6 +184,7 @@ static void bridged(void)
     b = 0;
     t_check(rt.range(&b, &s, d[6] + (5u << 19)) == CUDA_SUCCESS && b == d[6] && s == (4u << 20),
             "bridge/range_deep_in_large", "base %#llx size %zu", (unsigned long long)b, s);
+    attributes(d[1], d[3]);
     syncs = fake_syncs();
     for (i = 0; i < 7; i++)
         if (d[i] && rt.free(d[i]) != CUDA_SUCCESS)
@@ -100,6 +194,7 @@ static void bridged(void)
     t_check(rt.free(d[0]) == CUDA_ERROR_INVALID_VALUE, "bridge/double_free_is_cuda_error",
             "accepted");
 
+    freed_range();
     t_check(cuMemAlloc_v2(&big, 5000) == CUDA_SUCCESS && from_pool(big) &&
             cuMemFree_v2(big) == CUDA_SUCCESS, "bridge/direct_call_from_pool", "no");
     big = 0;
@@ -114,6 +209,61 @@ static void bridged(void)
     t_check(stv.small_allocs == 0 && stv.large_allocs == 0 && stv.slabs == 0 && fake_vmm_live() == 0,
             "bridge/nothing_left", "small %zu large %zu slabs %zu handles %d", stv.small_allocs,
             stv.large_allocs, stv.slabs, fake_vmm_live());
+}
+
+/* Two GPUs: a block of GPU 1 freed while GPU 0's context is current, or none is. */
+static void multigpu(void)
+{
+    CUcontext c0, c1;
+    CUdeviceptr d = 0;
+    void *p;
+    int s1;
+
+    runtime_resolve();
+    if (cuDevicePrimaryCtxRetain(&c0, 0) || cuDevicePrimaryCtxRetain(&c1, 1)) {
+        t_fail("bridge/multigpu_setup", "no contexts");
+        return;
+    }
+    cuCtxSetCurrent(c1);
+    t_check(rt.alloc(&d, 4096) == CUDA_SUCCESS && from_pool(d), "bridge/multigpu_alloc_on_gpu1",
+            "no");
+    cuCtxSetCurrent(c0);
+    s1 = fake_syncs_on(1);
+    t_check(rt.free(d) == CUDA_SUCCESS && fake_syncs_on(1) == s1 + 1 && !from_pool(d),
+            "bridge/free_waits_for_the_blocks_gpu", "waits on GPU 1: %d", fake_syncs_on(1) - s1);
+    cuCtxSetCurrent(c1);
+    d = 0;
+    rt.alloc(&d, 4096);
+    cuCtxSetCurrent(NULL);
+    s1 = fake_syncs_on(1);
+    t_check(rt.free(d) == CUDA_SUCCESS && fake_syncs_on(1) == s1 + 1 && !from_pool(d),
+            "bridge/free_without_context_waits_for_the_blocks_gpu", "waits on GPU 1: %d",
+            fake_syncs_on(1) - s1);
+    cuCtxSetCurrent(c0);
+    p = vramio_pluggable_alloc(4096, 1, NULL);
+    s1 = fake_syncs_on(1);
+    vramio_pluggable_free(p, 4096, 1, NULL);
+    t_check(p && fake_syncs_on(1) == s1 + 1 && !from_pool((CUdeviceptr)(uintptr_t)p),
+            "bridge/pluggable_free_waits_for_the_blocks_gpu", "waits on GPU 1: %d",
+            fake_syncs_on(1) - s1);
+}
+
+/* Every wait fails (FAKE_CUDA_SYNC_ERROR): nothing is freed that may still be in use. */
+static void sync_error(void)
+{
+    CUdeviceptr d = 0;
+    CUresult r;
+    void *p;
+
+    runtime_resolve();
+    rt.alloc(&d, 4096);
+    r = rt.free(d);
+    t_check(r == 999 && from_pool(d), "bridge/free_keeps_block_when_wait_fails",
+            "result %d, in the pool %d", (int)r, from_pool(d));
+    p = vramio_pluggable_alloc(4096, 0, NULL);
+    vramio_pluggable_free(p, 4096, 0, NULL);
+    t_check(p && from_pool((CUdeviceptr)(uintptr_t)p),
+            "bridge/pluggable_free_keeps_block_when_wait_fails", "freed");
 }
 
 /* The pool cannot serve (no VMM, or no bridge at all): the driver serves, as before. */
@@ -164,6 +314,10 @@ int main(int argc, char **argv)
         bridged();
     else if (!strcmp(mode, "noctx"))
         noctx();
+    else if (!strcmp(mode, "multigpu"))
+        multigpu();
+    else if (!strcmp(mode, "sync_error"))
+        sync_error();
     else if (!strcmp(mode, "peers"))
         peers(mode, 4);
     else if (!strcmp(mode, "peers_refused"))

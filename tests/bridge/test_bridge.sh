@@ -22,7 +22,7 @@ done
 # -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the shim's
 # of the same names (as in the real driver).
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
@@ -50,6 +50,8 @@ client fallback FAKE_CUDA_VMM=0
 client noctx FAKE_CUDA_NOCTX=1
 client peers FAKE_CUDA_DEVICES=4
 client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
+client multigpu FAKE_CUDA_DEVICES=2
+client sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 RUN=
 client plain
 
@@ -64,8 +66,9 @@ else
 fi
 
 # NVIDIA's runtime itself, shared and static: it finds cuGetProcAddress_v2 with dlsym on its
-# own handle of the driver (the shim's), then asks it for "cuGetProcAddress" and for the
-# allocation functions; each answer must be the bridge's.
+# own handle of the driver (the shim's), then asks it for "cuGetProcAddress", the
+# allocation functions, the pointer attributes and the copies; each answer must be the
+# bridge's.
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 for kind in shared static; do
     case $kind in
@@ -83,7 +86,9 @@ for kind in shared static; do
     printf '%s\n' "$log" | grep -q "vramio-bridge: libcuda.so.1 is vramio's shim" || miss=" the shim"
     for want in 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
                 'cuGetProcAddress("cuMemAlloc", [0-9]*)' 'cuGetProcAddress("cuMemFree", [0-9]*)' \
-                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)'; do
+                'cuGetProcAddress("cuMemAllocPitch", [0-9]*)' 'cuGetProcAddress("cuMemGetAddressRange", [0-9]*)' \
+                'cuGetProcAddress("cuPointerGetAttribute", [0-9]*)' 'cuGetProcAddress("cuPointerGetAttributes", [0-9]*)' \
+                'cuGetProcAddress("cuMemcpyHtoD", [0-9]*)'; do
         printf '%s\n' "$log" | grep -q "vramio-bridge: $want: the bridge's" || miss="$miss $want"
     done
     [ -z "$miss" ] && t_ok "bridge/runtime_${kind}_lookups_caught" ||

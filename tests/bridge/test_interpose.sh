@@ -23,7 +23,7 @@ cc_or_fail() { # name cc-args...: build, or a failure line
     $CC "$@" || { t_fail "interpose/build_$name" "compiler failed"; return 1; }
 }
 cc_or_fail fake_cuda -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
-    -Wl,-Bsymbolic -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c || exit 1
+    -Wl,-Bsymbolic -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c || exit 1
 cc_or_fail fake_vulkan -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 \
     -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread || exit 1
 lib=$(cd "$B/lib" && pwd)

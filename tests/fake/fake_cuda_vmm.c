@@ -18,8 +18,9 @@
  * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
- * fake_syncs() (cuCtxSynchronize calls), fake_gpa_v2() (the driver's own cuGetProcAddress_v2),
- * fake_exports() (successful cuMemExportToShareableHandle calls).
+ * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
+ * cuMemExportToShareableHandle calls). Pointer attributes, the other copies and memsets and
+ * the synchronizations (with their counters) are in fake_cuda_ptr.c.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -36,10 +37,10 @@
 #define GRAN (2u << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uintptr_t base; size_t size; } plain[MAXN];
+static struct { uintptr_t base; size_t size; int dev; } plain[MAXN];
 static struct { int fd; size_t size; int refs; CUmemAllocationProp prop; } handles[MAXN]; /* index + 1 = handle */
 static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
-static int n_plain, n_handles, n_syncs, n_access, n_exports;
+static int n_plain, n_handles, n_access, n_exports;
 
 /* A context is the address of its device's primary-context record. */
 static struct primary { int refs; } primaries[FAKE_GPU_MAX];
@@ -49,7 +50,6 @@ static __thread int ctx_depth = -1; /* -1: this thread's stack is not set up yet
 
 int fake_plain_allocs(void) { return n_plain; }
 int fake_vmm_live(void) { return n_handles; }
-int fake_syncs(void) { return n_syncs; }
 int fake_access_devices(void) { return n_access; }
 int fake_exports(void) { return n_exports; }
 
@@ -178,8 +178,13 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice d)
     __atomic_sub_fetch(&primaries[d].refs, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
-CUresult cuCtxSynchronize(void) { __atomic_add_fetch(&n_syncs, 1, __ATOMIC_RELAXED); return CUDA_SUCCESS; }
-CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+/* The device of the calling thread's current context, or -1 (for fake_cuda_ptr.c). */
+int fake_current_device(void)
+{
+    CUcontext c = ctx_current();
+
+    return c ? ctx_dev(c) : -1;
+}
 
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
@@ -218,6 +223,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
     }
     plain[i].base = (uintptr_t)p;
     plain[i].size = size;
+    plain[i].dev = fake_current_device();
     n_plain++;
     pthread_mutex_unlock(&lock);
     *d = (CUdeviceptr)(uintptr_t)p;
@@ -460,6 +466,32 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr
     return m >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+int fake_alloc_of(uintptr_t a, uintptr_t *base, size_t *size, int *vmm, int *dev)
+{
+    int i, m, found = 0;
+
+    pthread_mutex_lock(&lock);
+    m = find_map(a);
+    if (m >= 0) {
+        *base = maps[m].va;
+        *size = maps[m].size;
+        *vmm = 1;
+        *dev = handles[maps[m].h].prop.location.id;
+        found = 1;
+    }
+    for (i = 0; !found && i < MAXN; i++) {
+        if (plain[i].base && a >= plain[i].base && a - plain[i].base < plain[i].size) {
+            *base = plain[i].base;
+            *size = plain[i].size;
+            *vmm = 0;
+            *dev = plain[i].dev;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     int i, m;
@@ -497,6 +529,13 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *src, size_t n)
         return CUDA_ERROR_INVALID_CONTEXT;
     memcpy((void *)(uintptr_t)d, src, n);
     return CUDA_SUCCESS;
+}
+
+/* The per-thread-default-stream variant: what cuGetProcAddress hands out for "cuMemcpyHtoD"
+ * under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, as the real driver does. */
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *src, size_t n)
+{
+    return cuMemcpyHtoD_v2(d, src, n);
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr d, size_t n)
@@ -555,7 +594,7 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t fl
 CUresult fake_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
     __asm__("cuGetProcAddress");
 
-static void *lookup(const char *sym, int ver)
+static void *lookup(const char *sym, int ver, cuuint64_t flags)
 {
     static const struct { const char *name; void *fn; } table[] = {
         { "cuInit", (void *)cuInit }, { "cuDriverGetVersion", (void *)cuDriverGetVersion },
@@ -564,11 +603,17 @@ static void *lookup(const char *sym, int ver)
         { "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
         { "cuMemAllocPitch", (void *)cuMemAllocPitch_v2 },
         { "cuMemGetAddressRange", (void *)cuMemGetAddressRange_v2 },
+        { "cuPointerGetAttribute", (void *)cuPointerGetAttribute },
+        { "cuPointerGetAttributes", (void *)cuPointerGetAttributes },
+        { "cuPointerSetAttribute", (void *)cuPointerSetAttribute },
+        { "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 }, { "cuMemsetD8", (void *)cuMemsetD8_v2 },
     };
     size_t i;
 
     if (strcmp(sym, "cuGetProcAddress") == 0)
         return ver >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)fake_gpa_v1;
+    if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && !strcmp(sym, "cuMemcpyHtoD"))
+        return (void *)cuMemcpyHtoD_v2_ptds;
     for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(sym, table[i].name) == 0)
             return table[i].fn;
@@ -578,8 +623,7 @@ static void *lookup(const char *sym, int ver)
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *st)
 {
-    (void)flags;
-    *pfn = lookup(sym, ver);
+    *pfn = lookup(sym, ver, flags);
     if (st)
         *st = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;

@@ -3,7 +3,8 @@
 # tests/gpu/run_bridge_on_gpu.sh - the allocation bridge on a GPU machine, from the repository
 # root, in about 6 minutes (every step has a timeout): builds the library, tools and bridge and
 # the programs of tests/gpu/bridge/, then runs the CUDA runtime program with shared and static
-# cudart (and once without the bridge as the control), the stress, the speed figures, PyTorch,
+# cudart (and once without the bridge as the control), the driver probe (driver_probe.c:
+# pointer attributes and SYNC_MEMOPS ordering, plain and under vramio-run), the stress, the speed figures, PyTorch,
 # CuPy, and gdrcopy_sanity under vramio-run (its cuda kind against the vmm-fd kind).
 # Logs go to $OUT (8 files); result lines and a summary to stdout. BUDGET (seconds, default
 # 350) bounds the whole run: each step's timeout is cut to what is left of it.
@@ -38,6 +39,9 @@ nv cudart_shared cudart_bridge.cu -cudart shared &
 nv cudart_static cudart_bridge.cu -cudart static &
 nv stress stress_bridge.cu &
 nv bench bridge_bench.cu &
+timeout $(tmo 60) "${CC:-cc}" -O1 -I/usr/local/cuda/include -Itests/lib -Iinclude -o "$G/probe" \
+    tests/gpu/bridge/driver_probe.c tests/lib/t.c -L/usr/local/cuda/lib64/stubs -lcuda >> "$OUT/build.log" 2>&1 ||
+    say "not ok bridge_gpu/build_probe: cc failed (see build.log)" &
 wait
 if ! timeout $(tmo 30) nvidia-smi -L >/dev/null 2>&1; then
     say "skip bridge_gpu/all: no NVIDIA GPU here (the programs were built)"; exit 0
@@ -59,6 +63,9 @@ results() { # log: the result lines into the summary
         grep -m3 'vramio-bridge: cuGetProcAddress' "$OUT/cudart_$k.tmp"
         rm -f "$OUT/cudart_$k.tmp"
     done
+    echo "== the driver's answers (plain) and the bridge's (under vramio-run)"
+    timeout $(tmo 60) "$G/probe" 2>&1 | sed 's#probe/#probe_driver/#'
+    timeout $(tmo 60) "$RUN" "$G/probe" 2>&1 | sed 's#probe/#probe_bridge/#'
     echo "== control: shared cudart without the bridge (pins refused)"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 60) "$G/cudart_shared" --control 2>&1 | sed 's#cudart/#cudart_control/#'
 } > "$OUT/cudart.log" 2>&1

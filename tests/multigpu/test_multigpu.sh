@@ -4,7 +4,8 @@
 # a GPU: a client (multigpu_client.c) against the stand-in CUDA driver and Vulkan loader of
 # tests/fake/, found through LD_LIBRARY_PATH, one mode per process, with the backend forced
 # (GDRCOPY_BACKEND=vulkan) and opted into (VRAMIO_ENABLE_VULKAN=1); again against the
-# ASan+UBSan library when 'make check' has built it. One result line per case.
+# ASan+UBSan library when 'make check' has built it; and a pin that outlives the free of its
+# pool memory (freed_pin_client.c). One result line per case.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
@@ -14,7 +15,7 @@ dir=$B/tests/multigpu
 warn="-Wall -Wextra -Werror"
 mkdir -p "$dir/fake"
 if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "multigpu/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
@@ -22,6 +23,15 @@ if ! $CC -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 
         -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread; then
     t_fail "multigpu/build_fake_vulkan" "compiler failed"; exit 1
 fi
+
+# report PREFIX NAME RC OUT: a client's result lines under PREFIX; a crash is a failure.
+report() {
+    printf '%s\n' "$4" | sed -n "s#^\(ok\|not ok\|skip\) #\1 $1#p"
+    if [ "$3" -ne 0 ] && ! printf '%s\n' "$4" | grep -q '^not ok '; then
+        t_fail "$2/exit" "status $3"
+        printf '%s\n' "$4" | tail -n 5 | sed 's/^/    /'
+    fi
+}
 
 run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
@@ -41,15 +51,22 @@ run_modes() { # label libdir [cflags]
               -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NOCTX -u FAKE_VK_ACCEPT_FOREIGN \
               LD_LIBRARY_PATH="$dir/fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
         rc=$?
-        printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 multigpu/$label/${tag}#p"
-        if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-            t_fail "multigpu/$label/${tag}${mode%:*}/exit" "status $rc"
-            printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-        fi
+        report "multigpu/$label/${tag}" "multigpu/$label/${tag}${mode%:*}" $rc "$out"
     done
 }
 
 run_modes plain "$B/lib"
+
+# A pin that outlives the free of its pool memory: the _auto copies keep to its pages.
+if $CC -O1 -g $warn -Iinclude -Itests/lib -o "$dir/freed_pin" tests/multigpu/freed_pin_client.c \
+        tests/lib/t.c -L"$dir/fake" -lcuda -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)"; then
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN LD_LIBRARY_PATH="$dir/fake" \
+          GDRCOPY_BACKEND=vulkan FAKE_CUDA_DEVICES=1 FAKE_VK_GPUS=1 VRAMIO_DMA_CROSSOVER_WRITE=4K \
+          timeout 60 "$dir/freed_pin" 2>&1)
+    report "multigpu/" "multigpu/freed_pin" $? "$out"
+else
+    t_fail "multigpu/freed_pin/build" "compiler failed"
+fi
 
 # The debug log names the Vulkan device that serves each GPU (what shows it on real GPUs).
 log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \

@@ -2,7 +2,7 @@
 /*
  * wb_slab_pool.c - the small-allocation pool behind vramio_alloc (src/slab_pool.c) without a
  * GPU: slabs are host memory, so every block can be written and checked. Size classes and
- * 256-byte alignment, blocks that never overlap, reuse of freed blocks and emptied slabs,
+ * 512-byte alignment, blocks that never overlap, reuse of freed blocks and emptied slabs,
  * the bounded cache, allocations of their own, clean EINVAL for every address that is not a
  * live allocation, ENOMEM recovery by dropping the cache, and 8 threads at once (also run
  * under ThreadSanitizer by 'make check').
@@ -78,9 +78,9 @@ static void test_init(void)
     rc = vr_pool_init(&p, NULL, &f, SLAB, 1024, 0, NULL);
     t_check(rc == EINVAL, "pool/init_no_ops", "rc %d", rc);
     rc = vr_pool_init(&p, &fake_ops, &f, 2u << 20, 1u << 20, 0, NULL);
-    t_check(rc == 0 && p.small_max == (1u << 20) && p.class_size[0] == 256 &&
-            p.class_size[2] == 768 && p.class_size[p.nclasses - 1] == (1u << 20),
-            "pool/init_classes_256_to_1MiB", "rc %d small_max %zu classes %u", rc, p.small_max,
+    t_check(rc == 0 && p.small_max == (1u << 20) && p.class_size[0] == 512 &&
+            p.class_size[2] == 1536 && p.class_size[p.nclasses - 1] == (1u << 20),
+            "pool/init_classes_512_to_1MiB", "rc %d small_max %zu classes %u", rc, p.small_max,
             p.nclasses);
     if (rc == 0)
         vr_pool_destroy(&p);
@@ -134,15 +134,15 @@ static void test_carving(void)
             vr_pool_destroy(&p);
             return;
         }
-        bad_align += (addr[i] % 256) != 0;
+        bad_align += (addr[i] % VR_POOL_MIN_ALIGN) != 0;
         if (vr_pool_find(&p, addr[i] + len[i] - 1, &b, &s) || b != addr[i] || s < len[i] ||
-            s > len[i] + len[i] / 2 + 256)
+            s > len[i] + len[i] / 2 + VR_POOL_MIN_ALIGN)
             bad_find++;
         fill(addr[i], len[i], (unsigned)i);
     }
     for (i = 0; i < NBLK; i++)
         overlap += !intact(addr[i], len[i], (unsigned)i);
-    t_check(bad_align == 0, "pool/every_block_256_aligned", "%d misaligned", bad_align);
+    t_check(bad_align == 0, "pool/every_block_512_aligned", "%d misaligned", bad_align);
     t_check(bad_find == 0, "pool/find_gives_block_and_its_class", "%d wrong", bad_find);
     t_check(overlap == 0, "pool/blocks_never_overlap", "%d blocks overwritten", overlap);
     vr_pool_get_stats(&p, &st);
@@ -291,7 +291,7 @@ static void *worker(void *arg)
             /* Mostly small, a few of their own (larger than small_max). */
             len[k] = rand_r(&seed) % 50 ? 1 + (size_t)(rand_r(&seed) % 4096) :
                      SLAB + (size_t)(rand_r(&seed) % SLAB);
-            if (vr_pool_alloc(&tpool, len[k], &addr[k]) || addr[k] % 256) {
+            if (vr_pool_alloc(&tpool, len[k], &addr[k]) || addr[k] % VR_POOL_MIN_ALIGN) {
                 atomic_fetch_add(&thread_errors, 1);
                 addr[k] = 0;
                 continue;

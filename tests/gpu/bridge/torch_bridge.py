@@ -2,7 +2,9 @@
 """PyTorch and the bridge (run by tests/gpu/run_bridge_on_gpu.sh).
 
   python3 torch_bridge.py default     under vramio-run: caching-allocator tensors pin, a CPU
-                                       write is seen by a kernel, a training step is correct
+                                       write is seen by a kernel, a training step is correct,
+                                       a side stream's block (record_stream) is not reused while
+                                       in use, a pinned tensor deleted stays the pin's
   python3 torch_bridge.py pluggable   the same with vramio.torch_allocator() installed
   python3 torch_bridge.py control     without the bridge: the pin is refused (as before)
   python3 torch_bridge.py steptime    median step time of a larger model (printed only)
@@ -59,7 +61,44 @@ for n in (100, 4096, 1 << 20, 16 << 20):
         back = p.copy_from()
         check(back == bytes([9]) * n, "cpu_sees_kernel_write_%d" % n, "differs")
 
+
+def side_stream_keeps_block(n=16 << 20):
+    """x used by a side stream (record_stream), deleted at once: whatever is allocated next
+    must not receive x's memory while the side stream still writes it."""
+    side = torch.cuda.Stream()
+    bad = 0
+    for _ in range(5):
+        x = torch.zeros(n, dtype=torch.uint8, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(20_000_000)  # about 10 ms of GPU time, then the write
+            x.fill_(7)
+        x.record_stream(side)
+        del x
+        y = torch.full((n,), 3, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        bad += int((y != 3).sum().item())
+    check(bad == 0, "record_stream_block_not_reused", "%d bytes overwritten by the side stream" % bad)
+
+
+def pinned_tensor_stays(n=1 << 20):
+    """A tensor pinned and then deleted: its memory stays the pin's (not another tensor's)."""
+    t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    p = vramio.pin(t)
+    del t
+    u = [torch.full((n,), 5, dtype=torch.uint8, device="cuda") for _ in range(4)]
+    torch.cuda.synchronize()
+    p.copy_to(bytes([9]) * n)
+    torch.cuda.synchronize()
+    hit = sum(int((v != 5).sum().item()) for v in u)
+    check(hit == 0, "pin_keeps_deleted_tensor", "%d bytes of later tensors written through the pin" % hit)
+    p.close()
+
+
 if mode != "control":
+    side_stream_keeps_block()
+    pinned_tensor_stays()
     # A small training step, checked against the same step on the CPU.
     torch.manual_seed(1)
     cpu = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))

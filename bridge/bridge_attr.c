@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bridge_attr.c - pool blocks answer like cuMemAlloc allocations where a program can tell.
+ *
+ * A block lies inside a VMM allocation (a shared 2 MiB slab, or one of its own), so the
+ * driver describes the VMM allocation: its range, one buffer id for every block of a slab, and
+ * it refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (CUDA_ERROR_NOT_SUPPORTED), which GDRCopy's
+ * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
+ * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
+ * and SYNC_MEMOPS can be set and reads back 1. Every other attribute is the driver's answer.
+ *
+ * What SYNC_MEMOPS promises, measured on an H200 (tests/gpu/bridge/driver_probe.c): on plain
+ * cuMemAlloc memory a pageable cuMemcpyHtoD, a cuMemsetD8 and a cuMemcpyDtoD all return with
+ * the operation still in flight on the legacy stream; with SYNC_MEMOPS set none does. VMM
+ * memory behaves as plain memory without it. So the synchronous copies and memsets of the
+ * driver API that touch a block with SYNC_MEMOPS set wait for the legacy stream before they
+ * return, as the driver would; with no such block in the process they cost one atomic load.
+ *
+ * The records live from the bridge's allocation of a block to its free; a block the bridge
+ * did not hand out (vramio_alloc called by the program) gets one at its first attribute call.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "bridge.h"
+#include "vramio.h"
+
+#define NBUCKETS 4096u
+
+struct rec {
+    struct rec *next;
+    CUdeviceptr base;
+    CUcontext ctx;
+    unsigned long long id;
+    int sync_memops;
+};
+
+static struct rec *buckets[NBUCKETS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static atomic_int n_sync;              /* records with SYNC_MEMOPS set */
+/* Ids from the top half of the 64-bit space: the driver's own count up from 1. */
+static atomic_ullong next_id = 1ull << 63;
+
+static void lock_take(void) { pthread_mutex_lock(&lock); }
+static void lock_drop(void) { pthread_mutex_unlock(&lock); }
+
+/* A fork in another thread's critical section must not leave the child's lock held. */
+static void fork_register(void)
+{
+    pthread_atfork(lock_take, lock_drop, lock_drop);
+}
+
+static struct rec **slot(CUdeviceptr base)
+{
+    uint64_t k = (uint64_t)base >> 8;
+
+    return &buckets[(k * 0x9e3779b97f4a7c15ull) >> 52 & (NBUCKETS - 1)];
+}
+
+/* The record of base (the lock held), or NULL. */
+static struct rec *find(CUdeviceptr base)
+{
+    struct rec *r;
+
+    for (r = *slot(base); r; r = r->next)
+        if (r->base == base)
+            return r;
+    return NULL;
+}
+
+/* The record of base, made when missing (the lock held); NULL only without memory. */
+static struct rec *get(CUdeviceptr base, CUcontext ctx)
+{
+    struct rec *r = find(base);
+
+    if (r)
+        return r;
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->base = base;
+    r->ctx = ctx;
+    r->id = atomic_fetch_add(&next_id, 1);
+    r->next = *slot(base);
+    *slot(base) = r;
+    return r;
+}
+
+static void unlink_rec(CUdeviceptr base)
+{
+    struct rec **pp = slot(base), *r;
+
+    while ((r = *pp) && r->base != base)
+        pp = &r->next;
+    if (!r)
+        return;
+    *pp = r->next;
+    if (r->sync_memops)
+        atomic_fetch_sub(&n_sync, 1);
+    free(r);
+}
+
+void vb_block_add(CUdeviceptr base, CUcontext ctx)
+{
+    pthread_once(&fork_once, fork_register);
+    lock_take();
+    unlink_rec(base); /* a stale record (the block was freed with vramio_free) goes */
+    get(base, ctx);
+    lock_drop();
+}
+
+void vb_block_forget(CUdeviceptr base)
+{
+    lock_take();
+    unlink_rec(base);
+    lock_drop();
+}
+
+int vb_block_ctx(CUdeviceptr base, CUcontext *ctx)
+{
+    struct rec *r;
+
+    lock_take();
+    r = find(base);
+    if (r)
+        *ctx = r->ctx;
+    lock_drop();
+    return r != NULL;
+}
+
+/* The pool block holding ptr: 1 with its start and size. */
+static int block_of(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
+{
+    unsigned long long b = 0;
+    size_t s = 0;
+
+    if (!ptr || vramio_alloc_range(ptr, &b, &s))
+        return 0;
+    *base = (CUdeviceptr)b;
+    *size = s;
+    return 1;
+}
+
+/* Our answer for attribute a of the block at base: 1 when it is ours to give. */
+static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t size)
+{
+    struct rec *r;
+    int ok = 1;
+
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = base;
+        return 1;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = size;
+        return 1;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        pthread_once(&fork_once, fork_register);
+        lock_take();
+        r = get(base, NULL);
+        if (!r)
+            ok = 0;
+        else if (a == CU_POINTER_ATTRIBUTE_BUFFER_ID)
+            *(unsigned long long *)data = r->id;
+        else /* the driver writes an unsigned int: 1 or 0 */
+            *(unsigned int *)data = r->sync_memops ? 1u : 0u;
+        lock_drop();
+        return ok;
+    default:
+        return 0;
+    }
+}
+
+CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    const struct vb_real *t = vb_real();
+    CUdeviceptr base;
+    size_t size;
+
+    if (!t || !t->cuPointerGetAttribute)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (data && block_of(ptr, &base, &size) && answer(attr, data, base, size))
+        return CUDA_SUCCESS;
+    return t->cuPointerGetAttribute(data, attr, ptr);
+}
+
+CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
+                                   CUdeviceptr ptr)
+{
+    const struct vb_real *t = vb_real();
+    CUdeviceptr base;
+    size_t size;
+    unsigned int i;
+    CUresult r;
+
+    if (!t || !t->cuPointerGetAttributes)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    /* The driver checks the arguments and fills in every attribute; ours replace its. */
+    r = t->cuPointerGetAttributes(n, attrs, data, ptr);
+    if (r != CUDA_SUCCESS || !attrs || !data || !block_of(ptr, &base, &size))
+        return r;
+    for (i = 0; i < n; i++)
+        if (data[i])
+            answer(attrs[i], data[i], base, size);
+    return CUDA_SUCCESS;
+}
+
+CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    const struct vb_real *t = vb_real();
+    CUdeviceptr base;
+    size_t size;
+    struct rec *r;
+    int on;
+
+    if (!t || !t->cuPointerSetAttribute)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS || !value || !block_of(ptr, &base, &size))
+        return t->cuPointerSetAttribute(value, attr, ptr);
+    on = *(const unsigned int *)value != 0;
+    pthread_once(&fork_once, fork_register);
+    lock_take();
+    r = get(base, NULL);
+    if (r && r->sync_memops != on) {
+        r->sync_memops = on;
+        atomic_fetch_add(&n_sync, on ? 1 : -1);
+    }
+    lock_drop();
+    vb_log("cuPointerSetAttribute(SYNC_MEMOPS, 0x%llx) = %d", (unsigned long long)ptr, on);
+    return r ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Whether d lies in a block with SYNC_MEMOPS set. */
+static int sync_block(CUdeviceptr d)
+{
+    CUdeviceptr base;
+    size_t size;
+    struct rec *r;
+    int on = 0;
+
+    if (!block_of(d, &base, &size))
+        return 0;
+    lock_take();
+    r = find(base);
+    on = r && r->sync_memops;
+    lock_drop();
+    return on;
+}
+
+/* After a synchronous memory operation on the legacy stream: wait for it when it touched a
+ * block with SYNC_MEMOPS set. */
+static CUresult settle(CUresult r, CUdeviceptr a, CUdeviceptr b)
+{
+    const struct vb_real *t = vb_real();
+
+    if (r != CUDA_SUCCESS || !atomic_load_explicit(&n_sync, memory_order_relaxed) ||
+        !(sync_block(a) || (b && sync_block(b))))
+        return r;
+    return t->cuStreamSynchronize(CU_STREAM_LEGACY);
+}
+
+#define VB_REAL_OR_FAIL(fn) \
+    const struct vb_real *t = vb_real(); \
+    if (!t || !t->fn || !t->cuStreamSynchronize) \
+        return CUDA_ERROR_NOT_INITIALIZED;
+
+CUresult vb_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemcpy)
+    return settle(t->cuMemcpy(dst, src, n), dst, src);
+}
+
+CUresult vb_memcpy_htod(CUdeviceptr dst, const void *src, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemcpyHtoD_v2)
+    return settle(t->cuMemcpyHtoD_v2(dst, src, n), dst, 0);
+}
+
+CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemcpyDtoD_v2)
+    return settle(t->cuMemcpyDtoD_v2(dst, src, n), dst, src);
+}
+
+CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemsetD8_v2)
+    return settle(t->cuMemsetD8_v2(dst, v, n), dst, 0);
+}
+
+CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemsetD16_v2)
+    return settle(t->cuMemsetD16_v2(dst, v, n), dst, 0);
+}
+
+CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n)
+{
+    VB_REAL_OR_FAIL(cuMemsetD32_v2)
+    return settle(t->cuMemsetD32_v2(dst, v, n), dst, 0);
+}
