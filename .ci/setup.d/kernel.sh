@@ -12,7 +12,8 @@ export DEBIAN_FRONTEND=noninteractive
 newest=$(apt-cache search --names-only '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' |
          awk '{print $1}' | sort -V | tail -n 1)
 if [ -z "$newest" ]; then
-    echo "kernel.sh: no linux-headers-6.12.*+deb12-amd64 package in the apt lists" >&2
+    echo "kernel.sh: no linux-headers-6.12.*+deb12-amd64 package in the apt lists" \
+         "(they come from bookworm-security: is it in apt's sources?)" >&2
     exit 1
 fi
 dpkg-query -W -f='${Status}' "$newest" 2>/dev/null | grep -q 'install ok installed' && exit 0
