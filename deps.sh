@@ -8,7 +8,7 @@
 #
 # Those two folders are the one place where packages and set-up steps are listed: one list per
 # area, one package a line, '#' starts a comment (a comment after a name says why that package
-# is needed; a file's first comment line says why its list is). What is installed already
+# is needed; a file's opening comment says why its list is). What is installed already
 # (dpkg-query) is left alone: with everything present deps.sh prints nothing, needs no root
 # and no network. Otherwise it says what it installs and why, refreshes apt's lists, and
 # installs with apt-get (through sudo when not root). The set-up scripts run as the caller
@@ -27,7 +27,7 @@ SPEC=packaging/rpm/vramio.spec
 
 die() { echo "deps.sh: $*" >&2; exit 1; }
 
-# The names of list files, one a line ("name  # why" comments kept for reasons).
+# The package names of list files, one a line, each once, comments left out.
 list_names() { sed 's/#.*//' "$@" | tr -s ' \t' '\n\n' | sed '/^$/d' | awk '!seen[$0]++'; }
 
 # What is installed and why, per list: a package's own comment ("name  # why"), else the
