@@ -9,11 +9,12 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/dmabuf
 mkdir -p "$dir/fake"
 warn="-Wall -Wextra -Werror"
 
-if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
+if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
         -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
     t_fail "dmabuf_emu/build_fake_cuda" "compiler failed"; exit 1
 fi
@@ -21,7 +22,7 @@ fi
 build_client() { # prog source libdir cflags...: 0 when built
     local prog=$1 src=$2 lib=$3
     shift 3
-    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" "$src" \
+    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib $CUDA_CFLAGS -o "$prog" "$src" \
         tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl
 }
 
