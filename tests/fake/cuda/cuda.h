@@ -13,13 +13,15 @@
 
 #include "cuda_api.h"
 
-/* The entry points whose exported symbol is versioned (the second column of VR_CUDA_FUNCS);
- * one missing here would make a stand-in export the plain name, which the library never looks
- * up, and the tests built on it would fail. */
+/* The entry points whose exported symbol is versioned, as the toolkit's cuda.h (12.x) maps
+ * them: those of VR_CUDA_FUNCS's second column, and cuGetProcAddress. One missing here would
+ * make a stand-in export the plain name, which the library never looks up, and the tests
+ * built on it would fail. */
 #define cuCtxPopCurrent              cuCtxPopCurrent_v2
 #define cuCtxPushCurrent             cuCtxPushCurrent_v2
 #define cuDeviceGetUuid              cuDeviceGetUuid_v2
 #define cuDevicePrimaryCtxRelease    cuDevicePrimaryCtxRelease_v2
+#define cuGetProcAddress             cuGetProcAddress_v2
 #define cuDeviceTotalMem             cuDeviceTotalMem_v2
 #define cuEventDestroy               cuEventDestroy_v2
 #define cuMemAllocHost               cuMemAllocHost_v2
