@@ -105,7 +105,14 @@ all: lib tools
 
 lib: $(LIB_REAL) $(BUILD)/lib/$(LIB_SONAME) $(BUILD)/lib/libgdrapi.so $(LIB_STATIC)
 
-$(BUILD)/obj/%.o: %.c
+# Before the first object: a C compiler and the Vulkan headers, or a message saying what to
+# install (deps.sh check-build), never a compiler error. Checked once per build folder.
+BUILD_PREREQS := $(BUILD)/.prereqs-ok
+$(BUILD_PREREQS):
+	@CC='$(CC)' ./deps.sh check-build
+	@mkdir -p $(dir $@) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(BUILD_PREREQS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS_$*) -MMD -MP -c $< -o $@
 

@@ -9,6 +9,7 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/bridge
 warn="-Wall -Wextra -Werror"
 bridge=$B/lib/libvramio_bridge.so
@@ -21,12 +22,12 @@ for f in "$bridge" "$B/lib/libvramio_cuda.so" "$run"; do
 done
 # -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the shim's
 # of the same names (as in the real driver).
-if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
+if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
         -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
 fi
 ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
-if ! $CC -O1 -g $warn -Iinclude -Itests/lib -I"$CUDA_INC" -o "$dir/client" \
+if ! $CC -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/client" \
         tests/bridge/bridge_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
         -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
     t_fail "bridge/build_client" "compiler failed"; exit 1

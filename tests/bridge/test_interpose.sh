@@ -12,6 +12,7 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/interpose
 warn="-Wall -Wextra -Werror"
 run=$B/bin/vramio-run
@@ -22,7 +23,7 @@ cc_or_fail() { # name cc-args...: build, or a failure line
     shift
     $CC "$@" || { t_fail "interpose/build_$name" "compiler failed"; return 1; }
 }
-cc_or_fail fake_cuda -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
+cc_or_fail fake_cuda -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
     -Wl,-Bsymbolic -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c || exit 1
 cc_or_fail fake_vulkan -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 \
     -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread || exit 1
@@ -30,7 +31,7 @@ lib=$(cd "$B/lib" && pwd)
 prog() { # name sources-and-flags...: a test program against the stand-in driver
     local name=$1
     shift
-    cc_or_fail "$name" -O1 -g $warn -Iinclude -Itests/lib -I"$CUDA_INC" -o "$dir/$name" "$@" \
+    cc_or_fail "$name" -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/$name" "$@" \
         -L"$dir/fake" -lcuda -ldl -lpthread
 }
 cc_or_fail fsync_wrap -shared -fPIC -O1 $warn -o "$dir/lib/libfsyncwrap.so" tests/bridge/fsync_wrap.c -ldl &&

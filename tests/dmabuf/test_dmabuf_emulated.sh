@@ -14,6 +14,7 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 QEMU=${DMABUF_EMU_QEMU:-}
 PFX=dmabuf_emu/${DMABUF_EMU_PREFIX:-}
 dir=$B/tests/dmabuf
@@ -21,7 +22,7 @@ mkdir -p "$dir/fake"
 fake=$(cd "$dir/fake" && pwd)
 warn="-Wall -Wextra -Werror"
 
-if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
+if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
         -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c ||
    ! $CC -shared -fPIC -O1 $warn -o "$dir/fake/libfake_mmap.so" tests/dmabuf/fake_mmap.c -ldl; then
     t_fail "${PFX}build_fake_cuda" "compiler failed"; exit 1
@@ -30,7 +31,7 @@ fi
 build_client() { # prog source libdir cflags...: 0 when built
     local prog=$1 src=$2 lib=$3
     shift 3
-    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" "$src" \
+    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib $CUDA_CFLAGS -o "$prog" "$src" \
         tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" \
         -ldl -lpthread
 }

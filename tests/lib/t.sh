@@ -16,3 +16,10 @@ t_skip() { echo "skip $1: $2"; }
 t_status() { echo "$T_FAILED"; }
 t_done() { exit "$T_FAILED"; }
 t_skip_all() { echo "$1"; exit "$T_SKIP"; }
+
+# t_cuda_cflags INCLUDE_DIR: the flags that give the stand-in CUDA drivers and their clients a
+# <cuda.h>: the toolkit's in INCLUDE_DIR where it has one, else the project's own declarations
+# (tests/fake/cuda/cuda.h over util/), so these tests need no CUDA toolkit. From the top.
+t_cuda_cflags() {
+    if [ -f "$1/cuda.h" ]; then echo "-I$1"; else echo "-Itests/fake/cuda -Iutil"; fi
+}

@@ -11,10 +11,11 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/multigpu
 warn="-Wall -Wextra -Werror"
 mkdir -p "$dir/fake"
-if ! $CC -shared -fPIC -O1 $warn -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
+if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
         -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
     t_fail "multigpu/build_fake_cuda" "compiler failed"; exit 1
 fi
@@ -36,7 +37,7 @@ report() {
 run_modes() { # label libdir [cflags]
     local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
     shift 2
-    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" \
+    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/lib $CUDA_CFLAGS -o "$prog" \
             tests/multigpu/multigpu_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
             -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
         t_fail "multigpu/$label/build_client" "compiler failed"; return

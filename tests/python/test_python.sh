@@ -8,11 +8,12 @@ set -u
 B=${BUILD:-build}
 CC=${CC:-cc}
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 command -v python3 >/dev/null || { t_skip "python/all" "python3 is not installed"; exit 0; }
 lib=$(cd "$B/lib" && pwd)/libgdrapi.so.2
 dir=$B/tests/python
 mkdir -p "$dir/fake"
-if ! $CC -shared -fPIC -O1 -Wall -Wextra -Werror -I"$CUDA_INC" -Wl,-soname,libcuda.so.1 \
+if ! $CC -shared -fPIC -O1 -Wall -Wextra -Werror $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
         -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
     t_fail "python/build_fake_cuda" "compiler failed"; exit 1
 fi
