@@ -157,6 +157,7 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-pin-race /tests/pin_race_test --nonpersistent
             run_test np-put-fail /tests/put_fail_test
             run_test np-put-unlinked /tests/put_unlinked_test
+            run_test np-callback-order /tests/callback_order_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
