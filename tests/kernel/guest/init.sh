@@ -135,7 +135,8 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener; do
+        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener \
+                 reshape user memcg; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         if [ -f /extra.list ]; then
@@ -158,6 +159,8 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-put-fail /tests/put_fail_test
             run_test np-put-unlinked /tests/put_unlinked_test
             run_test np-callback-order /tests/callback_order_test
+            run_test np-reshape /tests/reshape_test
+            run_test np-user /tests/user_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
