@@ -12,13 +12,15 @@
  * callback's complete_all then writes freed memory (KASAN's use-after-free report, which the
  * rig fails on). The same arrangement puts GET_INFO, blocked on pin->lock behind UNPIN, after
  * the whole of UNPIN: GET_INFO must hold its own reference on the pin (the concurrent
- * GET_INFO against unpin). Skips without SCHED_FIFO.
+ * GET_INFO against unpin), and the exit of a process killed with the pin held, whose file's
+ * release is then the freeing side. Skips without SCHED_FIFO.
  *   callback_order_test     run with gdrdrv use_persistent_mapping=0
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -76,6 +78,8 @@ static void sleep_ms(unsigned int ms)
  * CPU 0, UNPIN at the higher priority: when UNPIN has the lock it runs to its end before
  * GET_INFO resumes, so GET_INFO must hold a reference. Without, FREE and UNPIN share CPU 0.
  */
+enum { BY_UNPIN, WITH_INFO, BY_EXIT, MODES };
+
 struct round {
     uint64_t va, handle;
     int info;
@@ -127,34 +131,96 @@ static void *info_thread(void *arg)
     return NULL;
 }
 
-/* ROUNDS rounds; "" or why it went wrong. Returns 77 when SCHED_FIFO is not allowed. */
-static int rounds(int info, char *why, size_t len)
+/*
+ * BY_EXIT: the pin is a child's, the child is at SCHED_FIFO on CPU 0 and is killed at 20 ms:
+ * the release of its file (at its exit) is the freeing side. Returns the child's pid, the
+ * handle in *h; -1 when the child could not pin (EPERM in *h when it had no SCHED_FIFO).
+ */
+static pid_t pinning_child(uint64_t va, uint64_t *h)
 {
+    int pfd[2];
+    pid_t pid;
+
+    if (pipe(pfd))
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        struct gdrdrv_pin_buffer_v2 p = { .addr = va, .size = GPU_PAGE };
+        int cfd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC), e = on_cpu(0);
+
+        if (!e)
+            e = fifo(20);
+        if (!e && (cfd < 0 || ioctl(cfd, GDRDRV_IOC_PIN_BUFFER_V2, &p)))
+            e = errno;
+        p.handle = e ? ~0ULL - (uint64_t)e : p.handle;
+        if (write(pfd[1], &p.handle, sizeof(p.handle)) != sizeof(p.handle))
+            _exit(1);
+        for (;;)
+            pause();                    /* killed while the callback holds pin->lock */
+    }
+    close(pfd[1]);
+    if (pid < 0 || read(pfd[0], h, sizeof(*h)) != sizeof(*h) || *h > ~0ULL - 4096) {
+        int e = pid > 0 && *h > ~0ULL - 4096 ? (int)(~0ULL - *h) : EIO;
+
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            t_wait_child(pid, 10);
+        }
+        close(pfd[0]);
+        *h = (uint64_t)e;
+        return -1;
+    }
+    close(pfd[0]);
+    return pid;
+}
+
+/* ROUNDS rounds; "" or why it went wrong. Returns 77 when SCHED_FIFO is not allowed. */
+static int rounds(int mode, char *why, size_t len)
+{
+    int info = mode == WITH_INFO;
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
 
     for (int i = 0; i < ROUNDS; i++) {
         struct round r = { .info = info };
         struct gdrdrv_pin_buffer_v2 p = { .size = GPU_PAGE };
         pthread_t tf, tu, ti;
+        pid_t child = 0;
 
         if (emu_alloc(GPU_PAGE, 1, 0, &r.va)) {
             snprintf(why, len, "alloc: %s", strerror(errno));
             return 1;
         }
         p.addr = r.va;
-        if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
+        if (mode == BY_EXIT && (child = pinning_child(r.va, &r.handle)) < 0) {
+            emu_free(r.va);
+            if (r.handle == EPERM) {
+                snprintf(why, len, "no SCHED_FIFO here: %s", strerror(EPERM));
+                return 77;
+            }
+            snprintf(why, len, "the child's pin: %s", strerror((int)r.handle));
+            return 1;
+        }
+        if (mode != BY_EXIT && ioctl(fd, GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
             snprintf(why, len, "pin: %s", strerror(errno));
             emu_free(r.va);
             return 1;
         }
-        r.handle = p.handle;
+        if (mode != BY_EXIT)
+            r.handle = p.handle;
         pthread_create(&tf, NULL, freeing_thread, &r);
-        pthread_create(&tu, NULL, unpinning_thread, &r);
-        if (info)
-            pthread_create(&ti, NULL, info_thread, &r);
-        pthread_join(tu, NULL);
-        if (info)
-            pthread_join(ti, NULL);
+        if (mode == BY_EXIT) {
+            sleep_ms(20);               /* the callback is held by now, holding pin->lock */
+            kill(child, SIGKILL);
+            if (t_wait_child(child, 30) != 128 + SIGKILL)
+                r.unpin_ret = ECHILD;
+        } else {
+            pthread_create(&tu, NULL, unpinning_thread, &r);
+            if (info)
+                pthread_create(&ti, NULL, info_thread, &r);
+            pthread_join(tu, NULL);
+            if (info)
+                pthread_join(ti, NULL);
+        }
         pthread_join(tf, NULL);
         if (r.setup_err == EPERM) {
             snprintf(why, len, "no SCHED_FIFO here: %s", strerror(EPERM));
@@ -179,7 +245,8 @@ static int rounds(int info, char *why, size_t len)
 
 int main(void)
 {
-    const char *names[] = { "unpin_waits_for_callback_end", "get_info_holds_pin_across_unpin" };
+    const char *names[MODES] = { "unpin_waits_for_callback_end", "get_info_holds_pin_across_unpin",
+                                 "exit_waits_for_callback_end" };
     char why[200] = "";
 
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
@@ -187,13 +254,13 @@ int main(void)
         t_fail("setup", "/dev/gdrdrv, the provider or " UNLINK_DELAY ": %s", strerror(errno));
         return t_status();
     }
-    for (int info = 0; info <= 1; info++) {
-        int r = rounds(info, why, sizeof(why));
+    for (int mode = 0; mode < MODES; mode++) {
+        int r = rounds(mode, why, sizeof(why));
 
         if (r == 77)
-            t_skip(names[info], "%s", why);
+            t_skip(names[mode], "%s", why);
         else
-            t_check(!r, names[info], "%s", why);
+            t_check(!r, names[mode], "%s", why);
     }
     write_file(UNLINK_DELAY, "0\n");
     close(fd);
