@@ -14,6 +14,8 @@
 #
 #   tests/kernel/debug-kernel.sh          build if needed, print DIR (progress on stderr)
 #   tests/kernel/debug-kernel.sh --path   print DIR if it is built; exit 1 otherwise
+# VRAMIO_DEBUG_KERNEL=DIR makes both print DIR (a kernel built before, e.g. from an older
+# fragment) without looking at the cache.
 #
 # Why 6.1: its build under tinyconfig is the quickest of Debian 12's two series (11 min on a
 # 2-core machine), and the stock 6.12 runs already carry KFENCE and slub_debug; see
@@ -22,6 +24,12 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 SRC_PKG=linux-source-6.1
 FRAGMENT=$REPO/tests/kernel/debug-kernel.config
+
+if [ -n "${VRAMIO_DEBUG_KERNEL:-}" ]; then
+    [ -f "$VRAMIO_DEBUG_KERNEL/.done" ] || { echo "debug-kernel.sh: $VRAMIO_DEBUG_KERNEL is not a built one" >&2; exit 1; }
+    echo "$VRAMIO_DEBUG_KERNEL"
+    exit 0
+fi
 
 cache_root() {
     local c=${VRAMIO_KERNEL_CACHE:-/var/cache/vramio-kernels}
