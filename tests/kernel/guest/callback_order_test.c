@@ -72,8 +72,8 @@ static void sleep_ms(unsigned int ms)
 }
 
 /*
- * One round: FREE (its callback held in free_page_table with pin->lock for 80 ms), UNPIN at
- * 20 ms (blocks on pin->lock), and with info set GET_INFO at 40 ms (finds the pin, blocks on
+ * One round: FREE (its callback held in free_page_table with pin->lock for 150 ms), UNPIN at
+ * 40 ms (blocks on pin->lock), and with info set GET_INFO at 70 ms (finds the pin, blocks on
  * pin->lock behind UNPIN). With info, the callback runs on CPU 1 and UNPIN and GET_INFO share
  * CPU 0, UNPIN at the higher priority: when UNPIN has the lock it runs to its end before
  * GET_INFO resumes, so GET_INFO must hold a reference. Without, FREE and UNPIN share CPU 0.
@@ -109,7 +109,7 @@ static void *unpinning_thread(void *arg)
         r->setup_err = e;
         return NULL;
     }
-    sleep_ms(20);                       /* the callback is held by now, holding pin->lock */
+    sleep_ms(40);                       /* the callback is held by now, holding pin->lock */
     r->unpin_ret = ioctl(fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;
     return NULL;
 }
@@ -126,15 +126,15 @@ static void *info_thread(void *arg)
         r->setup_err = e;
         return NULL;
     }
-    sleep_ms(40);                       /* UNPIN is waiting for pin->lock by now */
+    sleep_ms(70);                       /* UNPIN is waiting for pin->lock by now */
     r->info_ret = ioctl(fd, GDRDRV_IOC_GET_INFO_V2, &i) ? errno : 0;
     return NULL;
 }
 
 /*
- * BY_EXIT: the pin is a child's, the child is at SCHED_FIFO on CPU 0 and is killed at 20 ms:
+ * BY_EXIT: the pin is a child's, the child is at SCHED_FIFO on CPU 0 and is killed at 40 ms:
  * the release of its file (at its exit) is the freeing side. Returns the child's pid, the
- * handle in *h; -1 when the child could not pin (EPERM in *h when it had no SCHED_FIFO).
+ * handle in *h; -1 when the child could not pin (its errno in *h).
  */
 static pid_t pinning_child(uint64_t va, uint64_t *h)
 {
@@ -209,7 +209,7 @@ static int rounds(int mode, char *why, size_t len)
             r.handle = p.handle;
         pthread_create(&tf, NULL, freeing_thread, &r);
         if (mode == BY_EXIT) {
-            sleep_ms(20);               /* the callback is held by now, holding pin->lock */
+            sleep_ms(40);               /* the callback is held by now, holding pin->lock */
             kill(child, SIGKILL);
             if (t_wait_child(child, 30) != 128 + SIGKILL)
                 r.unpin_ret = ECHILD;
@@ -250,7 +250,7 @@ int main(void)
     char why[200] = "";
 
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
-    if (fd < 0 || emu_fd() < 0 || !write_file(UNLINK_DELAY, "80\n")) {
+    if (fd < 0 || emu_fd() < 0 || !write_file(UNLINK_DELAY, "150\n")) {
         t_fail("setup", "/dev/gdrdrv, the provider or " UNLINK_DELAY ": %s", strerror(errno));
         return t_status();
     }
