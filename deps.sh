@@ -124,6 +124,10 @@ apt() {  # apt ARGS...: quiet apt-get as root; its output is shown only when it 
     fi
 }
 
+# The time of a step that took 10 s or more (none when everything is present).
+took() { [ $((SECONDS - t0)) -lt 10 ] || echo "deps.sh: $1 took $((SECONDS - t0)) s"; }
+
+t0=$SECONDS
 if [ -n "$missing" ]; then
     need_root "$@"
     echo "deps.sh: installing with ${SUDO:+sudo }apt-get (from $PKGS/):"
@@ -135,8 +139,11 @@ elif [ ${#scripts[@]} -gt 0 ] && lists_empty; then
     need_root "$@"
     apt update
 fi
+took "installing packages"
 
 for s in "${scripts[@]}"; do
     [ -e "$s" ] || continue
+    t0=$SECONDS
     bash "$s" || die "$s failed"
+    took "$s"
 done

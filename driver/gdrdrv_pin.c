@@ -155,10 +155,15 @@ static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 			gdr_err("put_pages_persistent va 0x%llx: %d\n", pin->va, ret);
 		return true;            /* no callback exists for it */
 	}
-	/* If the callback starts now, put_pages waits for it and then fails. */
-	if (!fired && !(ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va,
-						  pin->table)))
-		return true;
+	/*
+	 * If the callback starts now, put_pages waits for it only while the provider still
+	 * lists the table. Once the table is unlinked for the callback, NVIDIA's put_pages
+	 * returns 0 ("not found" is success), the emulated provider's an error by default, and
+	 * the callback may still be running: so the cb_fired check below, under pin->lock
+	 * (which the callback holds), follows success as well as failure.
+	 */
+	if (!fired)
+		ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va, pin->table);
 	/*
 	 * Failed: if the callback has not run, the NVIDIA driver may still call it, so the pin
 	 * stays, and the module with it: freeing either would leave the driver a callback into
@@ -166,18 +171,19 @@ static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 	 */
 	mutex_lock(&pin->lock);
 	fired = pin->cb_fired;
-	if (!fired) {
+	if (!fired && ret) {
 		pin->orphan = true;
 		pin->unpinned = true;   /* its file may go first: the callback must not zap */
 		__module_get(THIS_MODULE);
 	}
 	mutex_unlock(&pin->lock);
-	if (!fired) {
+	if (!fired && ret) {
 		gdr_err("put_pages va 0x%llx: %d before its free callback ran; keeping the pin (and the module) for the callback\n",
 			pin->va, ret);
 		return false;
 	}
-	wait_for_completion(&pin->cb_done);
+	if (fired)
+		wait_for_completion(&pin->cb_done);
 	return true;
 }
 

@@ -8,7 +8,9 @@
 #   ok NAME            not ok NAME [: why]            skip NAME: why
 # in which case those lines are counted (and a non-zero exit with no "not ok" line counts as
 # one more failure: the program crashed or lied). Environment: TEST_TIMEOUT (seconds, 600),
-# RUNNER_LABEL (prefix of names, e.g. "asan").
+# RUNNER_LABEL (prefix of names, e.g. "asan"). A script that needs longer says so in a line
+# "# run.sh timeout: SECONDS" (the QEMU runs on the debug kernel). A program that ran 10 s or
+# more gets a "# NAME took N s" line.
 set -u
 pass=0 fail=0 skip=0
 timeout_s=${TEST_TIMEOUT:-600}
@@ -19,8 +21,15 @@ trap 'rm -rf "$logdir"' EXIT
 for prog in "$@"; do
     name=$label${prog#"${BUILD:-build}/"}
     log=$logdir/$(echo "$name" | tr '/' '_').log
-    timeout --kill-after=10 "$timeout_s" "$prog" >"$log" 2>&1 </dev/null
+    limit=$timeout_s
+    case $prog in
+    *.sh) own=$(sed -n 's/^# run.sh timeout: \([0-9]*\)$/\1/p' "$prog" | head -n 1)
+          limit=${own:-$timeout_s} ;;
+    esac
+    t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$prog" >"$log" 2>&1 </dev/null
     rc=$?
+    [ $((SECONDS - t0)) -lt 10 ] || echo "# $name took $((SECONDS - t0)) s"
     p=$(grep -cE '^ok ' "$log"); f=$(grep -cE '^not ok ' "$log"); s=$(grep -cE '^skip ' "$log")
     if [ $((p + f + s)) -gt 0 ]; then
         grep -E '^(not ok|skip) ' "$log" | sed "s|^|  $name: |"
@@ -37,7 +46,7 @@ for prog in "$@"; do
     elif [ "$rc" -eq 77 ]; then
         echo "SKIP $name: $(grep -v '^$' "$log" | tail -n 1)"; skip=$((skip + 1))
     else
-        [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="timed out after ${timeout_s}s" || why="exit $rc"
+        [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="timed out after ${limit}s" || why="exit $rc"
         echo "FAIL $name ($why)"; tail -n 30 "$log" | sed 's/^/    /'; fail=$((fail + 1))
     fi
 done

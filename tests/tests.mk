@@ -39,7 +39,8 @@ TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
 TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
-KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-arm64.sh)
+KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-debug.sh \
+                  tests/kernel/run-qemu-debug-proprietary.sh tests/kernel/run-qemu-arm64.sh)
 
 .PHONY: check check-unit check-asan check-tsan
 check: all tests

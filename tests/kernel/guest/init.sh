@@ -135,7 +135,8 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
-        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener; do
+        for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener \
+                 reshape user memcg; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
         done
         run_test oldlib /tests/abi_test oldlib   # the calls of libraries 2.0 .. 2.5
@@ -157,6 +158,10 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-mmap-race /tests/mmap_race_test
             run_test np-pin-race /tests/pin_race_test --nonpersistent
             run_test np-put-fail /tests/put_fail_test
+            run_test np-put-unlinked /tests/put_unlinked_test
+            run_test np-callback-order /tests/callback_order_test
+            run_test np-reshape /tests/reshape_test
+            run_test np-user /tests/user_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
@@ -273,7 +278,8 @@ echo "## provider stats: $*"
 [ "$(live_pins)" = 0 ] && res ok leak/final-live-pins || res "not ok" "leak/final-live-pins: $*"
 if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
     res "not ok" "unload/provider: $(cat /tmp/rmmod.err)"; fi
-bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
+# The kernel's checkers too (the debug kernel's KASAN, KFENCE, lockdep and UBSAN).
+bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|KASAN:|KFENCE:|UBSAN:|possible circular locking|inconsistent lock state|sleeping function called from invalid context|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
 if [ -z "$bad" ]; then res ok dmesg/clean; else
     res "not ok" "dmesg/clean: kernel reported problems"
     echo "$bad" | head -n 40 | sed 's/^/## /'

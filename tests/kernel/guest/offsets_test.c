@@ -4,8 +4,10 @@
  * them; an open file holds a bounded number of pins. Run with gdrdrv loaded with
  * use_persistent_mapping=0 offset_space_log2=16 max_pins_per_file=CAP (a small offset space
  * makes the wrap quick):
- *  - a pin unpinned under a live mapping (its offsets given back) whose memory is freed later
- *    must not zap the mapping of another file's pin that got the same offsets;
+ *  - a free callback or UNPIN in one file must not zap another file's mapping of the same
+ *    offsets, and an orphan's late callback (put_pages failed at UNPIN) must not zap the
+ *    mapping of the pin of its file that got its offsets: both seen in the page table
+ *    (emu_pte), as a zapped PTE of a live pin would only be refaulted;
  *  - one file fragmenting its offset space must not keep another file from a large pin;
  *  - the CAP+1-th pin of a file fails with EDQUOT, and another file can still pin;
  *  - pins unpinned while still mapped (their structs live on with the mappings) count
@@ -58,54 +60,106 @@ static void *map(int fd, uint64_t h, size_t len)
     return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)(h << 12));
 }
 
-/* Another file's pin gets the offsets of a detached pin; that pin's callback comes later. */
-static void test_detached_pin_zaps_only_its_own(void)
+/* A PTE is there for addr: the test sees a zap, which a later access would only refault. */
+static int has_pte(const volatile void *addr)
 {
-    int fa = open("/dev/gdrdrv", O_RDWR), fb = open("/dev/gdrdrv", O_RDWR), e = 0, tries = 0;
+    uint64_t pfn;
+    uint32_t mode;
+
+    return emu_pte((const void *)addr, &pfn, &mode) == 0;
+}
+
+/*
+ * Two files, each with its first pin at the same offset (handle): file A's free callback and
+ * UNPIN zap that offset range in A's address_space only, never B's mapping of its own pin.
+ */
+static void test_zap_stays_in_its_file(void)
+{
+    int fa = open("/dev/gdrdrv", O_RDWR), fb = open("/dev/gdrdrv", O_RDWR);
     uint64_t x = 0, y = 0, ha = 0, hb = 0;
     volatile uint32_t *ma = MAP_FAILED, *mb = MAP_FAILED;
 
     if (fa < 0 || fb < 0 || emu_alloc(GPU_PAGE, 1, 0, &x) || emu_alloc(GPU_PAGE, 1, 0, &y) ||
-        pin(fa, x, GPU_PAGE, &ha) || (ma = map(fa, ha, 4096)) == MAP_FAILED) {
-        t_fail("detached_pin_zaps_only_its_own", "setup: %s", strerror(errno));
+        pin(fa, x, GPU_PAGE, &ha) || pin(fb, y, GPU_PAGE, &hb) || ha != hb ||
+        (ma = map(fa, ha, GPU_PAGE)) == MAP_FAILED || (mb = map(fb, hb, GPU_PAGE)) == MAP_FAILED) {
+        t_fail("zap_stays_in_its_file", "setup: %s (handles %#llx, %#llx)", strerror(errno),
+               (unsigned long long)ha, (unsigned long long)hb);
         goto out;
     }
     ma[0] = 1;
-    e = unpin(fa, ha);                  /* detached: the mapping keeps it */
-    /* Pin through the other file until its pin covers the detached pin's offsets. */
-    for (;;) {
-        e = pin(fb, y, GPU_PAGE, &hb);
-        if (e || hb == ha || ++tries > (int)(2 * SPACE / 16))
-            break;
-        unpin(fb, hb);
-    }
-    if (e || hb != ha) {
-        t_fail("detached_pin_zaps_only_its_own", "no pin of the other file got offset %#llx (%d tries, %d)",
-               (unsigned long long)ha, tries, e);
+    mb[0] = 2;
+    if (!has_pte(mb)) {
+        t_fail("zap_stays_in_its_file", "the emulated provider sees no PTE after an access");
         goto out;
     }
-    printf("# the other file's pin got offset %#llx after %d pin/unpin cycles\n",
-           (unsigned long long)hb, tries);
-    mb = map(fb, hb, GPU_PAGE);
-    if (mb == MAP_FAILED) {
-        t_fail("detached_pin_zaps_only_its_own", "mmap of the other pin: %s", strerror(errno));
-        goto out;
-    }
-    mb[3] = 0xfeedbeef;
-    emu_free(x);                        /* the detached pin's callback, if it still has one */
+    emu_free(x);                        /* A's pin's free callback zaps A's offsets */
     x = 0;
-    t_check(t_touch_faults(mb + 3) == 0 && mb[3] == 0xfeedbeef, "detached_pin_zaps_only_its_own",
-            "the other file's mapping was zapped (SIGBUS) or lost its data");
-    t_check(t_touch_faults(ma) == SIGBUS, "detached_pin_mapping_sigbus", "the unpinned mapping still reads");
+    t_check(has_pte(mb) && mb[0] == 2, "callback_zap_stays_in_its_file",
+            "A's callback zapped B's mapping of the same offset");
+    t_check(t_touch_faults(ma) == SIGBUS, "callback_zap_own_mapping", "A's mapping still reads");
+    t_check(unpin(fa, ha) == 0 && has_pte(mb), "unpin_zap_stays_in_its_file",
+            "A's UNPIN zapped B's mapping of the same offset");
 out:
     if (ma != MAP_FAILED)
-        munmap((void *)ma, 4096);
+        munmap((void *)ma, GPU_PAGE);
     if (mb != MAP_FAILED)
         munmap((void *)mb, GPU_PAGE);
     if (fa >= 0)
         close(fa);
     if (fb >= 0)
         close(fb);
+    if (x)
+        emu_free(x);
+    if (y)
+        emu_free(y);
+}
+
+/*
+ * A pin whose put_pages failed at UNPIN is kept for its callback (an orphan), and its offsets
+ * go back to the file. Another pin of the same file gets them and is mapped; the orphan's
+ * callback, when it comes, must not zap that mapping.
+ */
+static void test_orphan_zaps_nothing(void)
+{
+    int fa = open("/dev/gdrdrv", O_RDWR), e = 0, tries = 0;
+    uint64_t x = 0, y = 0, ha = 0, hb = 0;
+    volatile uint32_t *mb = MAP_FAILED;
+
+    if (fa < 0 || emu_alloc(GPU_PAGE, 1, 0, &x) || emu_alloc(GPU_PAGE, 1, 0, &y) ||
+        pin(fa, x, GPU_PAGE, &ha) || emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 1, EIO) ||
+        unpin(fa, ha)) {
+        t_fail("orphan_callback_zaps_nothing", "setup: %s", strerror(errno));
+        goto out;
+    }
+    /* Pin until a pin covers the orphan's offsets (the cursor wraps in the small space). */
+    for (;;) {
+        e = pin(fa, y, GPU_PAGE, &hb);
+        if (e || hb == ha || ++tries > (int)(2 * SPACE / 16))
+            break;
+        unpin(fa, hb);
+    }
+    if (e || hb != ha) {
+        t_fail("orphan_callback_zaps_nothing", "no new pin got offset %#llx (%d tries, %s)",
+               (unsigned long long)ha, tries, strerror(e));
+        goto out;
+    }
+    printf("# the new pin got the orphan's offset %#llx after %d pin/unpin cycles\n",
+           (unsigned long long)hb, tries);
+    mb = map(fa, hb, GPU_PAGE);
+    if (mb == MAP_FAILED) {
+        t_fail("orphan_callback_zaps_nothing", "mmap of the new pin: %s", strerror(errno));
+        goto out;
+    }
+    mb[3] = 0xfeedbeef;
+    emu_free(x);                        /* the orphan's callback */
+    x = 0;
+    t_check(has_pte(mb + 3) && mb[3] == 0xfeedbeef, "orphan_callback_zaps_nothing",
+            "the orphan's callback zapped the mapping of the pin that got its offsets");
+out:
+    if (mb != MAP_FAILED)
+        munmap((void *)mb, GPU_PAGE);
+    if (fa >= 0)
+        close(fa);
     if (x)
         emu_free(x);
     if (y)
@@ -327,7 +381,8 @@ int main(int argc, char **argv)
         t_fail("setup", "usage offsets_test CAP, and the provider");
         return 1;
     }
-    test_detached_pin_zaps_only_its_own();
+    test_zap_stays_in_its_file();
+    test_orphan_zaps_nothing();
     test_fragmented_file_blocks_nobody();
     test_pin_cap(atoi(argv[1]));
     test_detached_pins_count(atoi(argv[1]));

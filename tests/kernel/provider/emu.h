@@ -34,6 +34,7 @@ struct emu_alloc {
 	bool freed;                 /* FREE ran: no new pins, no READ/WRITE */
 	unsigned int persistent_pins; /* RAM stays until these are put */
 	unsigned int running_cbs;   /* free callbacks still running for it */
+	unsigned int rw_users;      /* READ/WRITE copies in progress (run without emu_lock) */
 };
 
 enum emu_cb_state { EMU_CB_NONE, EMU_CB_RUNNING, EMU_CB_DONE };

@@ -86,7 +86,7 @@ void emu_release_alloc_ram(struct emu_alloc *a)
 /* Caller holds emu_lock. The RAM goes once FREE ran and no pin or callback needs it. */
 void emu_alloc_maybe_release(struct emu_alloc *a)
 {
-	if (!a->freed || a->persistent_pins || a->running_cbs)
+	if (!a->freed || a->persistent_pins || a->running_cbs || a->rw_users)
 		return;
 	emu_total_bytes -= a->size;
 	emu_release_alloc_ram(a);
@@ -213,12 +213,18 @@ static long emu_ioc_rw(void __user *uarg, bool to_user)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
+	/*
+	 * The copy runs without emu_lock, under a hold on the allocation: a user copy may fault
+	 * and take mmap_lock, under which gdrdrv's mmap takes pin->lock, under which its free
+	 * callback calls into us (emu_lock): lockdep's circular dependency on the debug kernel.
+	 */
 	mutex_lock(&emu_lock);
 	a = emu_find_alloc(req.va, req.len);
-	if (!a) {
-		mutex_unlock(&emu_lock);
+	if (a)
+		a->rw_users++;
+	mutex_unlock(&emu_lock);
+	if (!a)
 		return -EINVAL;
-	}
 	off = req.va - a->va;
 	while (done < req.len) {
 		u64 in = (off + done) % a->chunk;
@@ -239,6 +245,9 @@ static long emu_ioc_rw(void __user *uarg, bool to_user)
 			break;
 		done += n;
 	}
+	mutex_lock(&emu_lock);
+	a->rw_users--;
+	emu_alloc_maybe_release(a);
 	mutex_unlock(&emu_lock);
 	return ret;
 }

@@ -35,6 +35,33 @@ static bool emu_coherent;
 module_param_named(coherent, emu_coherent, bool, 0644);
 MODULE_PARM_DESC(coherent, "page tables of RAM allocations say CPU_CACHEABLE, except FORCE_BAR1 pins");
 
+/*
+ * put_unlinked_ok=1: nvidia_p2p_put_pages returns 0, as NVIDIA's driver does, for a table
+ * that its free callback has already unlinked (NVIDIA maps "not found" to success there);
+ * 0 (default): -EINVAL, as for any unknown table. Either way it does not wait for a callback
+ * whose table is unlinked. put_delay_ms and unlink_delay_ms widen the window in which that
+ * matters: put_pages sleeps before it looks the table up, free_page_table (called from inside
+ * the consumer's callback) sleeps after it unlinked the table. Writable at run time
+ * (/sys/module/nvp2p_emu/parameters/); tests/kernel/guest/put_unlinked_test.c sets them.
+ */
+static bool emu_put_unlinked_ok;
+module_param_named(put_unlinked_ok, emu_put_unlinked_ok, bool, 0644);
+MODULE_PARM_DESC(put_unlinked_ok, "put_pages of a table its free callback unlinked returns 0 (NVIDIA's way), not -EINVAL");
+static unsigned int emu_put_delay_ms;
+module_param_named(put_delay_ms, emu_put_delay_ms, uint, 0644);
+MODULE_PARM_DESC(put_delay_ms, "put_pages sleeps this long before it looks the table up (at most 1000)");
+static unsigned int emu_unlink_delay_ms;
+module_param_named(unlink_delay_ms, emu_unlink_delay_ms, uint, 0644);
+MODULE_PARM_DESC(unlink_delay_ms, "free_page_table sleeps this long after unlinking the table (at most 1000)");
+
+static void emu_sleep_param(unsigned int *ms)
+{
+	unsigned int d = READ_ONCE(*ms);
+
+	if (d)
+		msleep(min(d, 1000U));
+}
+
 static void emu_pin_free_struct(struct emu_pin *p)
 {
 	kfree(p->page_ptrs);
@@ -165,6 +192,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 
 	if (!page_table)
 		return -EINVAL;
+	emu_sleep_param(&emu_put_delay_ms);
 	mutex_lock(&emu_lock);
 	/*
 	 * Like the real driver: wait for a free callback running on this table. The wait
@@ -182,7 +210,12 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 		wait_event(emu_cb_wq, READ_ONCE(emu_cb_seq) != seq);
 		mutex_lock(&emu_lock);
 	}
-	if (!p || p->persistent || p->va != virtual_address) {
+	if (!p) {
+		/* Unknown, or unlinked by its free callback (which may still be running). */
+		mutex_unlock(&emu_lock);
+		return READ_ONCE(emu_put_unlinked_ok) ? 0 : -EINVAL;
+	}
+	if (p->persistent || p->va != virtual_address) {
 		mutex_unlock(&emu_lock);
 		return -EINVAL;
 	}
@@ -250,6 +283,8 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 	mutex_unlock(&emu_lock);
 	if (free_now)
 		emu_pin_free_struct(p);
+	else
+		emu_sleep_param(&emu_unlink_delay_ms);   /* inside the consumer's callback */
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);
