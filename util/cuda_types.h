@@ -44,6 +44,7 @@ typedef enum {
     CUDA_ERROR_NO_DEVICE        = 100,
     CUDA_ERROR_INVALID_DEVICE   = 101,
     CUDA_ERROR_INVALID_CONTEXT  = 201,
+    CUDA_ERROR_ALREADY_MAPPED   = 208,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
     CUDA_ERROR_INVALID_HANDLE   = 400,
     CUDA_ERROR_NOT_FOUND        = 500,
@@ -70,6 +71,7 @@ typedef enum {
     CU_POINTER_ATTRIBUTE_SYNC_MEMOPS    = 6,
     CU_POINTER_ATTRIBUTE_BUFFER_ID      = 7,
     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10,
     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
     CU_POINTER_ATTRIBUTE_RANGE_SIZE     = 12,
 } CUpointer_attribute;
@@ -104,6 +106,15 @@ typedef enum {
     CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND       = 1,
     CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
 } CUdriverProcAddressQueryResult;
+
+/* cuIpcGetMemHandle's handle: 64 bytes the driver fills (the bridge fills its own). */
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+
+/* cuIpcOpenMemHandle's one flag. */
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 
 /* cuMemHostAlloc flags. */
 #define CU_MEMHOSTALLOC_PORTABLE  0x01
