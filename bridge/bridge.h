@@ -2,13 +2,14 @@
 /*
  * bridge.h - what the pieces of the bridge share: the real CUDA driver's entry points
  * (bridge_resolve.c finds them), the replacements (bridge_mem.c, which routes device
- * allocations to vramio_alloc's pool, and bridge_attr.c, which makes pool blocks answer like
- * cuMemAlloc allocations; listed in bridge_routes.h), and the names by which the
+ * allocations to vramio_alloc's pool, bridge_attr.c, which makes pool blocks answer like
+ * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in bridge_routes.h), and the names by which the
  * libcuda.so.1 shim (shim.c, libvramio_cuda.so) and vramio-run find the bridge and the driver.
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
 
+#include <stdint.h>
 #include "cuda_types.h"     /* util/: the CUDA driver API, declared by vramio */
 
 #define VB_EXPORT __attribute__((visibility("default")))
@@ -45,6 +46,22 @@ struct vb_real {
     CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
     CUresult (*cuMemsetD16_v2)(CUdeviceptr, unsigned short, size_t);
     CUresult (*cuMemsetD32_v2)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+    CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
+    CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle *, void *);
+    CUresult (*cuMemExportToShareableHandle)(void *, CUmemGenericAllocationHandle,
+                                             CUmemAllocationHandleType, unsigned long long);
+    CUresult (*cuMemImportFromShareableHandle)(CUmemGenericAllocationHandle *, void *,
+                                               CUmemAllocationHandleType);
+    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
+                                    unsigned long long);
+    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                         unsigned long long);
+    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 };
 
 /* The table, loaded at first use; NULL when libcuda.so.1 cannot be loaded. */
@@ -83,5 +100,24 @@ CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n);
 CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n);
 CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n);
+
+/* The replacements of bridge_ipc.c: CUDA IPC handles for pool blocks. */
+CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr);
+CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags);
+CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr);
+
+/* bridge_ipc_server.c: an importer asks the exporting process for a slab's POSIX fd. */
+struct vb_ipc_req {
+    uint64_t slab, slab_id, slab_size; /* as the handle names the slab */
+};
+/* The exporter's answer to a request: a new fd of the slab, or a positive errno. */
+typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, int *fd);
+/* Start this process's server (once; again in a forked child): 0 with its nonce, or errno. */
+int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce);
+/* Whether pid and nonce name this process's own server. */
+int vb_ipc_is_self(uint32_t pid, uint64_t nonce);
+/* Ask the server of process pid (user uid, nonce) for req's fd: 0 with *fd, or errno. */
+int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                 int *fd);
 
 #endif /* VRAMIO_BRIDGE_H */

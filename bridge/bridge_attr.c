@@ -7,7 +7,8 @@
  * it refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (CUDA_ERROR_NOT_SUPPORTED), which GDRCopy's
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
- * and SYNC_MEMOPS can be set and reads back 1. Every other attribute is the driver's answer.
+ * SYNC_MEMOPS can be set and reads back 1, and IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
+ * makes the IPC handles, bridge_ipc.c). Every other attribute is the driver's answer.
  *
  * What SYNC_MEMOPS promises, measured on an H200 (tests/gpu/bridge/driver_probe.c): on plain
  * cuMemAlloc memory a pageable cuMemcpyHtoD, a cuMemsetD8 and a cuMemcpyDtoD all return with
@@ -155,6 +156,9 @@ static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t si
         return 1;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         *(size_t *)data = size;
+        return 1;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* the bridge's handles: bridge_ipc.c */
+        *(int *)data = 1;
         return 1;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:

@@ -36,6 +36,11 @@ static void load_real(void)
     VB_RESOLVE(cuPointerGetAttributes) VB_RESOLVE(cuPointerSetAttribute) VB_RESOLVE(cuMemcpy)
     VB_RESOLVE(cuMemcpyHtoD_v2) VB_RESOLVE(cuMemcpyDtoD_v2) VB_RESOLVE(cuMemsetD8_v2)
     VB_RESOLVE(cuMemsetD16_v2) VB_RESOLVE(cuMemsetD32_v2)
+    VB_RESOLVE(cuIpcGetMemHandle) VB_RESOLVE(cuIpcOpenMemHandle_v2) VB_RESOLVE(cuIpcCloseMemHandle)
+    VB_RESOLVE(cuMemRetainAllocationHandle) VB_RESOLVE(cuMemExportToShareableHandle)
+    VB_RESOLVE(cuMemImportFromShareableHandle) VB_RESOLVE(cuMemRelease)
+    VB_RESOLVE(cuMemAddressReserve) VB_RESOLVE(cuMemAddressFree) VB_RESOLVE(cuMemMap)
+    VB_RESOLVE(cuMemUnmap) VB_RESOLVE(cuMemSetAccess)
 #undef VB_RESOLVE
     real_loaded = &real; /* the driver stays loaded for the life of the process */
 }

@@ -54,6 +54,13 @@
     X(cuMemsetD16_v2, cuMemsetD16, 3020, VB_EXACT, vb_memset_d16, CUresult,                  \
       (CUdeviceptr dst, unsigned short v, size_t n), (dst, v, n))                            \
     X(cuMemsetD32_v2, cuMemsetD32, 3020, VB_EXACT, vb_memset_d32, CUresult,                  \
-      (CUdeviceptr dst, unsigned int v, size_t n), (dst, v, n))
+      (CUdeviceptr dst, unsigned int v, size_t n), (dst, v, n))                              \
+    X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, VB_ANY, vb_ipc_get_mem_handle, CUresult,   \
+      (CUipcMemHandle *out, CUdeviceptr dptr), (out, dptr))                                  \
+    X(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, 11000, VB_ANY, vb_ipc_open_mem_handle,      \
+      CUresult, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags),             \
+      (pdptr, handle, flags))                                                                \
+    X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, VB_ANY, vb_ipc_close_mem_handle,       \
+      CUresult, (CUdeviceptr dptr), (dptr))
 
 #endif /* VRAMIO_BRIDGE_ROUTES_H */

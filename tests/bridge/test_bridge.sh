@@ -33,6 +33,12 @@ if ! $CC -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/client" \
     t_fail "bridge/build_client" "compiler failed"; exit 1
 fi
 
+if ! $CC -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/ipc_client" \
+        tests/bridge/ipc_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
+        -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
+    t_fail "bridge/build_ipc_client" "compiler failed"; exit 1
+fi
+
 client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
     local mode=$1 out rc
     shift
@@ -55,6 +61,15 @@ client multigpu FAKE_CUDA_DEVICES=2
 client sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 RUN=
 client plain
+
+# CUDA IPC of bridged blocks between two processes (bridge_ipc.c): ipc_client.c.
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$dir/fake" \
+      timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$dir/fake" 2>&1)
+rc=$?
+printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
+if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+    t_fail "bridge/ipc/exit" "status $rc"; printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+fi
 
 # The log says what was intercepted, and how it ended.
 log=$(LD_LIBRARY_PATH="$dir/fake" timeout 60 "$run" --log "$dir/client" bridged 2>&1 >/dev/null)

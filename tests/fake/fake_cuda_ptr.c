@@ -7,6 +7,9 @@
  * Pointer attributes answer as the H200's driver does (tests/gpu/bridge/driver_probe.c):
  * the range and buffer id of the whole allocation (a VMM mapping, or a plain allocation),
  * SYNC_MEMOPS settable on plain memory only (CUDA_ERROR_NOT_SUPPORTED on VMM memory).
+ * Legacy IPC: VMM memory is not capable (cuIpcGetMemHandle says CUDA_ERROR_INVALID_VALUE, as
+ * the real one); this stand-in makes no handles of its own (CUDA_ERROR_NOT_SUPPORTED on plain
+ * memory), so cuIpcOpenMemHandle and cuIpcCloseMemHandle refuse whatever they are given.
  * FAKE_CUDA_SYNC_ERROR=N: cuCtxSynchronize and cuStreamSynchronize fail with CUresult N.
  * Exported for the tests: fake_syncs() (cuCtxSynchronize calls), fake_syncs_on(dev) (those
  * made in a context of dev), fake_stream_syncs_on(dev), fake_legacy_syncs() (of the legacy
@@ -108,6 +111,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = dev;
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(int *)data = !vmm;
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
@@ -220,4 +226,28 @@ CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
     memcpy(h, (const void *)(uintptr_t)d, n);
     __atomic_add_fetch(&n_async, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
+}
+
+/* ---- legacy IPC: refused (see the top) ------------------------------------------------- */
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
+{
+    uintptr_t base;
+    size_t size;
+    int vmm, dev;
+
+    if (!h || !fake_alloc_of((uintptr_t)p, &base, &size, &vmm, &dev) || vmm)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags)
+{
+    (void)p; (void)h; (void)flags;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+    (void)p;
+    return CUDA_ERROR_INVALID_VALUE;
 }

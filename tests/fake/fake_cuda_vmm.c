@@ -4,7 +4,7 @@
  * bridge (tests/bridge) and the vulkan backend with several GPUs (tests/multigpu, with
  * fake_vulkan.c). Plain cuMemAlloc, the VMM calls of vramio_alloc's pool and of the vulkan
  * backend (cuMemCreate, reserve, map, access, unmap, release, retain, address range,
- * properties, export to a POSIX fd), devices with UUIDs, per-thread context stacks over one
+ * properties, export to a POSIX fd and import of one), devices with UUIDs, per-thread context stacks over one
  * primary context per device, and cuGetProcAddress(_v2) answering from its own table as the
  * real driver does. "Device memory" is host memory (VMM handles are memfds named after their
  * GPU, fake_gpu.h, mapped where reserved), so a test can read and write it directly.
@@ -19,7 +19,7 @@
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
- * cuMemExportToShareableHandle calls). Pointer attributes, the other copies and memsets and
+ * cuMemExportToShareableHandle calls), fake_imports() (cuMemImportFromShareableHandle's). Pointer attributes, the other copies and memsets and
  * the synchronizations (with their counters) are in fake_cuda_ptr.c.
  */
 #define _GNU_SOURCE
@@ -29,7 +29,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fake_gpu.h"
 
@@ -40,7 +42,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t size; int dev; } plain[MAXN];
 static struct { int fd; size_t size; int refs; CUmemAllocationProp prop; } handles[MAXN]; /* index + 1 = handle */
 static struct { uintptr_t va; size_t size; int h; } maps[MAXN];
-static int n_plain, n_handles, n_access, n_exports;
+static int n_plain, n_handles, n_access, n_exports, n_imports;
 
 /* A context is the address of its device's primary-context record. */
 static struct primary { int refs; } primaries[FAKE_GPU_MAX];
@@ -52,6 +54,7 @@ int fake_plain_allocs(void) { return n_plain; }
 int fake_vmm_live(void) { return n_handles; }
 int fake_access_devices(void) { return n_access; }
 int fake_exports(void) { return n_exports; }
+int fake_imports(void) { return n_imports; }
 
 static int env_is(const char *name, const char *v)
 {
@@ -267,27 +270,12 @@ CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
     return CUDA_SUCCESS;
 }
 
-CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
-                     unsigned long long f)
+/* A new handle owning fd (closed here when no slot is free). */
+static CUresult handle_new(int fd, size_t size, const CUmemAllocationProp *p,
+                           CUmemGenericAllocationHandle *h)
 {
-    char name[32];
-    int i, fd;
+    int i;
 
-    (void)f;
-    if (env_is("FAKE_CUDA_VMM", "0"))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (p->location.id < 0 || p->location.id >= ndev())
-        return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, sizeof(name), FAKE_GPU_MEMFD_PREFIX "%d", p->location.id);
-    fd = memfd_create(name, MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)size)) {
-        if (fd >= 0)
-            close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     pthread_mutex_lock(&lock);
     for (i = 0; i < MAXN && handles[i].refs; i++)
         ;
@@ -304,6 +292,30 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     pthread_mutex_unlock(&lock);
     *h = (CUmemGenericAllocationHandle)(i + 1);
     return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
+                     unsigned long long f)
+{
+    char name[32];
+    int fd;
+
+    (void)f;
+    if (env_is("FAKE_CUDA_VMM", "0"))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->location.id < 0 || p->location.id >= ndev())
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, sizeof(name), FAKE_GPU_MEMFD_PREFIX "%d", p->location.id);
+    fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size)) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return handle_new(fd, size, p, h);
 }
 
 /* Index of a live handle (the lock held), or -1. */
@@ -345,6 +357,42 @@ CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
     __atomic_add_fetch(&n_exports, 1, __ATOMIC_RELAXED);
     *(int *)out = fd;
     return CUDA_SUCCESS;
+}
+
+/* Another process's export (a memfd of this stand-in, sent over a socket): a new handle of
+ * the same memory, on the GPU its memfd's name gives. */
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *shareable,
+                                        CUmemAllocationHandleType t)
+{
+    int fd = (int)(intptr_t)shareable, gpu = 0, own;
+    CUmemAllocationProp prop;
+    char link[64], target[256];
+    struct stat st;
+    ssize_t n;
+    CUresult r;
+
+    if (!h || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fstat(fd, &st) ||
+        st.st_size <= 0 || st.st_size % GRAN)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, target, sizeof(target) - 1);
+    if (n <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    target[n] = '\0';
+    if (sscanf(target, "/memfd:" FAKE_GPU_MEMFD_PREFIX "%d", &gpu) != 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = gpu;
+    r = handle_new(own, (size_t)st.st_size, &prop, h);
+    if (r == CUDA_SUCCESS)
+        __atomic_add_fetch(&n_imports, 1, __ATOMIC_RELAXED);
+    return r;
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle h)
@@ -607,6 +655,9 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
         { "cuPointerGetAttributes", (void *)cuPointerGetAttributes },
         { "cuPointerSetAttribute", (void *)cuPointerSetAttribute },
         { "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 }, { "cuMemsetD8", (void *)cuMemsetD8_v2 },
+        { "cuIpcGetMemHandle", (void *)cuIpcGetMemHandle },
+        { "cuIpcOpenMemHandle", (void *)cuIpcOpenMemHandle },
+        { "cuIpcCloseMemHandle", (void *)cuIpcCloseMemHandle },
     };
     size_t i;
 

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bridge_ipc_server.c - how a bridged block's memory reaches another process: the exporting
+ * process answers on a UNIX socket with a POSIX file descriptor of the slab's allocation
+ * (SCM_RIGHTS), which the other process imports (bridge_ipc.c).
+ *
+ * Why a socket and not pidfd_getfd(2): pidfd_getfd needs ptrace rights over the exporter,
+ * which Yama's default (ptrace_scope 1, as on Ubuntu) refuses between sibling processes, the
+ * usual shape of MPI ranks and of UCX's peers. A socket needs only that both processes share
+ * a network namespace, as CUDA's own IPC needs them on one machine. The socket is in the
+ * abstract namespace (no file left behind), named by uid, pid and a random nonce that the
+ * handle carries, and it serves only processes of the same user (or root): SO_PEERCRED.
+ *
+ * One thread per exporting process, started at its first export, with every signal blocked
+ * (the program's handlers run in its own threads). Every wait is bounded: a peer that stops
+ * talking costs its request, never the server.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "bridge.h"
+
+#define IO_TIMEOUT_S 5
+
+static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t srv_fork_once = PTHREAD_ONCE_INIT;
+static pid_t srv_pid;                  /* the process whose server runs; 0: none */
+static int srv_fd = -1;
+static uint64_t srv_nonce;
+static vb_ipc_export_fn srv_export;
+
+static void srv_take(void) { pthread_mutex_lock(&srv_lock); }
+static void srv_drop(void) { pthread_mutex_unlock(&srv_lock); }
+
+/* A forked child has no server thread: its listening socket goes, and its own first export
+ * starts its own server (handles name the pid). */
+static void srv_child(void)
+{
+    if (srv_fd >= 0)
+        close(srv_fd);
+    srv_fd = -1;
+    srv_pid = 0;
+    pthread_mutex_unlock(&srv_lock);
+}
+
+static void srv_fork_register(void)
+{
+    pthread_atfork(srv_take, srv_drop, srv_child);
+}
+
+static socklen_t sock_name(struct sockaddr_un *a, uint32_t uid, uint32_t pid, uint64_t nonce)
+{
+    int n;
+
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    /* sun_path[0] == 0: the abstract namespace. */
+    n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "vramio-ipc-%u-%u-%016llx", uid,
+                 pid, (unsigned long long)nonce);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void set_timeouts(int fd)
+{
+    struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* The reply: a status (0 or a positive errno) and, with 0, the descriptor. */
+static void reply(int c, int32_t status, int fd)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = { &status, sizeof(status) };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+    struct cmsghdr *cm;
+
+    if (status == 0) {
+        memset(cbuf, 0, sizeof(cbuf));
+        m.msg_control = cbuf;
+        m.msg_controllen = sizeof(cbuf);
+        cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    if (sendmsg(c, &m, MSG_NOSIGNAL) < 0)
+        vb_log("ipc: reply failed: %s", strerror(errno));
+}
+
+static void serve_one(int c)
+{
+    struct vb_ipc_req req;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    int fd = -1, rc;
+    ssize_t n;
+
+    set_timeouts(c);
+    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+        (cred.uid != geteuid() && cred.uid != 0)) {
+        reply(c, EPERM, -1);
+        return;
+    }
+    n = recv(c, &req, sizeof(req), 0);
+    if (n != (ssize_t)sizeof(req)) {
+        reply(c, EINVAL, -1);
+        return;
+    }
+    rc = srv_export(&req, &fd);
+    reply(c, rc, fd);
+    if (rc == 0)
+        close(fd);
+}
+
+static void *serve(void *arg)
+{
+    int lfd = (int)(intptr_t)arg, c;
+
+    for (;;) {
+        c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c >= 0) {
+            serve_one(c);
+            close(c);
+        } else if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
+            return NULL;
+        } else if (errno != EINTR && errno != ECONNABORTED) {
+            /* Out of descriptors or memory: wait a little rather than spin. */
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static uint64_t new_nonce(void)
+{
+    uint64_t v = 0;
+    struct timespec ts;
+
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v) && v)
+        return v;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 16) ^
+           (uint64_t)(uintptr_t)&v;
+}
+
+/* Start the server (once per process). Caller holds srv_lock. */
+static int start_locked(vb_ipc_export_fn export_fd)
+{
+    struct sockaddr_un a;
+    socklen_t alen;
+    sigset_t all, old;
+    pthread_attr_t attr;
+    pthread_t th;
+    uint64_t nonce = new_nonce();
+    int fd, rc;
+
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    alen = sock_name(&a, (uint32_t)geteuid(), (uint32_t)getpid(), nonce);
+    if (bind(fd, (struct sockaddr *)&a, alen) || listen(fd, 64)) {
+        rc = errno;
+        close(fd);
+        return rc;
+    }
+    srv_export = export_fd;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, serve, (void *)(intptr_t)fd);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    pthread_setname_np(th, "vramio-ipc");
+    srv_fd = fd;
+    srv_nonce = nonce;
+    srv_pid = getpid();
+    vb_log("ipc: serving exports on @%s", a.sun_path + 1);
+    return 0;
+}
+
+int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce)
+{
+    int rc = 0;
+
+    pthread_once(&srv_fork_once, srv_fork_register);
+    srv_take();
+    if (srv_pid != getpid())
+        rc = start_locked(export_fd);
+    if (!rc)
+        *nonce = srv_nonce;
+    srv_drop();
+    return rc;
+}
+
+int vb_ipc_is_self(uint32_t pid, uint64_t nonce)
+{
+    int self;
+
+    srv_take();
+    self = srv_pid == getpid() && pid == (uint32_t)srv_pid && nonce == srv_nonce;
+    srv_drop();
+    return self;
+}
+
+int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                 int *fd)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    int32_t status = EIO;
+    struct iovec iov = { &status, sizeof(status) };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof(cbuf) };
+    struct sockaddr_un a;
+    struct cmsghdr *cm;
+    socklen_t alen = sock_name(&a, uid, pid, nonce);
+    int s, rc, got = -1;
+    ssize_t n;
+
+    s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return errno;
+    set_timeouts(s);
+    if (connect(s, (struct sockaddr *)&a, alen) ||
+        send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+        rc = errno;
+        close(s);
+        return rc;
+    }
+    n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+    rc = n == (ssize_t)sizeof(status) ? status : (n < 0 ? errno : EPROTO);
+    for (cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&got, CMSG_DATA(cm), sizeof(int));
+    close(s);
+    if (rc == 0 && got < 0)
+        rc = EPROTO;
+    if (rc) {
+        if (got >= 0)
+            close(got);
+        return rc;
+    }
+    *fd = got;
+    return 0;
+}
