@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/gpu/run_bridge_on_gpu.sh - the allocation bridge on a GPU machine, from the repository
-# root, in about 6 minutes (every step has a timeout): builds the library, tools and bridge and
+# root, in about 7 minutes (every step has a timeout): builds the library, tools and bridge and
 # the programs of tests/gpu/bridge/, then runs the CUDA runtime program with shared and static
 # cudart (and once without the bridge as the control), the driver probe (driver_probe.c:
-# pointer attributes and SYNC_MEMOPS ordering, plain and under vramio-run), the stress, the speed figures, PyTorch,
+# pointer attributes and SYNC_MEMOPS ordering, plain and under vramio-run), the stress, the
+# speed figures, PyTorch (with a tensor shared between processes by CUDA IPC),
 # CuPy, and gdrcopy_sanity under vramio-run (its cuda kind against the vmm-fd kind).
 # Logs go to $OUT (8 files); result lines and a summary to stdout. BUDGET (seconds, default
-# 350) bounds the whole run: each step's timeout is cut to what is left of it.
+# 420) bounds the whole run: each step's timeout is cut to what is left of it.
 set -u
 start=$(date +%s)
-BUDGET=${BUDGET:-350}
+BUDGET=${BUDGET:-420}
 # tmo N: a timeout of N seconds, or what is left of the budget when that is less (at least 1).
 tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
 OUT=${OUT:-/tmp/vramio-bridge}
@@ -81,12 +82,15 @@ results "$OUT/stress.log"
     > "$OUT/bench.log" 2>&1
 results "$OUT/bench.log"
 
-# 4. PyTorch: default allocator under the bridge, the pluggable allocator, the control, and
-# the step time with and without the bridge.
+# 4. PyTorch: default allocator under the bridge, the pluggable allocator, the control, a
+# tensor shared with another process (CUDA IPC) under the bridge and without it, and the step
+# time with and without the bridge.
 {
     timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py default; echo "exit $?"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py pluggable; echo "exit $?"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py control; echo "exit $?"
+    timeout $(tmo 120) "$RUN" "$PY" tests/gpu/bridge/torch_ipc.py bridged; echo "exit $?"
+    timeout $(tmo 120) "$PY" tests/gpu/bridge/torch_ipc.py control; echo "exit $?"
     a=$(timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     b=$(timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     echo "# torch step time: plain ${a:-?}, under the bridge ${b:-?}"
