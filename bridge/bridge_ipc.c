@@ -62,25 +62,6 @@ static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 static void fork_register(void) { pthread_atfork(lock_take, lock_drop, lock_drop); }
 
-static int remember(uint64_t slab, uint64_t slab_id, uint64_t slab_size, CUcontext ctx)
-{
-    struct exported *e;
-
-    lock_take();
-    for (e = exports; e && e->slab_id != slab_id; e = e->next)
-        ;
-    if (!e && (e = calloc(1, sizeof(*e)))) {
-        e->slab = slab;
-        e->slab_id = slab_id;
-        e->slab_size = slab_size;
-        e->ctx = ctx;
-        e->next = exports;
-        exports = e;
-    }
-    lock_drop();
-    return e ? 0 : ENOMEM;
-}
-
 /* Whether the slab of req is still the one its handle named: same address, size and id. */
 static int still_there(const struct vb_real *t, const struct vb_ipc_req *req, CUcontext ctx)
 {
@@ -99,6 +80,53 @@ static int still_there(const struct vb_real *t, const struct vb_ipc_req *req, CU
            id == req->slab_id;
     t->cuCtxPopCurrent_v2(&popped);
     return same;
+}
+
+/* Past this many slabs remembered, those freed since are forgotten (at the next export). */
+#define PRUNE_AT 256u
+static unsigned n_exports, prune_at = PRUNE_AT;
+
+/* Forget the slabs that are gone (the lock held): each is checked in its own context. */
+static void prune_locked(const struct vb_real *t)
+{
+    struct exported **pp = &exports, *e;
+    struct vb_ipc_req req;
+
+    while ((e = *pp)) {
+        req.slab = e->slab;
+        req.slab_id = e->slab_id;
+        req.slab_size = e->slab_size;
+        if (still_there(t, &req, e->ctx)) {
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next;
+        free(e);
+        n_exports--;
+    }
+    prune_at = n_exports + PRUNE_AT; /* amortized: a full walk per PRUNE_AT new slabs */
+}
+
+static int remember(uint64_t slab, uint64_t slab_id, uint64_t slab_size, CUcontext ctx)
+{
+    struct exported *e;
+
+    lock_take();
+    for (e = exports; e && e->slab_id != slab_id; e = e->next)
+        ;
+    if (!e && n_exports >= prune_at)
+        prune_locked(vb_real());
+    if (!e && (e = calloc(1, sizeof(*e)))) {
+        n_exports++;
+        e->slab = slab;
+        e->slab_id = slab_id;
+        e->slab_size = slab_size;
+        e->ctx = ctx;
+        e->next = exports;
+        exports = e;
+    }
+    lock_drop();
+    return e ? 0 : ENOMEM;
 }
 
 /* The server's question: a new POSIX fd of the slab req names, or a positive errno. */
@@ -129,6 +157,7 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
         if ((e = *pp)) {
             *pp = e->next;
             free(e);
+            n_exports--;
         }
         lock_drop();
         return ENOENT;
