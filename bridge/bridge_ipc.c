@@ -312,6 +312,16 @@ static CUresult import_map(const struct vb_real *t, const struct handle *h, CUde
     return r;
 }
 
+/* One more open of the block at offset, its address in *pdptr (the lock held). An import
+ * whose first count fails stays mapped with no opens: the next open of its slab uses it. */
+static CUresult opened_at(struct import *m, uint64_t offset, CUdeviceptr *pdptr)
+{
+    if (import_count(m, offset))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pdptr = m->va + offset;
+    return CUDA_SUCCESS;
+}
+
 static int ours(const struct handle *h)
 {
     return h->magic == VB_IPC_MAGIC && h->slab_size && h->size && h->offset < h->slab_size &&
@@ -340,8 +350,10 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&open_lock);
-    lock_take();
+    lock_take(); /* found and counted under one hold: a close cannot free it in between */
     m = import_find(&h, dev);
+    if (m)
+        r = opened_at(m, h.offset, pdptr);
     lock_drop();
     if (!m) {
         r = import_map(t, &h, dev, &va);
@@ -360,15 +372,9 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
             lock_take();
             m->next = imports;
             imports = m;
+            r = opened_at(m, h.offset, pdptr);
             lock_drop();
         }
-    }
-    if (m) {
-        lock_take();
-        r = import_count(m, h.offset) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
-        lock_drop();
-        if (r == CUDA_SUCCESS)
-            *pdptr = m->va + h.offset;
     }
     pthread_mutex_unlock(&open_lock);
     vb_log("ipc: open of process %u's block (slab + %llu) = %d", h.pid,

@@ -8,9 +8,11 @@
  * fills them, makes IPC handles (one from an address inside a block) and runs itself again as
  * the importer, which opens them, reads each block's bytes at the address it got, writes into
  * one, opens one twice, closes each as often as it opened it, and checks that the last close
- * unmapped everything; the exporter then sees the importer's bytes in its block. A second
+ * unmapped everything (four threads open and close one handle at once meanwhile); the
+ * exporter then sees the importer's bytes in its block. A second
  * importer without vramio-run (the driver alone) must get a clean error for the same handle.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,41 @@ static int all_are(CUdeviceptr p, size_t n, unsigned char v)
     return 1;
 }
 
+/* Threads opening and closing one handle at once while the importer holds it open too. */
+struct churn {
+    CUipcMemHandle h;
+    CUdeviceptr want;
+    int bad;
+};
+
+static void *churn_thread(void *arg)
+{
+    struct churn *c = arg;
+    CUdeviceptr p;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        p = 0;
+        if (cuIpcOpenMemHandle(&p, c->h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != CUDA_SUCCESS ||
+            p != c->want || cuIpcCloseMemHandle(p) != CUDA_SUCCESS)
+            __atomic_add_fetch(&c->bad, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static int churn(CUipcMemHandle h, CUdeviceptr want)
+{
+    struct churn c = { h, want, 0 };
+    pthread_t th[4];
+    int i, n = 0;
+
+    for (i = 0; i < 4; i++)
+        n += pthread_create(&th[i], NULL, churn_thread, &c) == 0;
+    for (i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    return n == 4 ? c.bad : -1;
+}
+
 static int handle_env(const char *name, CUipcMemHandle *h)
 {
     return from_hex(getenv(name), h, sizeof(*h));
@@ -74,6 +111,7 @@ static void importer(void)
     CUdeviceptr pa = 0, pb = 0, pb2 = 0, pc = 0, pbad = 0;
     long dist = atol(getenv("IPC_DIST") ? getenv("IPC_DIST") : "0");
     CUresult ra, rb, rc, r2, rbad, c1, c2, c3, ca, cc;
+    int bad_churn;
 
     alarm(30);
     if (handle_env("IPC_A", &ha) || handle_env("IPC_B", &hb) || handle_env("IPC_C", &hc) ||
@@ -99,6 +137,9 @@ static void importer(void)
             "result %d, %#llx vs %#llx", (int)r2, (unsigned long long)pb2,
             (unsigned long long)pb);
     memset((void *)(uintptr_t)pb, 0x5c, 16);
+    bad_churn = churn(hb, pb);
+    t_check(bad_churn == 0, "bridge/ipc/threads_open_and_close_at_once",
+            "%d of 800 open/close pairs went wrong", bad_churn);
     rbad = cuIpcOpenMemHandle(&pbad, bad, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     t_check(rbad != CUDA_SUCCESS, "bridge/ipc/handle_of_no_process_refused", "it opened");
     c1 = cuIpcCloseMemHandle(pb);
