@@ -202,7 +202,6 @@ int vr_pin_unpin(gdr_t g, gdr_mh_t handle, const char *fn)
 
 static void release_pin(struct vr_slot *s, void *arg)
 {
-    (void)arg;
     pin_release_locked(s);
 }
 
@@ -236,7 +235,6 @@ static int op_callback_flag(struct vr_slot *s, struct vr_pin *pin, void *arg, co
 {
     int rc = pin->ops->callback_flag(pin->ctx, pin->bpin, arg);
 
-    (void)s;
     return rc ? vr_fail(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
 }
 
@@ -252,7 +250,6 @@ static int op_info(struct vr_slot *s, struct vr_pin *pin, void *arg, const char 
     int rc = pin->ops->info(pin->ctx, pin->bpin, &bi);
     gdr_mapping_type_t type = pin_mapped_here(pin) ? pin->map_type : GDR_MAPPING_TYPE_NONE;
 
-    (void)s;
     if (rc)
         return vr_fail(rc, "%s: %s", fn, vramio_strerror(rc));
     /* tm_cycles is how long the pin took, as gdrdrv has always reported it (its get_pages
@@ -362,7 +359,6 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 
 static int op_handle_backend(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
-    (void)s; (void)fn;
     *(vramio_backend_t *)arg = pin->ops->id;
     return 0;
 }

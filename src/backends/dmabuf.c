@@ -303,7 +303,6 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     CUresult r;
     export_fn fn;
 
-    (void)ctx;
     if (vr_dmabuf_host_range(req->addr, req->size, (uint64_t)sysconf(_SC_PAGESIZE), &va, &plen))
         return EINVAL;
     rc = vr_cuda_init(&cu, why, len);
@@ -350,7 +349,6 @@ static int dmabuf_unpin(void *ctx, void *pin)
 {
     struct dmabuf_pin *p = pin;
 
-    (void)ctx;
     close(p->fd);
     free(p);
     return 0;
@@ -368,7 +366,7 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     const struct vr_cuda *cu;
     void *m;
 
-    (void)ctx; (void)size; /* the whole pinned range is mapped (maps_whole_pin) */
+    /* size: the whole pinned range is mapped (maps_whole_pin) */
     if (want != GDR_MAPPING_TYPE_NONE && want != p->type) {
         snprintf(why, len, "this pin's mapping can only be %s%s", type_name(p->type),
                  p->type == GDR_MAPPING_TYPE_WC ? "" : "; pin with GDR_PIN_FLAG_FORCE_PCIE for "
@@ -394,7 +392,6 @@ static int dmabuf_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
     struct dmabuf_pin *p = pin;
 
-    (void)ctx; (void)ptr; (void)size;
     if (!p->map)
         return EINVAL;
     munmap(p->map, (size_t)p->len);
@@ -406,7 +403,6 @@ static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
     struct dmabuf_pin *p = pin;
 
-    (void)ctx;
     info->va = p->va;
     info->mapped_size = p->len;
     info->page_size = (uint32_t)sysconf(_SC_PAGESIZE);

@@ -341,7 +341,7 @@ static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
     struct gd_pin *p = pin;
 
-    (void)ctx; (void)size;               /* we mapped the whole pin, so that is what goes */
+    /* size: we mapped the whole pin, so that is what goes */
     if (!p->map_ptr || ptr != p->map_ptr)
         return EINVAL;
     gd_drop_mapping(p);

@@ -343,7 +343,6 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     struct vk_pin *p = pin;
 
     /* The core checked size against mapped_size, and want against the table's map_types. */
-    (void)ctx; (void)size; (void)want; (void)why; (void)len;
     /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
@@ -355,7 +354,6 @@ static int vulkan_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
     struct vk_pin *p = pin;
 
-    (void)ctx; (void)ptr; (void)size;
     /* The window stays valid until the last pin of the allocation goes: nothing to undo. */
     p->mapped = 0;
     return 0;
@@ -365,7 +363,6 @@ static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
     struct vk_pin *p = pin;
 
-    (void)ctx;
     info->va = p->va;
     info->mapped_size = p->len;
     info->page_size = p->imp->page_size;
@@ -384,7 +381,6 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUmemGenericAllocationHandle h;
 
-    (void)ctx;
     *flag = 0;
     if (!cu)
         return 0;

@@ -24,14 +24,12 @@ static int usable(char *why, size_t len) { snprintf(why, len, "fake"); return 0;
 
 static int one_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
 {
-    (void)ctx; (void)why; (void)len;
     *pin = (void *)(uintptr_t)req->va;
     return 0;
 }
 
 static int one_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
-    (void)ctx;
     *info = (struct vr_pin_info){ .va = (uintptr_t)pin, .mapped_size = PAGE, .page_size = PAGE };
     return 0;
 }
@@ -41,7 +39,6 @@ static int any_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, v
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-    (void)ctx; (void)pin; (void)why; (void)len;
     map_calls++;
     if (p == MAP_FAILED)
         return ENOMEM;
@@ -52,14 +49,12 @@ static int any_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, v
 
 static int any_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    (void)ctx; (void)pin;
     return munmap(ptr, size) ? errno : 0;
 }
 
 /* Changes one attribute and the minor version; the table's data gives the rest. */
 static int attr_op(void *ctx, gdr_attr_t attr, int *value)
 {
-    (void)ctx;
     if (attr == GDR_ATTR_USING_DMA_BUF_MMAP)
         *value = 7;
     return 0;
@@ -67,7 +62,6 @@ static int attr_op(void *ctx, gdr_attr_t attr, int *value)
 
 static int version_op(void *ctx, int *major, int *minor)
 {
-    (void)ctx; (void)major;
     *minor = 4;
     return 0;
 }

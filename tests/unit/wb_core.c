@@ -48,12 +48,11 @@ static int in(uint64_t a, uint64_t base)
 static int fake_probe(char *why, size_t len) { snprintf(why, len, "fake"); return 0; }
 static int fake_open(void **ctx, char *why, size_t len)
 {
-    (void)why; (void)len;
     *ctx = NULL;
     live_ctx++;
     return 0;
 }
-static void fake_close(void *ctx) { (void)ctx; live_ctx--; }
+static void fake_close(void *ctx) { live_ctx--; }
 
 static int make_pin(const struct vr_pin_req *req, void **pin)
 {
@@ -71,7 +70,6 @@ static int make_pin(const struct vr_pin_req *req, void **pin)
 
 static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
 {
-    (void)ctx;
     if (in(req->addr, SLOW_BASE)) {
         slow_in_pin = 1;
         usleep(200000);
@@ -85,7 +83,6 @@ static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
 
 static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
 {
-    (void)ctx;
     if (in(req->addr, FAIL_BASE)) {
         snprintf(why, len, "B owns it but failed");
         return EIO;
@@ -99,7 +96,6 @@ static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
 
 static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
 {
-    (void)ctx; (void)req; (void)pin;
     c_consulted++;
     snprintf(why, len, "C serves nothing");
     return ENOTSUP;
@@ -107,7 +103,6 @@ static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
 
 static int fake_unpin(void *ctx, void *pin)
 {
-    (void)ctx;
     backend_ops++;
     free(pin);
     live_pins--;
@@ -119,7 +114,6 @@ static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, 
 {
     void *p;
 
-    (void)ctx; (void)pin;
     backend_ops++;
     if (want == GDR_MAPPING_TYPE_DEVICE) {
         snprintf(why, len, "this fake platform has no device mappings");
@@ -137,7 +131,6 @@ static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, 
 
 static int fake_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    (void)ctx; (void)pin;
     backend_ops++;
     live_maps--;
     return munmap(ptr, size) ? errno : 0;
@@ -147,7 +140,6 @@ static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
     struct fake_pin *p = pin;
 
-    (void)ctx;
     backend_ops++;
     /* B measures nothing, like the user-space backends: the core times its pins. */
     int b = in(p->va, B_BASE);
@@ -162,7 +154,6 @@ static _Atomic int slow_cb, slow_in_cb;
 /* With slow_cb set, the call holds the pin's lock in the core for 200 ms. */
 static int fake_cb(void *ctx, void *pin, int *flag)
 {
-    (void)ctx; (void)pin;
     backend_ops++;
     if (slow_cb) {
         slow_in_cb = 1;
@@ -174,7 +165,6 @@ static int fake_cb(void *ctx, void *pin, int *flag)
 }
 static int fake_attr(void *ctx, gdr_attr_t a, int *v)
 {
-    (void)ctx;
     backend_ops++;
     *v = a == 1;
     return 0;
@@ -182,7 +172,6 @@ static int fake_attr(void *ctx, gdr_attr_t a, int *v)
 
 static int fake_version(void *ctx, int *ma, int *mi)
 {
-    (void)ctx;
     backend_ops++;
     *ma = 2;
     *mi = 6;
@@ -425,7 +414,6 @@ static void *prober(void *arg)
     gdr_mh_t mh;
     int i, rc, flag;
 
-    (void)arg;
     for (i = 0; i < 6000; i++) {
         mh.h = published[i % NW];
         rc = gdr_get_info_v2(shared, mh, &info);

@@ -38,7 +38,6 @@ static struct {
 
 static int fake_open(const char *path, int flags, ...)
 {
-    (void)flags;
     if (strcmp(path, "/dev/gdrdrv") != 0) {
         errno = ENOENT;
         return -1;
@@ -55,7 +54,6 @@ static int fake_ioctl(int fd, unsigned long cmd, void *arg);
 
 static void *fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    (void)addr; (void)prot; (void)flags; (void)fd;
     fake.mmap_off = off;
     fake.mmap_len = len;
     fake.mapped = 1;
@@ -64,7 +62,6 @@ static void *fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 
 static int fake_munmap(void *addr, size_t len)
 {
-    (void)addr; (void)len;
     fake.mapped = 0;
     return 0;
 }

@@ -190,7 +190,6 @@ static void *flipper(void *arg)
     struct vr_slot *s;
     unsigned i = 0;
 
-    (void)arg;
     while (!atomic_load(&stop)) {
         s = vr_slot_lock(&vr_pins, flip_tok);
         if (!s)
@@ -212,7 +211,6 @@ static void *reader(void *arg)
     struct vr_mapping m;
     int i;
 
-    (void)arg;
     for (i = 0; i < 200000; i++) {
         if (vr_pin_mapping(flip_tok, &m) != 0) {
             errors++;
@@ -339,7 +337,6 @@ static void *background(void *arg)
     unsigned long tok;
     struct vr_slot *s;
 
-    (void)arg;
     while (!atomic_load(&stop)) {
         if (vr_slot_alloc(&vr_gdrs, NULL, 0, &tok) == 0 && (s = vr_slot_lock(&vr_gdrs, tok)))
             vr_slot_free_locked(&vr_gdrs, s);
