@@ -16,6 +16,9 @@
  * Fork: the module refuses ioctls and mmap from any process but the opener (EACCES), and
  * mappings are not inherited. The core refuses a child's use of its parent's gdr_t before
  * it gets here (instance.c, vr_gdr_get), so every call below runs in the opener.
+ *
+ * Names: the gdrdrv_* names are the module's (driver/, and the ioctl structs of its uapi
+ * header); this file's are gd_*, and the op that fills slot X of the table is gd_op_X.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,7 +120,7 @@ fail:
     return rc;
 }
 
-static int gdrdrv_probe(char *why, size_t len)
+static int gd_op_probe(char *why, size_t len)
 {
     uint32_t version;
     int fd, rc = gd_open_device(&fd, &version, why, len);
@@ -127,7 +130,7 @@ static int gdrdrv_probe(char *why, size_t len)
     return rc;
 }
 
-static int gdrdrv_open(void **ctx, char *why, size_t len)
+static int gd_op_open(void **ctx, char *why, size_t len)
 {
     struct gd_ctx *c = calloc(1, sizeof(*c));
     int rc;
@@ -145,7 +148,7 @@ static int gdrdrv_open(void **ctx, char *why, size_t len)
     return 0;
 }
 
-static void gdrdrv_close(void *ctx)
+static void gd_op_close(void *ctx)
 {
     struct gd_ctx *c = ctx;
 
@@ -161,7 +164,7 @@ static int gd_ioctl(const struct gd_ctx *c, unsigned long cmd, void *arg)
     return ioctl(c->fd, cmd, arg) == 0 ? 0 : errno;
 }
 
-static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char *why, size_t len)
+static int gd_op_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char *why, size_t len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p;
@@ -228,7 +231,7 @@ static void gd_drop_mapping(struct gd_pin *p)
     p->map_len = 0;
 }
 
-static int gdrdrv_unpin(void *ctx, void *pin)
+static int gd_op_unpin(void *ctx, void *pin)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
@@ -280,8 +283,8 @@ static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pi
     return 0;
 }
 
-static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
-                      gdr_mapping_type_t *granted, char *why, size_t why_len)
+static int gd_op_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
+                     gdr_mapping_type_t *granted, char *why, size_t why_len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
@@ -337,7 +340,7 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     return 0;
 }
 
-static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
+static int gd_op_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
     struct gd_pin *p = pin;
 
@@ -348,12 +351,12 @@ static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
     return 0;
 }
 
-static int gdrdrv_info(void *ctx, void *pin, struct vr_pin_info *info)
+static int gd_op_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
     return gd_query(ctx, pin, info);
 }
 
-static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
+static int gd_op_callback_flag(void *ctx, void *pin, int *flag)
 {
     struct gd_pin *p = pin;
     struct gdrdrv_get_cb_flag f = { .handle = p->handle };
@@ -363,7 +366,7 @@ static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
     return rc;
 }
 
-static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
+static int gd_op_get_attr(void *ctx, gdr_attr_t attr, int *value)
 {
     struct gd_ctx *c = ctx;
     struct gdrdrv_get_attr a = { 0, 0 };
@@ -382,7 +385,7 @@ static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
     return rc;
 }
 
-static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
+static int gd_op_driver_version(void *ctx, int *major, int *minor)
 {
     const struct gd_ctx *c = ctx;
 
@@ -396,15 +399,15 @@ static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
 const struct vr_backend_ops vr_backend_gdrdrv = {
     .id = VRAMIO_BACKEND_GDRDRV,
     .name = "gdrdrv",
-    .probe = gdrdrv_probe,
-    .open = gdrdrv_open,
-    .close = gdrdrv_close,
-    .pin = gdrdrv_pin,
-    .unpin = gdrdrv_unpin,
-    .map = gdrdrv_map,
-    .unmap = gdrdrv_unmap,
-    .info = gdrdrv_info,
-    .callback_flag = gdrdrv_cb_flag,
-    .get_attr = gdrdrv_get_attr,
-    .driver_version = gdrdrv_driver_version,
+    .probe = gd_op_probe,
+    .open = gd_op_open,
+    .close = gd_op_close,
+    .pin = gd_op_pin,
+    .unpin = gd_op_unpin,
+    .map = gd_op_map,
+    .unmap = gd_op_unmap,
+    .info = gd_op_info,
+    .callback_flag = gd_op_callback_flag,
+    .get_attr = gd_op_get_attr,
+    .driver_version = gd_op_driver_version,
 };
