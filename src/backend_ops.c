@@ -15,19 +15,14 @@ static int refuse_probe(char *why, size_t len)
     return ENOTSUP;
 }
 
-static int refuse_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
-                      size_t len)
+static int refuse_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                      struct vr_pin_info *info, char *why, size_t len)
 {
     return ENOTSUP;                     /* the next backend is offered the range */
 }
 
 static int refuse_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
                       gdr_mapping_type_t *granted, char *why, size_t len)
-{
-    return ENOTSUP;
-}
-
-static int refuse_info(void *ctx, void *pin, struct vr_pin_info *info)
 {
     return ENOTSUP;
 }
@@ -91,7 +86,6 @@ void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *i
     VR_DEFAULT(unpin, nothing_to_drop);
     VR_DEFAULT(map, refuse_map);
     VR_DEFAULT(unmap, nothing_to_unmap);
-    VR_DEFAULT(info, refuse_info);
     VR_DEFAULT(callback_flag, never_invalidated);
     VR_DEFAULT(get_attr, table_attr);
     VR_DEFAULT(driver_version, table_version);

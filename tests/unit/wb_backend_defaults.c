@@ -22,15 +22,11 @@ static int map_calls;
 
 static int usable(char *why, size_t len) { snprintf(why, len, "fake"); return 0; }
 
-static int one_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int one_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                   struct vr_pin_info *info, char *why, size_t len)
 {
     *pin = (void *)(uintptr_t)req->va;
-    return 0;
-}
-
-static int one_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    *info = (struct vr_pin_info){ .va = (uintptr_t)pin, .mapped_size = PAGE, .page_size = PAGE };
+    *info = (struct vr_pin_info){ .va = req->va, .mapped_size = PAGE, .page_size = PAGE };
     return 0;
 }
 
@@ -72,13 +68,13 @@ static const struct vr_backend_ops lean = {
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
     .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
     .map_types_why = "lean maps write-combined only",
-    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap, .info = one_info,
+    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap,
 };
 /* Its own version data, and ops that refine the table's answers. */
 static const struct vr_backend_ops refined = {
     .id = VRAMIO_BACKEND_DMABUF, .name = "refined",
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1 }, .version = { 3, 1 },
-    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap, .info = one_info,
+    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap,
     .get_attr = attr_op, .driver_version = version_op,
 };
 /* Nothing but a name: every op slot takes its default. */
@@ -92,14 +88,16 @@ static void test_merge(void)
     int flag = 1, v = 5, major = 0, minor = 0;
     struct vr_pin_req req = { .addr = BASE, .size = 1, .va = BASE, .len = PAGE };
     struct vr_pin_info info;
+    gdr_mapping_type_t granted;
 
     vr_backend_merge(&m, &empty);
-    t_check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap && m.info &&
+    t_check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap &&
             m.callback_flag && m.get_attr && m.driver_version && m.map_types_why,
             "merge_fills_every_slot", "a slot is still NULL");
-    t_check(m.probe(why, sizeof(why)) == ENOTSUP && m.pin(NULL, &req, &pin, why, sizeof(why)) ==
-            ENOTSUP && m.info(NULL, NULL, &info) == ENOTSUP, "merge_refuses_missing_ops",
-            "a missing probe, pin or info did not refuse");
+    t_check(m.probe(why, sizeof(why)) == ENOTSUP &&
+            m.pin(NULL, &req, &pin, &info, why, sizeof(why)) == ENOTSUP &&
+            m.map(NULL, NULL, PAGE, GDR_MAPPING_TYPE_NONE, &pin, &granted, why, sizeof(why)) ==
+            ENOTSUP, "merge_refuses_missing_ops", "a missing probe, pin or map did not refuse");
     t_check(m.open(&ctx, why, sizeof(why)) == 0 && ctx == NULL, "merge_open_no_state",
             "ctx %p", ctx);
     m.close(NULL);

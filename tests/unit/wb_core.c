@@ -54,21 +54,27 @@ static int fake_open(void **ctx, char *why, size_t len)
 }
 static void fake_close(void *ctx) { live_ctx--; }
 
-static int make_pin(const struct vr_pin_req *req, void **pin)
+static int make_pin(const struct vr_pin_req *req, void **pin, struct vr_pin_info *info)
 {
-    backend_ops++;
     struct fake_pin *p = malloc(sizeof(*p));
+    int b;
 
+    backend_ops++;
     if (!p)
         return ENOMEM;
     p->va = req->va;                 /* the core hands whole GPU pages */
     p->size = req->len;
+    /* B measures nothing, like the user-space backends: the core times its pins. */
+    b = in(p->va, B_BASE);
+    *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
+                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
     *pin = p;
     live_pins++;
     return 0;
 }
 
-static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
     if (in(req->addr, SLOW_BASE)) {
         slow_in_pin = 1;
@@ -78,10 +84,11 @@ static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
         snprintf(why, len, "A does not serve %#llx", (unsigned long long)req->addr);
         return ENOTSUP;
     }
-    return make_pin(req, pin);
+    return make_pin(req, pin, info);
 }
 
-static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
     if (in(req->addr, FAIL_BASE)) {
         snprintf(why, len, "B owns it but failed");
@@ -91,10 +98,11 @@ static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
         snprintf(why, len, "B does not serve it");
         return ENOTSUP;
     }
-    return make_pin(req, pin);
+    return make_pin(req, pin, info);
 }
 
-static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
     c_consulted++;
     snprintf(why, len, "C serves nothing");
@@ -136,19 +144,6 @@ static int fake_unmap(void *ctx, void *pin, void *ptr, size_t size)
     return munmap(ptr, size) ? errno : 0;
 }
 
-static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    struct fake_pin *p = pin;
-
-    backend_ops++;
-    /* B measures nothing, like the user-space backends: the core times its pins. */
-    int b = in(p->va, B_BASE);
-
-    *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
-                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
-    return 0;
-}
-
 static _Atomic int slow_cb, slow_in_cb;
 
 /* With slow_cb set, the call holds the pin's lock in the core for 200 ms. */
@@ -180,7 +175,7 @@ static int fake_version(void *ctx, int *ma, int *mi)
 
 #define FAKE(ID, NAME, PIN) { .id = ID, .name = NAME, .probe = fake_probe, .open = fake_open, \
     .close = fake_close, .pin = PIN, .unpin = fake_unpin, .map = fake_map, .unmap = fake_unmap, \
-    .info = fake_info, .callback_flag = fake_cb, .get_attr = fake_attr, .driver_version = fake_version }
+    .callback_flag = fake_cb, .get_attr = fake_attr, .driver_version = fake_version }
 static const struct vr_backend_ops fake_a = FAKE(VRAMIO_BACKEND_GDRDRV, "fakeA", a_pin);
 static const struct vr_backend_ops fake_b = FAKE(VRAMIO_BACKEND_DMABUF, "fakeB", b_pin);
 static const struct vr_backend_ops fake_c = FAKE(VRAMIO_BACKEND_VULKAN, "fakeC", c_pin);
