@@ -71,7 +71,6 @@ static void op_lib(void *p, size_t i)
 {
     struct raw_ctx *c = p;
 
-    (void)i;
     gdr_copy_to_mapping(c->mh, c->map, c->host, c->n);
 }
 
@@ -79,7 +78,6 @@ static void op_raw(void *p, size_t i)
 {
     struct raw_ctx *c = p;
 
-    (void)i;
     raw_write(c->w, c->map, c->host, c->n);
 }
 

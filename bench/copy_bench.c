@@ -48,8 +48,6 @@ static int by_value(const void *a, const void *b)
 static void libc_memcpy(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
                         const void *src, size_t n)
 {
-    (void)k;
-    (void)type;
     memcpy(dst, src, n);
 }
 

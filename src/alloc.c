@@ -141,7 +141,6 @@ static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUresult r1, r2, r3;
 
-    (void)ctx;
     /* Pins of it stay valid: a backend's import holds the pages until it is unpinned; but the
      * address stops reaching them, so their copies keep to the mappings from now on. */
     vr_pins_gpu_released(base, size);

@@ -21,7 +21,7 @@ VR_EXPORT void *vramio_pluggable_alloc(ssize_t size, int device, void *stream)
 {
     unsigned long long p = 0;
 
-    (void)stream; /* the memory is usable from any stream at once */
+    /* stream: the memory is usable from any stream at once */
     if (size <= 0)
         return NULL;
     if (vramio_alloc(device, (size_t)size, &p))
@@ -38,9 +38,8 @@ VR_EXPORT void vramio_pluggable_free(void *ptr, ssize_t size, int device, void *
     int gpu, rc;
     CUresult r;
 
-    (void)size;
-    (void)device; /* the pool knows the block's GPU */
-    (void)stream; /* every stream of that GPU is waited for */
+    /* device: the pool knows the block's GPU */
+    /* stream: every stream of that GPU is waited for */
     if (!ptr)
         return;
     gpu = vr_alloc_gpu(p);

@@ -41,14 +41,14 @@ struct vr_pin_req {
     int legacy;          /* 1: came through gdr_pin_buffer, 0: gdr_pin_buffer_v2 */
 };
 
-/* What a backend reports about one of its pins (the core builds gdr_info_v2_t from it). */
+/* What a backend's pin reports about the pin, true for its whole life (the core keeps it and
+ * builds gdr_info_v2_t from it; whether and how it is mapped is the core's own record). */
 struct vr_pin_info {
     uint64_t va;                     /* start of the pinned range, page aligned */
     uint64_t mapped_size;            /* rounded size of the pinned range */
     uint32_t page_size;
     uint64_t tm_cycles;              /* cycles the pin took, if measured here (gdrdrv), else 0 */
     uint32_t cycles_per_ms;          /* their rate; the core fills both when tm_cycles is 0 */
-    gdr_mapping_type_t mapping_type; /* GDR_MAPPING_TYPE_NONE while not mapped */
 };
 
 /* vr_backend_ops.map_types: a set of gdr_mapping_type_t, bit (1 << type). */
@@ -88,7 +88,7 @@ struct vr_backend_ops {
     /* 1: map always maps the whole pinned range [info.va, info.va + mapped_size), whatever
      * size it is given, so copies may reach any of it (not only the size the caller mapped). */
     int maps_whole_pin;
-    /* 1: info's tm_cycles and cycles_per_ms are reported as the backend gives them, 0 included
+    /* 1: the pin's tm_cycles and cycles_per_ms are reported as the backend gives them, 0 included
      * (GDRCopy documents 0 for both on dma-buf); 0: the core times a pin that reports none. */
     int untimed;
 
@@ -103,9 +103,11 @@ struct vr_backend_ops {
     int (*open)(void **ctx, char *why, size_t len);
     void (*close)(void *ctx);
 
-    /* Pin a range. ENOTSUP (== EOPNOTSUPP) means "not memory this backend serves": the core
-     * then offers the range to the next backend. Any other error is final. */
-    int (*pin)(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len);
+    /* Pin a range and fill *info about the pin. ENOTSUP (== EOPNOTSUPP) means "not memory
+     * this backend serves": the core then offers the range to the next backend. Any other
+     * error is final. */
+    int (*pin)(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+               char *why, size_t len);
     /* Drop a pin. The core has already unmapped it. Must not fail on a valid pin
      * (returns an errno only when the driver reports one; the pin is gone either way). */
     int (*unpin)(void *ctx, void *pin);
@@ -117,9 +119,11 @@ struct vr_backend_ops {
      * does); the core logs it. */
     int (*map)(void *ctx, void *pin, size_t size, gdr_mapping_type_t want,
                void **ptr, gdr_mapping_type_t *granted, char *why, size_t len);
+    /* ptr and size: what map returned and the size the caller mapped. Called only on a mapped
+     * pin: the core keeps the mapping's state, the backend needs none.
+     * Left out: nothing to undo. */
     int (*unmap)(void *ctx, void *pin, void *ptr, size_t size);
 
-    int (*info)(void *ctx, void *pin, struct vr_pin_info *info);
     /* 1 in *flag when the memory was invalidated under the pin.
      * Left out: pins are never invalidated (0). */
     int (*callback_flag)(void *ctx, void *pin, int *flag);
@@ -135,8 +139,8 @@ struct vr_backend_ops {
 
 /*
  * backend_ops.c: *out = *in with every slot that in leaves out set to its default (above);
- * the op slots a backend must fill (probe, pin, unpin, map, unmap, info) default to a refusal
- * (ENOTSUP), so that even a partial table cannot make the core call through NULL.
+ * the op slots a backend must fill (probe, pin, map) default to a refusal (ENOTSUP), so that
+ * even a partial table cannot make the core call through NULL.
  */
 void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *in);
 

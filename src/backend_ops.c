@@ -12,61 +12,46 @@
 /* A backend that leaves out a slot it should fill refuses what that slot does. */
 static int refuse_probe(char *why, size_t len)
 {
-    (void)why; (void)len;
     return ENOTSUP;
 }
 
-static int refuse_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
-                      size_t len)
+static int refuse_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                      struct vr_pin_info *info, char *why, size_t len)
 {
-    (void)ctx; (void)req; (void)pin; (void)why; (void)len;
     return ENOTSUP;                     /* the next backend is offered the range */
 }
 
 static int refuse_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
                       gdr_mapping_type_t *granted, char *why, size_t len)
 {
-    (void)ctx; (void)pin; (void)size; (void)want; (void)ptr; (void)granted; (void)why;
-    (void)len;
-    return ENOTSUP;
-}
-
-static int refuse_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    (void)ctx; (void)pin; (void)info;
     return ENOTSUP;
 }
 
 /* No per-gdr_t state. */
 static int no_ctx_open(void **ctx, char *why, size_t len)
 {
-    (void)why; (void)len;
     *ctx = NULL;
     return 0;
 }
 
 static void no_ctx_close(void *ctx)
 {
-    (void)ctx;
 }
 
 /* Nothing to undo: unpin and unmap must not fail on a valid object. */
 static int nothing_to_drop(void *ctx, void *pin)
 {
-    (void)ctx; (void)pin;
     return 0;
 }
 
 static int nothing_to_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    (void)ctx; (void)pin; (void)ptr; (void)size;
     return 0;
 }
 
 /* Pins that hold their pages until unpinned are never invalidated. */
 static int never_invalidated(void *ctx, void *pin, int *flag)
 {
-    (void)ctx; (void)pin;
     *flag = 0;
     return 0;
 }
@@ -74,13 +59,11 @@ static int never_invalidated(void *ctx, void *pin, int *flag)
 /* The table's answers, which the core has put in the outputs, stand. */
 static int table_attr(void *ctx, gdr_attr_t attr, int *value)
 {
-    (void)ctx; (void)attr; (void)value;
     return 0;
 }
 
 static int table_version(void *ctx, int *major, int *minor)
 {
-    (void)ctx; (void)major; (void)minor;
     return 0;
 }
 
@@ -103,7 +86,6 @@ void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *i
     VR_DEFAULT(unpin, nothing_to_drop);
     VR_DEFAULT(map, refuse_map);
     VR_DEFAULT(unmap, nothing_to_unmap);
-    VR_DEFAULT(info, refuse_info);
     VR_DEFAULT(callback_flag, never_invalidated);
     VR_DEFAULT(get_attr, table_attr);
     VR_DEFAULT(driver_version, table_version);

@@ -43,7 +43,7 @@ struct vr_pin {
     const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
     void *bpin;                            /* the backend's pin */
-    uint64_t va, mapped_size;              /* the pinned range, as the backend reported it */
+    struct vr_pin_info info;               /* what the backend's pin reported */
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
@@ -88,8 +88,12 @@ int vr_instance_open(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COU
  * *gdr NULL when there is nothing to release in this process (a forked child), or EINVAL. */
 int vr_instance_close_begin(gdr_t g, struct vr_gdr **gdr);
 void vr_instance_free(struct vr_gdr *gdr);
-/* vramio_get_backend, vramio_backend_status, vramio_backend_probe past their checks. */
+/* vramio_get_backend, vramio_backend_status, vramio_backend_probe, gdr_driver_get_version
+ * and gdr_get_attribute past their checks: the first usable backend's answers, its table's
+ * data changed by its ops (backend.h). */
 int vr_instance_backend(gdr_t g, vramio_backend_t *backend);
+int vr_instance_driver_version(gdr_t g, int *major, int *minor);
+int vr_instance_attribute(gdr_t g, gdr_attr_t attr, int *v);
 int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
 int vr_backends_probe(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                       vramio_backend_t backend, char *reason, size_t len);

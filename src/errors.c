@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * errors.c - the per-thread "last error" line and error strings (vramio_last_error,
- * vramio_strerror, vramio_backend_name).
+ * vramio_strerror).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,16 +43,4 @@ VR_EXPORT const char *vramio_strerror(int err)
         return "Unknown error (negative value: gdrapi returns positive errno values)";
     s = strerrordesc_np(err);
     return s ? s : "Unknown error";
-}
-
-VR_EXPORT const char *vramio_backend_name(vramio_backend_t backend)
-{
-    switch (backend) {
-    case VRAMIO_BACKEND_NONE:   return "none";
-    case VRAMIO_BACKEND_GDRDRV: return "gdrdrv";
-    case VRAMIO_BACKEND_DMABUF: return "dmabuf";
-    case VRAMIO_BACKEND_VULKAN: return "vulkan";
-    case VRAMIO_BACKEND_COUNT:  break;
-    }
-    return NULL;
 }

@@ -68,6 +68,14 @@ VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
     return vr_instance_backend(g, backend);
 }
 
+/* A backend's name is its table's; "none" for VRAMIO_BACKEND_NONE, NULL for no backend. */
+VR_EXPORT const char *vramio_backend_name(vramio_backend_t backend)
+{
+    if (backend == VRAMIO_BACKEND_NONE)
+        return "none";
+    return (unsigned)backend < VRAMIO_BACKEND_COUNT ? backends[backend]->name : NULL;
+}
+
 VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
 {
     int rc = backend_id_ok(backend, reason, len, "vramio_backend_status");
@@ -276,39 +284,18 @@ VR_EXPORT void gdr_runtime_get_version(int *major, int *minor)
 
 VR_EXPORT int gdr_driver_get_version(gdr_t g, int *major, int *minor)
 {
-    struct vr_gdr *gdr;
-    int rc;
-
     if (!major || !minor)
         return vr_fail(EINVAL, "gdr_driver_get_version: NULL output");
-    *major = 0;
-    *minor = 0;
-    rc = vr_gdr_get(g, "gdr_driver_get_version", &gdr);
-    if (rc)
-        return rc;
-    *major = gdr->active[0].ops->version.major;
-    *minor = gdr->active[0].ops->version.minor;
-    rc = gdr->active[0].ops->driver_version(gdr->active[0].ctx, major, minor);
-    vr_gdr_put(gdr);
-    return rc ? vr_fail(rc, "gdr_driver_get_version: %s", vramio_strerror(rc)) : 0;
+    return vr_instance_driver_version(g, major, minor);
 }
 
 VR_EXPORT int gdr_get_attribute(gdr_t g, gdr_attr_t attr, int *v)
 {
-    struct vr_gdr *gdr;
-    int rc;
-
     if (!v)
         return vr_fail(EINVAL, "gdr_get_attribute: v is NULL");
     if (attr < GDR_ATTR_USE_PERSISTENT_MAPPING || attr >= GDR_ATTR_MAX)
         return vr_fail(EINVAL, "gdr_get_attribute: unknown attribute %d", (int)attr);
-    rc = vr_gdr_get(g, "gdr_get_attribute", &gdr);
-    if (rc)
-        return rc;
-    *v = gdr->active[0].ops->attr[attr];
-    rc = gdr->active[0].ops->get_attr(gdr->active[0].ctx, attr, v);
-    vr_gdr_put(gdr);
-    return rc ? vr_fail(rc, "gdr_get_attribute: %s", vramio_strerror(rc)) : 0;
+    return vr_instance_attribute(g, attr, v);
 }
 
 VR_EXPORT int gdr_get_mapping_type_string(gdr_mapping_type_t type, const char **type_str)

@@ -28,15 +28,23 @@ static int allowed_backends(const struct vr_backend_ops *const table[VRAMIO_BACK
 
     *mask = ALL_BACKENDS;
     if (name && *name) {
+        size_t used = 0;
+
         for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
-            if (strcmp(name, vramio_backend_name((vramio_backend_t)b)) == 0) {
+            if (strcmp(name, table[b]->name) == 0) {
                 *mask = 1u << b;
                 snprintf(off, len, "not selected (GDRCOPY_BACKEND=%s)", name);
                 return 0;
             }
         }
-        snprintf(off, len, "GDRCOPY_BACKEND=%s is not a backend name (use gdrdrv, dmabuf or "
-                 "vulkan)", name);
+        used = (size_t)snprintf(off, len, "GDRCOPY_BACKEND=%s is not a backend name (use", name);
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && used < len; b++)
+            used += (size_t)snprintf(off + used, len - used, "%s %s",
+                                     b == VRAMIO_BACKEND_GDRDRV ? "" :
+                                     b + 1 < VRAMIO_BACKEND_COUNT ? "," : " or",
+                                     table[b]->name);
+        if (used < len)
+            snprintf(off + used, len - used, ")");
         return EINVAL;
     }
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
@@ -259,6 +267,40 @@ int vr_instance_backend(gdr_t g, vramio_backend_t *backend)
     return 0;
 }
 
+int vr_instance_driver_version(gdr_t g, int *major, int *minor)
+{
+    const struct vr_active *a;
+    struct vr_gdr *gdr;
+    int rc;
+
+    *major = 0;
+    *minor = 0;
+    rc = vr_gdr_get(g, "gdr_driver_get_version", &gdr);
+    if (rc)
+        return rc;
+    a = &gdr->active[0];
+    *major = a->ops->version.major;
+    *minor = a->ops->version.minor;
+    rc = a->ops->driver_version(a->ctx, major, minor);
+    vr_gdr_put(gdr);
+    return rc ? vr_fail(rc, "gdr_driver_get_version: %s", vramio_strerror(rc)) : 0;
+}
+
+int vr_instance_attribute(gdr_t g, gdr_attr_t attr, int *v)
+{
+    const struct vr_active *a;
+    struct vr_gdr *gdr;
+    int rc = vr_gdr_get(g, "gdr_get_attribute", &gdr);
+
+    if (rc)
+        return rc;
+    a = &gdr->active[0];
+    *v = a->ops->attr[attr];
+    rc = a->ops->get_attr(a->ctx, attr, v);
+    vr_gdr_put(gdr);
+    return rc ? vr_fail(rc, "gdr_get_attribute: %s", vramio_strerror(rc)) : 0;
+}
+
 int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len)
 {
     struct vr_gdr *gdr;
@@ -296,7 +338,7 @@ int vr_backends_probe(const struct vr_backend_ops *const backends[VRAMIO_BACKEND
     rc = probe->status[backend];
     vr_copy_reason(reason, len, probe->why[backend]);
     if (rc)
-        vr_fail(rc, "vramio_backend_probe: %s: %s", vramio_backend_name(backend),
+        vr_fail(rc, "vramio_backend_probe: %s: %s", probe->ops[backend].name,
                 probe->why[backend]);
     free(probe);
     return rc;

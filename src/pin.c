@@ -80,8 +80,9 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
         const struct vr_active *a = &gdr->active[i];
 
         why[0] = '\0';
+        info = (struct vr_pin_info){ 0 };
         t0 = vr_cycles_now();
-        rc = a->ops->pin(a->ctx, req, &bpin, why, sizeof(why));
+        rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
         took = vr_cycles_now() - t0;
         if (rc == 0)
             break;
@@ -98,14 +99,13 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
         return vr_fail_err(rc == ENOTSUP ? first_rc : rc, "%s(0x%llx, %llu): %s", fn,
                            (unsigned long long)req->addr, (unsigned long long)req->size, all);
 
-    rc = gdr->active[i].ops->info(gdr->active[i].ctx, bpin, &info);
-    pin = rc ? NULL : calloc(1, sizeof(*pin));
+    pin = calloc(1, sizeof(*pin));
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .va = info.va, .mapped_size = info.mapped_size,
-                                .pin_cycles = took, .dma_dev = VR_DMA_DEV_UNKNOWN };
+                                .bpin = bpin, .info = info, .pin_cycles = took,
+                                .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
-    } else if (!rc) {
+    } else {
         rc = ENOMEM;
     }
     if (rc) {
@@ -202,7 +202,6 @@ int vr_pin_unpin(gdr_t g, gdr_mh_t handle, const char *fn)
 
 static void release_pin(struct vr_slot *s, void *arg)
 {
-    (void)arg;
     pin_release_locked(s);
 }
 
@@ -220,7 +219,7 @@ static void forget_gpu_range(struct vr_slot *s, void *arg)
     const struct gpu_range *r = arg;
     struct vr_pin *pin = s->obj;
 
-    if (pin && pin->va < r->base + r->size && r->base < pin->va + pin->mapped_size)
+    if (pin->info.va < r->base + r->size && r->base < pin->info.va + pin->info.mapped_size)
         pin->dma_dev = VR_DMA_DEV_NONE;
     vr_slot_unlock(s);
 }
@@ -236,7 +235,6 @@ static int op_callback_flag(struct vr_slot *s, struct vr_pin *pin, void *arg, co
 {
     int rc = pin->ops->callback_flag(pin->ctx, pin->bpin, arg);
 
-    (void)s;
     return rc ? vr_fail(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
 }
 
@@ -248,13 +246,9 @@ int vr_pin_callback_flag(gdr_t g, gdr_mh_t handle, int *flag, const char *fn)
 static int op_info(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
     gdr_info_v2_t *out = arg;
-    struct vr_pin_info bi = { 0 };
-    int rc = pin->ops->info(pin->ctx, pin->bpin, &bi);
+    struct vr_pin_info bi = pin->info;
     gdr_mapping_type_t type = pin_mapped_here(pin) ? pin->map_type : GDR_MAPPING_TYPE_NONE;
 
-    (void)s;
-    if (rc)
-        return vr_fail(rc, "%s: %s", fn, vramio_strerror(rc));
     /* tm_cycles is how long the pin took, as gdrdrv has always reported it (its get_pages
      * time, at the module's rate). A backend that measures nothing leaves it 0: the core's
      * own measurement of its pin call stands in, at the rate of that clock, unless the
@@ -291,9 +285,9 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
 
     if (pin_mapped_here(pin))
         rc = vr_fail(EAGAIN, "%s: the handle is already mapped", fn);
-    else if (a->size > pin->mapped_size)
+    else if (a->size > pin->info.mapped_size)
         rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
-                     (unsigned long long)pin->mapped_size);
+                     (unsigned long long)pin->info.mapped_size);
     else if (a->want != GDR_MAPPING_TYPE_NONE &&
              !(pin->ops->map_types & VR_MAP_TYPE_BIT(a->want)))
         rc = vr_fail_err(EINVAL, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name,
@@ -309,7 +303,7 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
         pin->map_ptr = ptr;
         pin->map_pid = vr_self_pid();
         pin->map_size = a->size;
-        pin->map_reach = pin->ops->maps_whole_pin ? pin->mapped_size : a->size;
+        pin->map_reach = pin->ops->maps_whole_pin ? pin->info.mapped_size : a->size;
         pin->map_type = granted;
         vr_slot_set_mapping(s, ptr, pin->map_reach, granted);
         *a->va = ptr;
@@ -362,7 +356,6 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 
 static int op_handle_backend(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
-    (void)s; (void)fn;
     *(vramio_backend_t *)arg = pin->ops->id;
     return 0;
 }
@@ -398,17 +391,13 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     if (!s)
         return vr_copy_fail(fn, handle.h, p, n, 1);
     pin = s->obj;
-    if (!pin) {                 /* a test-only mapping (vr_handles_test_insert): no GPU behind */
-        vr_slot_unlock(s);
-        return vr_copy_fail(fn, handle.h, p, n, 1);
-    }
     ok = pin_mapped_here(pin) && host;
     if (ok) {
         m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_reach, (int)pin->map_type };
         ok = vr_in_mapping(&m, p, n);
     }
     if (ok)
-        *r = (struct vr_dma_range){ .dev_addr = pin->va + ((uintptr_t)p - m.base),
+        *r = (struct vr_dma_range){ .dev_addr = pin->info.va + ((uintptr_t)p - m.base),
                                     .type = pin->map_type, .dma_dev = pin->dma_dev,
                                     .avail = m.len - ((uintptr_t)p - m.base) };
     vr_slot_unlock(s);
@@ -420,8 +409,7 @@ void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
     struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);
 
     if (s) {
-        if (s->obj)
-            ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
+        ((struct vr_pin *)s->obj)->dma_dev = dma_dev;
         vr_slot_unlock(s);
     }
 }

@@ -41,12 +41,12 @@ struct ctx {
     size_t offset;
 };
 
-static void op_lib_write(void *p, size_t i) { struct ctx *c = p; (void)i; gdr_copy_to_mapping(c->mh, c->dev, c->host, c->n); }
-static void op_raw_write(void *p, size_t i) { struct ctx *c = p; (void)i; raw_write_nt(c->dev, c->host, c->n); }
-static void op_lib_read(void *p, size_t i) { struct ctx *c = p; (void)i; gdr_copy_from_mapping(c->mh, c->host, c->dev, c->n); }
-static void op_raw_read(void *p, size_t i) { struct ctx *c = p; (void)i; raw_read_nt(c->host, c->dev, c->n); }
-static void op_cu_h2d(void *p, size_t i) { struct ctx *c = p; (void)i; c->cu->cuMemcpyHtoD((CUdeviceptr)c->dptr, c->host, c->n); }
-static void op_cu_d2h(void *p, size_t i) { struct ctx *c = p; (void)i; c->cu->cuMemcpyDtoH(c->host, (CUdeviceptr)c->dptr, c->n); }
+static void op_lib_write(void *p, size_t i) { struct ctx *c = p; gdr_copy_to_mapping(c->mh, c->dev, c->host, c->n); }
+static void op_raw_write(void *p, size_t i) { struct ctx *c = p; raw_write_nt(c->dev, c->host, c->n); }
+static void op_lib_read(void *p, size_t i) { struct ctx *c = p; gdr_copy_from_mapping(c->mh, c->host, c->dev, c->n); }
+static void op_raw_read(void *p, size_t i) { struct ctx *c = p; raw_read_nt(c->host, c->dev, c->n); }
+static void op_cu_h2d(void *p, size_t i) { struct ctx *c = p; c->cu->cuMemcpyHtoD((CUdeviceptr)c->dptr, c->host, c->n); }
+static void op_cu_d2h(void *p, size_t i) { struct ctx *c = p; c->cu->cuMemcpyDtoH(c->host, (CUdeviceptr)c->dptr, c->n); }
 
 static void usage(void)
 {

@@ -61,7 +61,6 @@ static void op_lib_write(void *p, size_t i)
 {
     struct ctx *c = p;
 
-    (void)i;
     gdr_copy_to_mapping(c->mh, c->dev, c->src, c->n);
 }
 
@@ -69,7 +68,6 @@ static void op_raw_write(void *p, size_t i)
 {
     struct ctx *c = p;
 
-    (void)i;
     raw_write(c->raw_w, c->dev, c->src, c->n);
 }
 
@@ -91,7 +89,6 @@ static void op_auto_write(void *p, size_t i)
 {
     struct ctx *c = p;
 
-    (void)i;
     vramio_copy_to_mapping_auto(c->mh, c->dev, c->src, c->n);
 }
 
@@ -106,7 +103,6 @@ static void op_cu_h2d(void *p, size_t i)
 {
     struct ctx *c = p;
 
-    (void)i;
     c->cu->cuMemcpyHtoD((CUdeviceptr)c->dptr, c->src, c->n);
 }
 
@@ -114,7 +110,6 @@ static void op_cu_d2h(void *p, size_t i)
 {
     struct ctx *c = p;
 
-    (void)i;
     c->cu->cuMemcpyDtoH(c->dst, (CUdeviceptr)c->dptr, c->n);
 }
 

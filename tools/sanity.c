@@ -273,7 +273,6 @@ static void probe_kind(void *arg)
     rc = gm_init(T.kind, T.gpu, why, sizeof(why));
     if (rc)
         t_skip("%s", why);
-    (void)arg;
     g = gdr_open();
     if (!g)
         t_fail("gdr_open() failed: %s", vramio_last_error());
@@ -294,7 +293,6 @@ static void probe_backend(void *arg)
     size_t used;
     gdr_t g = gdr_open();
 
-    (void)arg;
     if (g) {
         const char *name = t_backend(g);
         ssize_t w = write(T.report_fd, name, strlen(name));

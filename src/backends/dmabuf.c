@@ -36,7 +36,6 @@ struct dmabuf_pin {
     int fd;
     uint64_t va, len;                /* the exported range, whole host pages */
     gdr_mapping_type_t type;         /* what a mapping of it is */
-    void *map;
 };
 
 typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
@@ -291,7 +290,8 @@ static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags
     return err;
 }
 
-static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                      struct vr_pin_info *info, char *why, size_t len)
 {
     struct vr_cuda_ctx_guard guard;
     const struct vr_cuda *cu;
@@ -303,7 +303,6 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     CUresult r;
     export_fn fn;
 
-    (void)ctx;
     if (vr_dmabuf_host_range(req->addr, req->size, (uint64_t)sysconf(_SC_PAGESIZE), &va, &plen))
         return EINVAL;
     rc = vr_cuda_init(&cu, why, len);
@@ -342,6 +341,9 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     }
     *p = (struct dmabuf_pin){ .fd = fd, .va = va, .len = plen,
                               .type = vr_dmabuf_map_type(coherent, req->flags) };
+    /* tm_cycles and cycles_per_ms stay 0, as GDRCopy documents them here (untimed). */
+    *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
+                                  .page_size = (uint32_t)sysconf(_SC_PAGESIZE) };
     *pin = p;
     return 0;
 }
@@ -350,7 +352,6 @@ static int dmabuf_unpin(void *ctx, void *pin)
 {
     struct dmabuf_pin *p = pin;
 
-    (void)ctx;
     close(p->fd);
     free(p);
     return 0;
@@ -368,7 +369,7 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     const struct vr_cuda *cu;
     void *m;
 
-    (void)ctx; (void)size; /* the whole pinned range is mapped (maps_whole_pin) */
+    /* size: the whole pinned range is mapped (maps_whole_pin) */
     if (want != GDR_MAPPING_TYPE_NONE && want != p->type) {
         snprintf(why, len, "this pin's mapping can only be %s%s", type_name(p->type),
                  p->type == GDR_MAPPING_TYPE_WC ? "" : "; pin with GDR_PIN_FLAG_FORCE_PCIE for "
@@ -384,7 +385,6 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     }
     /* The exporter's mapping would be copied into a forked child; gdrdrv's is not. */
     vr_fork_dontfork(m, (size_t)p->len);
-    p->map = m;
     *ptr = m;
     *granted = p->type;
     return 0;
@@ -392,27 +392,9 @@ static int dmabuf_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
 
 static int dmabuf_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    struct dmabuf_pin *p = pin;
+    const struct dmabuf_pin *p = pin;
 
-    (void)ctx; (void)ptr; (void)size;
-    if (!p->map)
-        return EINVAL;
-    munmap(p->map, (size_t)p->len);
-    p->map = NULL;
-    return 0;
-}
-
-static int dmabuf_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    struct dmabuf_pin *p = pin;
-
-    (void)ctx;
-    info->va = p->va;
-    info->mapped_size = p->len;
-    info->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
-    info->tm_cycles = 0;                 /* GDRCopy documents 0 for both (untimed) */
-    info->cycles_per_ms = 0;
-    info->mapping_type = p->map ? p->type : GDR_MAPPING_TYPE_NONE;
+    munmap(ptr, (size_t)p->len);         /* size: the whole pinned range was mapped */
     return 0;
 }
 
@@ -435,5 +417,4 @@ const struct vr_backend_ops vr_backend_dmabuf = {
     .unpin = dmabuf_unpin,
     .map = dmabuf_map,
     .unmap = dmabuf_unmap,
-    .info = dmabuf_info,
 };

@@ -50,7 +50,6 @@ int vr_dmabuf_retry_without_pcie(unsigned long long export_flags)
 #if defined(__x86_64__) || defined(__i386__)
     return (export_flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) != 0;
 #else
-    (void)export_flags;
     return 0; /* on coherent Arm platforms the flag changes the path: its refusal is final */
 #endif
 }

@@ -16,6 +16,9 @@
  * Fork: the module refuses ioctls and mmap from any process but the opener (EACCES), and
  * mappings are not inherited. The core refuses a child's use of its parent's gdr_t before
  * it gets here (instance.c, vr_gdr_get), so every call below runs in the opener.
+ *
+ * Names: the gdrdrv_* names are the module's (driver/, and the ioctl structs of its uapi
+ * header); this file's are gd_*, and the op that fills slot X of the table is gd_op_X.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,9 +45,7 @@ struct gd_ctx {
 
 struct gd_pin {
     uint64_t handle;         /* the module's 64-bit handle, kept whole */
-    uint64_t mapped_size;    /* the pinned range's, in whole GPU pages */
-    void *map_ptr;           /* NULL when not mapped */
-    size_t map_len;          /* what was mmapped: the pinned pages */
+    uint64_t mapped_size;    /* the pinned range's, in whole GPU pages: what a mapping maps */
     gdr_mapping_type_t req;  /* last REQ_MAPPING_TYPE sent: the module keeps it */
 };
 
@@ -117,7 +118,7 @@ fail:
     return rc;
 }
 
-static int gdrdrv_probe(char *why, size_t len)
+static int gd_op_probe(char *why, size_t len)
 {
     uint32_t version;
     int fd, rc = gd_open_device(&fd, &version, why, len);
@@ -127,7 +128,7 @@ static int gdrdrv_probe(char *why, size_t len)
     return rc;
 }
 
-static int gdrdrv_open(void **ctx, char *why, size_t len)
+static int gd_op_open(void **ctx, char *why, size_t len)
 {
     struct gd_ctx *c = calloc(1, sizeof(*c));
     int rc;
@@ -145,7 +146,7 @@ static int gdrdrv_open(void **ctx, char *why, size_t len)
     return 0;
 }
 
-static void gdrdrv_close(void *ctx)
+static void gd_op_close(void *ctx)
 {
     struct gd_ctx *c = ctx;
 
@@ -161,10 +162,48 @@ static int gd_ioctl(const struct gd_ctx *c, unsigned long cmd, void *arg)
     return ioctl(c->fd, cmd, arg) == 0 ? 0 : errno;
 }
 
-static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char *why, size_t len)
+/* GET_INFO and GET_INFO_V2 answer the pin's fields under the same names. */
+#define GD_PIN_INFO(i) ((struct vr_pin_info){ .va = (i).va, .mapped_size = (i).mapped_size, \
+                                              .page_size = (i).page_size,                 \
+                                              .tm_cycles = (i).tm_cycles,                 \
+                                              .cycles_per_ms = (i).tsc_khz })
+
+/* The module's view of a pin, through the newest GET_INFO it has: what it pinned in info,
+ * how it is mapped now in *type. */
+static int gd_query(const struct gd_ctx *c, uint64_t handle, struct vr_pin_info *info,
+                    gdr_mapping_type_t *type)
+{
+    int rc;
+
+    if (c->version >= GDRDRV_VERSION_WITH_GET_INFO_V2) {
+        struct gdrdrv_get_info_v2 i = { .handle = handle };
+
+        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO_V2, &i)))
+            return rc;
+        *info = GD_PIN_INFO(i);
+        *type = i.mapping_type <= GDRDRV_MAPPING_TYPE_DEVICE ?
+                (gdr_mapping_type_t)i.mapping_type : GDR_MAPPING_TYPE_NONE;
+    } else {
+        struct gdrdrv_get_info i = { .handle = handle };
+
+        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO, &i)))
+            return rc;
+        *info = GD_PIN_INFO(i);
+        /* Modules before 2.4 map write-combined or, failing that, cached. */
+        *type = !i.mapped ? GDR_MAPPING_TYPE_NONE :
+                i.wc_mapping ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_CACHING;
+    }
+    if (!info->cycles_per_ms)           /* the module did not say: its get_cycles() rate */
+        info->cycles_per_ms = vr_kernel_cycles_per_ms();
+    return 0;
+}
+
+static int gd_op_pin(void *ctx, const struct vr_pin_req *req, void **pinp,
+                     struct vr_pin_info *info, char *why, size_t len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p;
+    gdr_mapping_type_t type;
     uint64_t handle;
     int rc;
 
@@ -207,12 +246,15 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
         return rc;
     }
 
-    p = calloc(1, sizeof(*p));
+    rc = gd_query(c, handle, info, &type);
+    if (rc)
+        snprintf(why, len, "gdrdrv GET_INFO of the new pin: %s", strerror(rc));
+    p = rc ? NULL : calloc(1, sizeof(*p));
     if (!p) {
         struct gdrdrv_unpin_buffer u = { handle };
 
         gd_ioctl(c, GDRDRV_IOC_UNPIN_BUFFER, &u);
-        return ENOMEM;
+        return rc ? rc : ENOMEM;
     }
     p->handle = handle;
     p->mapped_size = req->len;
@@ -220,22 +262,13 @@ static int gdrdrv_pin(void *ctx, const struct vr_pin_req *req, void **pinp, char
     return 0;
 }
 
-static void gd_drop_mapping(struct gd_pin *p)
-{
-    if (p->map_ptr)
-        munmap(p->map_ptr, p->map_len);
-    p->map_ptr = NULL;
-    p->map_len = 0;
-}
-
-static int gdrdrv_unpin(void *ctx, void *pin)
+static int gd_op_unpin(void *ctx, void *pin)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
     struct gdrdrv_unpin_buffer u = { p->handle };
     int rc;
 
-    gd_drop_mapping(p);
     rc = gd_ioctl(c, GDRDRV_IOC_UNPIN_BUFFER, &u);
     if (rc)
         vr_dbg("gdrdrv: UNPIN_BUFFER %#llx: %s", (unsigned long long)p->handle, strerror(rc));
@@ -243,56 +276,18 @@ static int gdrdrv_unpin(void *ctx, void *pin)
     return rc;
 }
 
-/* The module's view of a pin, through the newest GET_INFO it has. */
-static int gd_query(const struct gd_ctx *c, const struct gd_pin *p, struct vr_pin_info *info)
-{
-    int rc;
-
-    memset(info, 0, sizeof(*info));
-    if (c->version >= GDRDRV_VERSION_WITH_GET_INFO_V2) {
-        struct gdrdrv_get_info_v2 i = { .handle = p->handle };
-
-        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO_V2, &i)))
-            return rc;
-        info->va = i.va;
-        info->mapped_size = i.mapped_size;
-        info->page_size = i.page_size;
-        info->tm_cycles = i.tm_cycles;
-        info->cycles_per_ms = i.tsc_khz;
-        info->mapping_type = i.mapping_type <= GDRDRV_MAPPING_TYPE_DEVICE ?
-                             (gdr_mapping_type_t)i.mapping_type : GDR_MAPPING_TYPE_NONE;
-    } else {
-        struct gdrdrv_get_info i = { .handle = p->handle };
-
-        if ((rc = gd_ioctl(c, GDRDRV_IOC_GET_INFO, &i)))
-            return rc;
-        info->va = i.va;
-        info->mapped_size = i.mapped_size;
-        info->page_size = i.page_size;
-        info->tm_cycles = i.tm_cycles;
-        info->cycles_per_ms = i.tsc_khz;
-        /* Modules before 2.4 map write-combined or, failing that, cached. */
-        info->mapping_type = !i.mapped ? GDR_MAPPING_TYPE_NONE :
-                             i.wc_mapping ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_CACHING;
-    }
-    if (!info->cycles_per_ms)           /* the module did not say: its get_cycles() rate */
-        info->cycles_per_ms = vr_kernel_cycles_per_ms();
-    return 0;
-}
-
-static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
-                      gdr_mapping_type_t *granted, char *why, size_t why_len)
+static int gd_op_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
+                     gdr_mapping_type_t *granted, char *why, size_t why_len)
 {
     struct gd_ctx *c = ctx;
     struct gd_pin *p = pin;
     struct vr_pin_info info;
+    gdr_mapping_type_t type = GDR_MAPPING_TYPE_NONE;
     long page = sysconf(_SC_PAGESIZE);
     size_t len;
     void *va;
     int rc, typed;
 
-    if (p->map_ptr)
-        return EAGAIN;
     if (size > p->mapped_size || page <= 0)
         return EINVAL;
     if (p->handle > (uint64_t)INT64_MAX / (uint64_t)page)
@@ -321,39 +316,29 @@ static int gdrdrv_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
         snprintf(why, why_len, "mmap of /dev/gdrdrv at the pin's offset failed: %s", strerror(rc));
         return rc;
     }
-    p->map_ptr = va;
-    p->map_len = len;
-    rc = gd_query(c, p, &info);
-    if (rc == 0 && info.mapping_type == GDR_MAPPING_TYPE_NONE)
+    rc = gd_query(c, p->handle, &info, &type);
+    if (rc == 0 && type == GDR_MAPPING_TYPE_NONE)
         rc = EIO;
-    if (rc == 0 && want != GDR_MAPPING_TYPE_NONE && info.mapping_type != want)
+    if (rc == 0 && want != GDR_MAPPING_TYPE_NONE && type != want)
         rc = EINVAL;                     /* the module gave another type than asked */
     if (rc) {
-        gd_drop_mapping(p);
+        munmap(va, len);
         return rc;
     }
     *ptr = va;
-    *granted = info.mapping_type;
+    *granted = type;
     return 0;
 }
 
-static int gdrdrv_unmap(void *ctx, void *pin, void *ptr, size_t size)
+static int gd_op_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    struct gd_pin *p = pin;
+    const struct gd_pin *p = pin;
 
-    (void)ctx; (void)size;               /* we mapped the whole pin, so that is what goes */
-    if (!p->map_ptr || ptr != p->map_ptr)
-        return EINVAL;
-    gd_drop_mapping(p);
+    munmap(ptr, (size_t)p->mapped_size);  /* size: we mapped the whole pin, so that goes */
     return 0;
 }
 
-static int gdrdrv_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    return gd_query(ctx, pin, info);
-}
-
-static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
+static int gd_op_callback_flag(void *ctx, void *pin, int *flag)
 {
     struct gd_pin *p = pin;
     struct gdrdrv_get_cb_flag f = { .handle = p->handle };
@@ -363,7 +348,7 @@ static int gdrdrv_cb_flag(void *ctx, void *pin, int *flag)
     return rc;
 }
 
-static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
+static int gd_op_get_attr(void *ctx, gdr_attr_t attr, int *value)
 {
     struct gd_ctx *c = ctx;
     struct gdrdrv_get_attr a = { 0, 0 };
@@ -382,7 +367,7 @@ static int gdrdrv_get_attr(void *ctx, gdr_attr_t attr, int *value)
     return rc;
 }
 
-static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
+static int gd_op_driver_version(void *ctx, int *major, int *minor)
 {
     const struct gd_ctx *c = ctx;
 
@@ -396,15 +381,14 @@ static int gdrdrv_driver_version(void *ctx, int *major, int *minor)
 const struct vr_backend_ops vr_backend_gdrdrv = {
     .id = VRAMIO_BACKEND_GDRDRV,
     .name = "gdrdrv",
-    .probe = gdrdrv_probe,
-    .open = gdrdrv_open,
-    .close = gdrdrv_close,
-    .pin = gdrdrv_pin,
-    .unpin = gdrdrv_unpin,
-    .map = gdrdrv_map,
-    .unmap = gdrdrv_unmap,
-    .info = gdrdrv_info,
-    .callback_flag = gdrdrv_cb_flag,
-    .get_attr = gdrdrv_get_attr,
-    .driver_version = gdrdrv_driver_version,
+    .probe = gd_op_probe,
+    .open = gd_op_open,
+    .close = gd_op_close,
+    .pin = gd_op_pin,
+    .unpin = gd_op_unpin,
+    .map = gd_op_map,
+    .unmap = gd_op_unmap,
+    .callback_flag = gd_op_callback_flag,
+    .get_attr = gd_op_get_attr,
+    .driver_version = gd_op_driver_version,
 };

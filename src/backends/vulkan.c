@@ -38,8 +38,7 @@ struct vk_ctx {
 
 struct vk_pin {
     struct vr_import *imp;
-    uint64_t va, len;           /* the pinned range, in GPU pages */
-    int mapped;
+    uint64_t va;                /* the pinned range's start, a GPU page */
 };
 
 static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len);
@@ -261,7 +260,8 @@ static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_im
     return 0;
 }
 
-static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                      struct vr_pin_info *info, char *why, size_t len)
 {
     struct vk_ctx *c = ctx;
     const struct vr_cuda *cu;
@@ -321,7 +321,8 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin, char 
     }
     p->imp = e;
     p->va = va;
-    p->len = plen;
+    /* tm_cycles left 0: the core times the pin. */
+    *info = (struct vr_pin_info){ .va = va, .mapped_size = plen, .page_size = e->page_size };
     *pin = p;
     return 0;
 }
@@ -342,36 +343,10 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
 {
     struct vk_pin *p = pin;
 
-    /* The core checked size against mapped_size, and want against the table's map_types. */
-    (void)ctx; (void)size; (void)want; (void)why; (void)len;
-    /* The allocation is mapped whole once, at import; a pin's mapping is its window. */
+    /* The core checked size against mapped_size, and want against the table's map_types.
+     * The allocation is mapped whole once, at import; a pin's mapping is its window. */
     *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
-    p->mapped = 1;
-    return 0;
-}
-
-static int vulkan_unmap(void *ctx, void *pin, void *ptr, size_t size)
-{
-    struct vk_pin *p = pin;
-
-    (void)ctx; (void)ptr; (void)size;
-    /* The window stays valid until the last pin of the allocation goes: nothing to undo. */
-    p->mapped = 0;
-    return 0;
-}
-
-static int vulkan_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    struct vk_pin *p = pin;
-
-    (void)ctx;
-    info->va = p->va;
-    info->mapped_size = p->len;
-    info->page_size = p->imp->page_size;
-    info->tm_cycles = 0;                 /* the core times the pin */
-    info->cycles_per_ms = 0;
-    info->mapping_type = p->mapped ? GDR_MAPPING_TYPE_WC : GDR_MAPPING_TYPE_NONE;
     return 0;
 }
 
@@ -384,7 +359,6 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUmemGenericAllocationHandle h;
 
-    (void)ctx;
     *flag = 0;
     if (!cu)
         return 0;
@@ -414,7 +388,6 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .pin = vulkan_pin,
     .unpin = vulkan_unpin,
     .map = vulkan_map,
-    .unmap = vulkan_unmap,
-    .info = vulkan_info,
+    /* .unmap left out: the window stays valid until the last pin of the allocation goes. */
     .callback_flag = vulkan_cb_flag,
 };

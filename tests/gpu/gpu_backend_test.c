@@ -563,7 +563,6 @@ static int child_main(const char *mode)
     vramio_backend_t b = VRAMIO_BACKEND_NONE;
     gdr_mh_t mh;
 
-    (void)mode;
     printf("result %s\nlast_error %s\n", c ? "handle" : "NULL", vramio_last_error());
     if (!c)
         return 0;

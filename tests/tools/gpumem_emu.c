@@ -16,7 +16,6 @@ static int inited;
 
 static int gm_emu_init(int gpu, char *why, size_t len)
 {
-    (void)gpu;
     if (inited)
         return 0;
     if (emu_fd() < 0) {

@@ -22,7 +22,6 @@ static sigjmp_buf fault_jmp;
 
 static void on_fault(int sig)
 {
-    (void)sig;
     siglongjmp(fault_jmp, 1);
 }
 

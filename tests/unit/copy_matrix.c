@@ -203,14 +203,12 @@ static void run_kernel(const struct vr_copy_kernel *k, int probe)
 static void entry_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
                      const void *src, size_t n)
 {
-    (void)k;
     vr_copy_to_mapping(type, dst, src, n);
 }
 
 static void entry_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
                        const void *src, size_t n)
 {
-    (void)k;
     vr_copy_from_mapping(type, dst, src, n);
 }
 

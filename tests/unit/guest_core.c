@@ -307,8 +307,6 @@ int main(int argc, char **argv)
     uint64_t dva = 0, base;
     gdr_t g;
 
-    (void)argc;
-    (void)argv;
     if (emu_fd() < 0) {
         printf("no emulated provider (/dev/nvp2p_emu): run inside the QEMU guest\n");
         return 77;

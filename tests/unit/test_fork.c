@@ -40,7 +40,6 @@ static void use_everything(gdr_t gg)
 
 static void *busy(void *arg)
 {
-    (void)arg;
     while (!stop)
         use_everything(g);
     return NULL;

@@ -20,7 +20,6 @@ static void *debug_lines(void *arg)
 {
     int i;
 
-    (void)arg;
     for (i = 0; i < PER_THREAD; i++)
         gdr_close(NULL);
     return NULL;

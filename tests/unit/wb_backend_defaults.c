@@ -22,17 +22,11 @@ static int map_calls;
 
 static int usable(char *why, size_t len) { snprintf(why, len, "fake"); return 0; }
 
-static int one_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int one_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                   struct vr_pin_info *info, char *why, size_t len)
 {
-    (void)ctx; (void)why; (void)len;
     *pin = (void *)(uintptr_t)req->va;
-    return 0;
-}
-
-static int one_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    (void)ctx;
-    *info = (struct vr_pin_info){ .va = (uintptr_t)pin, .mapped_size = PAGE, .page_size = PAGE };
+    *info = (struct vr_pin_info){ .va = req->va, .mapped_size = PAGE, .page_size = PAGE };
     return 0;
 }
 
@@ -41,7 +35,6 @@ static int any_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, v
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-    (void)ctx; (void)pin; (void)why; (void)len;
     map_calls++;
     if (p == MAP_FAILED)
         return ENOMEM;
@@ -52,14 +45,12 @@ static int any_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, v
 
 static int any_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    (void)ctx; (void)pin;
     return munmap(ptr, size) ? errno : 0;
 }
 
 /* Changes one attribute and the minor version; the table's data gives the rest. */
 static int attr_op(void *ctx, gdr_attr_t attr, int *value)
 {
-    (void)ctx;
     if (attr == GDR_ATTR_USING_DMA_BUF_MMAP)
         *value = 7;
     return 0;
@@ -67,7 +58,6 @@ static int attr_op(void *ctx, gdr_attr_t attr, int *value)
 
 static int version_op(void *ctx, int *major, int *minor)
 {
-    (void)ctx; (void)major;
     *minor = 4;
     return 0;
 }
@@ -78,13 +68,13 @@ static const struct vr_backend_ops lean = {
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
     .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
     .map_types_why = "lean maps write-combined only",
-    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap, .info = one_info,
+    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap,
 };
 /* Its own version data, and ops that refine the table's answers. */
 static const struct vr_backend_ops refined = {
     .id = VRAMIO_BACKEND_DMABUF, .name = "refined",
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1 }, .version = { 3, 1 },
-    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap, .info = one_info,
+    .probe = usable, .pin = one_pin, .map = any_map, .unmap = any_unmap,
     .get_attr = attr_op, .driver_version = version_op,
 };
 /* Nothing but a name: every op slot takes its default. */
@@ -98,14 +88,16 @@ static void test_merge(void)
     int flag = 1, v = 5, major = 0, minor = 0;
     struct vr_pin_req req = { .addr = BASE, .size = 1, .va = BASE, .len = PAGE };
     struct vr_pin_info info;
+    gdr_mapping_type_t granted;
 
     vr_backend_merge(&m, &empty);
-    t_check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap && m.info &&
+    t_check(m.probe && m.open && m.close && m.pin && m.unpin && m.map && m.unmap &&
             m.callback_flag && m.get_attr && m.driver_version && m.map_types_why,
             "merge_fills_every_slot", "a slot is still NULL");
-    t_check(m.probe(why, sizeof(why)) == ENOTSUP && m.pin(NULL, &req, &pin, why, sizeof(why)) ==
-            ENOTSUP && m.info(NULL, NULL, &info) == ENOTSUP, "merge_refuses_missing_ops",
-            "a missing probe, pin or info did not refuse");
+    t_check(m.probe(why, sizeof(why)) == ENOTSUP &&
+            m.pin(NULL, &req, &pin, &info, why, sizeof(why)) == ENOTSUP &&
+            m.map(NULL, NULL, PAGE, GDR_MAPPING_TYPE_NONE, &pin, &granted, why, sizeof(why)) ==
+            ENOTSUP, "merge_refuses_missing_ops", "a missing probe, pin or map did not refuse");
     t_check(m.open(&ctx, why, sizeof(why)) == 0 && ctx == NULL, "merge_open_no_state",
             "ctx %p", ctx);
     m.close(NULL);
@@ -169,7 +161,7 @@ static void test_through_gdr(void)
     gdr_close(g);
 
     /* With lean forced away, refined answers: its data, changed by its ops. */
-    setenv("GDRCOPY_BACKEND", "dmabuf", 1);
+    setenv("GDRCOPY_BACKEND", "refined", 1);   /* a table's own name */
     if (t_check(vr_instance_open(table, &gdr) == 0, "open_refined", "%s", vramio_last_error())) {
         g = (gdr_t)(uintptr_t)gdr->token;
         v1 = v2 = v3 = -1;

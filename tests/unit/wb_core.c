@@ -48,30 +48,34 @@ static int in(uint64_t a, uint64_t base)
 static int fake_probe(char *why, size_t len) { snprintf(why, len, "fake"); return 0; }
 static int fake_open(void **ctx, char *why, size_t len)
 {
-    (void)why; (void)len;
     *ctx = NULL;
     live_ctx++;
     return 0;
 }
-static void fake_close(void *ctx) { (void)ctx; live_ctx--; }
+static void fake_close(void *ctx) { live_ctx--; }
 
-static int make_pin(const struct vr_pin_req *req, void **pin)
+static int make_pin(const struct vr_pin_req *req, void **pin, struct vr_pin_info *info)
 {
-    backend_ops++;
     struct fake_pin *p = malloc(sizeof(*p));
+    int b;
 
+    backend_ops++;
     if (!p)
         return ENOMEM;
     p->va = req->va;                 /* the core hands whole GPU pages */
     p->size = req->len;
+    /* B measures nothing, like the user-space backends: the core times its pins. */
+    b = in(p->va, B_BASE);
+    *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
+                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
     *pin = p;
     live_pins++;
     return 0;
 }
 
-static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
-    (void)ctx;
     if (in(req->addr, SLOW_BASE)) {
         slow_in_pin = 1;
         usleep(200000);
@@ -80,12 +84,12 @@ static int a_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
         snprintf(why, len, "A does not serve %#llx", (unsigned long long)req->addr);
         return ENOTSUP;
     }
-    return make_pin(req, pin);
+    return make_pin(req, pin, info);
 }
 
-static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
-    (void)ctx;
     if (in(req->addr, FAIL_BASE)) {
         snprintf(why, len, "B owns it but failed");
         return EIO;
@@ -94,12 +98,12 @@ static int b_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
         snprintf(why, len, "B does not serve it");
         return ENOTSUP;
     }
-    return make_pin(req, pin);
+    return make_pin(req, pin, info);
 }
 
-static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why, size_t len)
+static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                 char *why, size_t len)
 {
-    (void)ctx; (void)req; (void)pin;
     c_consulted++;
     snprintf(why, len, "C serves nothing");
     return ENOTSUP;
@@ -107,7 +111,6 @@ static int c_pin(void *ctx, const struct vr_pin_req *req, void **pin, char *why,
 
 static int fake_unpin(void *ctx, void *pin)
 {
-    (void)ctx;
     backend_ops++;
     free(pin);
     live_pins--;
@@ -119,7 +122,6 @@ static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, 
 {
     void *p;
 
-    (void)ctx; (void)pin;
     backend_ops++;
     if (want == GDR_MAPPING_TYPE_DEVICE) {
         snprintf(why, len, "this fake platform has no device mappings");
@@ -137,24 +139,9 @@ static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, 
 
 static int fake_unmap(void *ctx, void *pin, void *ptr, size_t size)
 {
-    (void)ctx; (void)pin;
     backend_ops++;
     live_maps--;
     return munmap(ptr, size) ? errno : 0;
-}
-
-static int fake_info(void *ctx, void *pin, struct vr_pin_info *info)
-{
-    struct fake_pin *p = pin;
-
-    (void)ctx;
-    backend_ops++;
-    /* B measures nothing, like the user-space backends: the core times its pins. */
-    int b = in(p->va, B_BASE);
-
-    *info = (struct vr_pin_info){ .va = p->va, .mapped_size = p->size, .page_size = PAGE,
-                                  .tm_cycles = b ? 0 : 1, .cycles_per_ms = b ? 0 : 1000 };
-    return 0;
 }
 
 static _Atomic int slow_cb, slow_in_cb;
@@ -162,7 +149,6 @@ static _Atomic int slow_cb, slow_in_cb;
 /* With slow_cb set, the call holds the pin's lock in the core for 200 ms. */
 static int fake_cb(void *ctx, void *pin, int *flag)
 {
-    (void)ctx; (void)pin;
     backend_ops++;
     if (slow_cb) {
         slow_in_cb = 1;
@@ -174,7 +160,6 @@ static int fake_cb(void *ctx, void *pin, int *flag)
 }
 static int fake_attr(void *ctx, gdr_attr_t a, int *v)
 {
-    (void)ctx;
     backend_ops++;
     *v = a == 1;
     return 0;
@@ -182,7 +167,6 @@ static int fake_attr(void *ctx, gdr_attr_t a, int *v)
 
 static int fake_version(void *ctx, int *ma, int *mi)
 {
-    (void)ctx;
     backend_ops++;
     *ma = 2;
     *mi = 6;
@@ -191,7 +175,7 @@ static int fake_version(void *ctx, int *ma, int *mi)
 
 #define FAKE(ID, NAME, PIN) { .id = ID, .name = NAME, .probe = fake_probe, .open = fake_open, \
     .close = fake_close, .pin = PIN, .unpin = fake_unpin, .map = fake_map, .unmap = fake_unmap, \
-    .info = fake_info, .callback_flag = fake_cb, .get_attr = fake_attr, .driver_version = fake_version }
+    .callback_flag = fake_cb, .get_attr = fake_attr, .driver_version = fake_version }
 static const struct vr_backend_ops fake_a = FAKE(VRAMIO_BACKEND_GDRDRV, "fakeA", a_pin);
 static const struct vr_backend_ops fake_b = FAKE(VRAMIO_BACKEND_DMABUF, "fakeB", b_pin);
 static const struct vr_backend_ops fake_c = FAKE(VRAMIO_BACKEND_VULKAN, "fakeC", c_pin);
@@ -425,7 +409,6 @@ static void *prober(void *arg)
     gdr_mh_t mh;
     int i, rc, flag;
 
-    (void)arg;
     for (i = 0; i < 6000; i++) {
         mh.h = published[i % NW];
         rc = gdr_get_info_v2(shared, mh, &info);

@@ -116,7 +116,6 @@ static _Atomic int holding;
 
 static void *holder(void *arg)
 {
-    (void)arg;
     pthread_mutex_lock(&held);
     holding = 1;
     usleep(300000);

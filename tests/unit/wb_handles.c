@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "t.h"
 #include "gdrapi.h"
+#include "vramio.h"
 #include "handles.h"
 #include "wb/hooks.h"
 
@@ -190,7 +191,6 @@ static void *flipper(void *arg)
     struct vr_slot *s;
     unsigned i = 0;
 
-    (void)arg;
     while (!atomic_load(&stop)) {
         s = vr_slot_lock(&vr_pins, flip_tok);
         if (!s)
@@ -212,7 +212,6 @@ static void *reader(void *arg)
     struct vr_mapping m;
     int i;
 
-    (void)arg;
     for (i = 0; i < 200000; i++) {
         if (vr_pin_mapping(flip_tok, &m) != 0) {
             errors++;
@@ -272,6 +271,28 @@ static void test_copy_entry_points(void)
     t_check(gdr_copy_to_mapping(mh, dev + 8, host, 8) == EINVAL &&
             gdr_copy_to_mapping(mh, dev + 8, host, 0) == EINVAL, "copy_after_remove_einval",
             "a removed handle was used");
+}
+
+/* A test mapping is a whole pin to the library: the _auto copies above their floor (4 KiB),
+ * which look up the pin's GPU range, take it as a pin the copy engine cannot reach and copy
+ * through the mapping. */
+static void test_auto_copy_of_test_mapping(void)
+{
+    static char dev[1 << 16] __attribute__((aligned(64)));
+    static char host[1 << 15], back[1 << 15];
+    unsigned long tok;
+    gdr_mh_t mh;
+
+    memset(host, 0x5a, sizeof(host));
+    if (!t_check(vr_handles_test_insert(dev, sizeof(dev), GDR_MAPPING_TYPE_WC, &tok) == 0,
+                 "auto_test_insert", "failed"))
+        return;
+    mh.h = tok;
+    t_check(vramio_copy_to_mapping_auto(mh, dev, host, sizeof(host)) == 0 &&
+            vramio_copy_from_mapping_auto(mh, back, dev, sizeof(back)) == 0 &&
+            memcmp(back, host, sizeof(host)) == 0, "auto_copy_through_test_mapping", "%s",
+            vramio_last_error());
+    vr_handles_test_remove(tok);
 }
 
 /*
@@ -339,7 +360,6 @@ static void *background(void *arg)
     unsigned long tok;
     struct vr_slot *s;
 
-    (void)arg;
     while (!atomic_load(&stop)) {
         if (vr_slot_alloc(&vr_gdrs, NULL, 0, &tok) == 0 && (s = vr_slot_lock(&vr_gdrs, tok)))
             vr_slot_free_locked(&vr_gdrs, s);
@@ -388,6 +408,7 @@ int main(void)
     test_stale_and_wraparound();
     test_seqlock();
     test_copy_entry_points();
+    test_auto_copy_of_test_mapping();
     test_copy_rejects_aliases();
     test_fork();
     return t_status();

@@ -23,12 +23,11 @@ static int probe_dmabuf(char *why, size_t len) { snprintf(why, len, "d"); return
 static int probe_vulkan(char *why, size_t len) { snprintf(why, len, "v"); return probe_rc[3]; }
 static int f_open(void **ctx, char *why, size_t len)
 {
-    (void)why; (void)len;
     *ctx = &live_ctx;
     live_ctx++;
     return 0;
 }
-static void f_close(void *ctx) { (void)ctx; live_ctx--; }
+static void f_close(void *ctx) { live_ctx--; }
 
 /* Only the choice is exercised: the pin ops are never reached. */
 #define FAKE(ID, NAME, PROBE, ENV, SERVES, FORCE) { .id = ID, .name = NAME, .opt_in_env = ENV, \

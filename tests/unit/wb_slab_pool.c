@@ -55,7 +55,6 @@ static void fake_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
 {
     struct fake *f = ctx;
 
-    (void)base; (void)size;
     free(cookie);
     atomic_fetch_add(&f->destroys, 1);
     atomic_fetch_sub(&f->live, 1);

@@ -123,7 +123,6 @@ T_CASE(invalidation_fork_child_gdr_map_parent, T_UPSTREAM,
 
 static int child_exits(void *arg)
 {
-    (void)arg;
     return 0;
 }
 

@@ -251,7 +251,6 @@ static volatile int reader_stop;
 
 static void on_bus(int sig)
 {
-    (void)sig;
     if (bus_armed)
         siglongjmp(bus_jmp, 1);
     _exit(90);

@@ -132,7 +132,7 @@ static pid_t as_nobody(int (*fn)(uint64_t, uint64_t), uint64_t a, uint64_t b)
 }
 
 static int own_pins_fn(uint64_t va, uint64_t h) { return nobody_own_pins(va, h); }
-static int roots_fd_fn(uint64_t sock, uint64_t unused) { (void)unused; return nobody_with_roots_fd((int)sock); }
+static int roots_fd_fn(uint64_t sock, uint64_t unused) { return nobody_with_roots_fd((int)sock); }
 static int killed_fn(uint64_t va, uint64_t ready) { return nobody_killed(va, (int)ready); }
 
 int main(void)

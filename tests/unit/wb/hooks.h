@@ -11,7 +11,7 @@
 
 struct vr_icache;
 
-/* Register a mapping of ordinary memory as a pin (no backend involved) and take it away. */
+/* Register a mapping of ordinary memory as a pin (no gdr_t, no backend) and take it away. */
 int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *token);
 int vr_handles_test_remove(unsigned long token);
 
