@@ -90,7 +90,7 @@ $(UTIL_LIB): $(UTIL_OBJS)
 # ---- the library -----------------------------------------------------------------------
 # src/arch/: CPU features, the cycle clock (the copy engine's tests link them too).
 ARCH_SRCS := $(wildcard src/arch/*.c)
-LIB_SRCS  := $(wildcard src/*.c src/backends/*.c) $(ARCH_SRCS)
+LIB_SRCS  := $(wildcard src/*.c src/backends/*.c src/dma/*.c src/alloc/*.c) $(ARCH_SRCS)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dma_policy.h"
+#include "dma/dma_policy.h"
 #include "t.h"
 
 #define KiB 1024u

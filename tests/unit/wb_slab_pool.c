@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "t.h"
-#include "slab_pool.h"
+#include "alloc/slab_pool.h"
 
 struct fake {
     atomic_int creates, destroys, live;
