@@ -44,6 +44,32 @@ check TEST_CPPFLAGS vramio.h ok
 check TEST_CPPFLAGS core.h fails
 check TEST_CPPFLAGS cuda_loader.h fails
 check WB_CPPFLAGS core.h ok
+# The rooms beside the core (src/alloc/, src/dma/) are part of the library's area, as
+# backends/ and copy/ are: their files see src/ (export.h, pins.h, log.h, ...), and other
+# areas do not see them.
+check LIB_CPPFLAGS export.h ok
+check LIB_CPPFLAGS pins.h ok
+check LIB_CPPFLAGS alloc/slab_pool.h ok
+check LIB_CPPFLAGS dma/dma_policy.h ok
+check TOOL_CPPFLAGS export.h fails
+check TOOL_CPPFLAGS alloc/slab_pool.h fails
+check TEST_CPPFLAGS pins.h fails
+check TEST_CPPFLAGS dma/dma_policy.h fails
+check WB_CPPFLAGS alloc/slab_pool.h ok
+
+# Inside the library one include path serves every room, so a room keeps its headers to
+# itself by this check: no file of src/ outside src/alloc/ or src/dma/ includes one of that
+# room's headers (white-box tests may).
+bad=
+for room in alloc dma; do
+    hits=$(git grep -lE "^#[[:space:]]*include[[:space:]]*\"$room/" -- src/ ":!src/$room/" 2>/dev/null)
+    [ -n "$hits" ] && bad="$bad $room/:$(echo $hits | tr ' ' ',')"
+done
+if [ -z "$bad" ]; then
+    t_ok include_areas/rooms_keep_their_headers
+else
+    t_fail include_areas/rooms_keep_their_headers "${bad# }"
+fi
 
 # Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
 # the library's internals excepted: tests/unit/wb_*, wb/, copy_*, bench/).
