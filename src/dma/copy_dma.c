@@ -9,6 +9,7 @@
  * The entry points of the copy engine's room (dma.h): the device of the pin (dma_device.c),
  * its crossover (dma_calibrate.c), then one copy by the engine (dma_transfer.c) or the BAR.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
