@@ -33,6 +33,9 @@ CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 # Include paths per area: each area sees the installed headers, its own and those of the
 # layers below it, so a private header included outside its area does not compile.
 # "uapi/gdrdrv.h" (the ioctl ABI) is found through -Idriver, its path written out.
+# The rooms of src/ (backends/, copy/, arch/, alloc/, dma/) share the library's path and name
+# each other's headers by room ("copy/copy.h"); that alloc/ and dma/ keep theirs to
+# themselves is checked by tests/abi/test_include_areas.sh.
 UTIL_CPPFLAGS := -Iutil
 LIB_CPPFLAGS  := -Isrc -Iutil -Idriver
 TOOL_CPPFLAGS := -Itools -Iutil -Idriver
@@ -92,7 +95,7 @@ $(UTIL_LIB): $(UTIL_OBJS)
 # ---- the library -----------------------------------------------------------------------
 # src/arch/: CPU features, the cycle clock (the copy engine's tests link them too).
 ARCH_SRCS := $(wildcard src/arch/*.c)
-LIB_SRCS  := $(wildcard src/*.c src/backends/*.c) $(ARCH_SRCS)
+LIB_SRCS  := $(wildcard src/*.c src/backends/*.c src/dma/*.c src/alloc/*.c) $(ARCH_SRCS)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 

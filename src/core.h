@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c, errors.c) share:
- * the objects behind gdr_t and gdr_mh_t, the calls between those files, error reporting.
+ * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c) share: the
+ * objects behind gdr_t and gdr_mh_t and the calls between those files, over export.h (the
+ * export macro, error reporting) and pins.h (what the rooms beside the core call in it).
  */
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
@@ -9,14 +10,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "backend.h"
+#include "export.h"
 #include "handles.h"
 #include "log.h"
-
-#ifndef VR_EXPORT
-#define VR_EXPORT __attribute__((visibility("default")))
-#endif
-
-#define VR_REASON_LEN 256
+#include "pins.h"
 
 /* One usable backend of an open gdr_t: ops is one of the instance's merged tables. */
 struct vr_active {
@@ -50,13 +47,8 @@ struct vr_pin {
     size_t map_size;                       /* as the caller mapped it */
     size_t map_reach;                      /* how far copies may go: see maps_whole_pin */
     gdr_mapping_type_t map_type;
-    int dma_dev;                           /* copy_dma.c's finding for this pin: VR_DMA_DEV_* */
+    int dma_dev;                           /* the copy engine's finding: VR_DMA_DEV_* (pins.h) */
 };
-
-/* vr_pin.dma_dev: not looked up yet, or the copy engine unusable for this pin (BAR only);
- * otherwise the CUDA device ordinal whose copy engine serves it. */
-#define VR_DMA_DEV_UNKNOWN (-1)
-#define VR_DMA_DEV_NONE    (-2)
 
 /*
  * The object of a live gdr_t of this process, with a reference taken (gdr_close waits for
@@ -116,47 +108,14 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
 /* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
 void vr_pins_release_owned(unsigned long owner);
-/* GPU memory [base, base + size) was released while pins of it may live on (their imports
- * hold the pages): their GPU addresses reach other memory or none from now on, so the copy
- * engine is never used for them again; their mappings still reach the pinned pages. */
-void vr_pins_gpu_released(uint64_t base, uint64_t size);
 
 /* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
-/* alloc.c: the GPU whose pool handed out the live block starting at ptr, or -1. */
-int vr_alloc_gpu(unsigned long long ptr);
-
 int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
 int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
-
-/* Where a checked copy range lies in GPU memory (vr_pin_dma_range, for copy_dma.c). */
-struct vr_dma_range {
-    uint64_t dev_addr;                     /* GPU address of the range's first byte */
-    gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
-    int dma_dev;                           /* the pin's vr_pin.dma_dev */
-    size_t avail;                          /* bytes of the mapping from the range's start on */
-};
-
-/* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
- * gdr_copy_*_mapping do, with the same errors; on success fill r. */
-int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
-                     struct vr_dma_range *r, const char *fn);
 
 /* The error of a copy whose handle is not a live pin (not_pin) or whose range is not inside
  * its mapping: recorded, logged at debug level, EINVAL. Cold, out of line (the copy path). */
 __attribute__((noinline, cold))
 int vr_copy_fail(const char *fn, unsigned long h, const void *p, size_t n, int not_pin);
-
-/* Remember copy_dma.c's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
-void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);
-
-/* Record a failure as this thread's last error, log it at level, and return err. */
-__attribute__((format(printf, 3, 4)))
-int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...);
-/* Bad arguments are the caller's business: logged at debug level only. */
-#define vr_fail(err, ...)     vr_fail_at(VR_LOG_DEBUG, err, __VA_ARGS__)
-#define vr_fail_err(err, ...) vr_fail_at(VR_LOG_ERROR, err, __VA_ARGS__)
-
-/* Copy a reason into a caller's buffer (NUL-terminated when len > 0; dst may be NULL). */
-void vr_copy_reason(char *dst, size_t len, const char *src);
 
 #endif /* VRAMIO_CORE_H */

@@ -6,7 +6,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "core.h"
+#include "export.h"
+#include "vramio.h"
 
 /* Per thread, so that a failure in one thread never overwrites another's explanation. */
 static __thread char last_error[512];

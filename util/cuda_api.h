@@ -68,7 +68,7 @@
     X(cuMemsetD8,               "cuMemsetD8_v2",                                            \
       (CUdeviceptr dst, unsigned char byte, size_t n))                                      \
     X(cuMemHostGetFlags,        "cuMemHostGetFlags",        (unsigned int *flags, void *p)) \
-    /* the GPU's copy engine: asynchronous copies, streams, events (copy_dma.c) */          \
+    /* the GPU's copy engine: asynchronous copies, streams, events (src/dma/) */            \
     X(cuMemcpyHtoDAsync,        "cuMemcpyHtoDAsync_v2",                                     \
       (CUdeviceptr dst, const void *src, size_t n, CUstream stream))                        \
     X(cuMemcpyDtoHAsync,        "cuMemcpyDtoHAsync_v2",                                     \

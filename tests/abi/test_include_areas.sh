@@ -44,6 +44,40 @@ check TEST_CPPFLAGS vramio.h ok
 check TEST_CPPFLAGS core.h fails
 check TEST_CPPFLAGS cuda_loader.h fails
 check WB_CPPFLAGS core.h ok
+# The rooms beside the core (src/alloc/, src/dma/) are part of the library's area, as
+# backends/ and copy/ are: their files see src/ (export.h, pins.h, log.h, ...), and other
+# areas do not see them.
+check LIB_CPPFLAGS export.h ok
+check LIB_CPPFLAGS pins.h ok
+check LIB_CPPFLAGS alloc/slab_pool.h ok
+check LIB_CPPFLAGS dma/dma_policy.h ok
+check TOOL_CPPFLAGS export.h fails
+check TOOL_CPPFLAGS alloc/slab_pool.h fails
+check TEST_CPPFLAGS pins.h fails
+check TEST_CPPFLAGS dma/dma_policy.h fails
+check WB_CPPFLAGS alloc/slab_pool.h ok
+
+# The files, among the paths after the first argument, whose #include matches it (an extended
+# regex from the opening quote or bracket on), comma-separated.
+includers() {
+    local re=$1
+    shift
+    git grep -lE "^#[[:space:]]*include[[:space:]]*$re" -- "$@" 2>/dev/null | paste -sd, -
+}
+# ok when $bad is empty, else not ok with its list.
+verdict() {
+    if [ -z "$bad" ]; then t_ok "include_areas/$1"; else t_fail "include_areas/$1" "${bad# }"; fi
+}
+
+# Inside the library one include path serves every room, so a room keeps its headers to
+# itself by this check: no file of src/ outside src/alloc/ or src/dma/ includes one of that
+# room's headers (white-box tests may).
+bad=
+for room in alloc dma; do
+    hits=$(includers "\"$room/" src/ ":!src/$room/")
+    [ -n "$hits" ] && bad="$bad $room/:$hits"
+done
+verdict rooms_keep_their_headers
 
 # Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
 # the library's internals excepted: tests/unit/wb_*, wb/, copy_*, bench/).
@@ -51,13 +85,9 @@ hdrs=$(cd src && find . -name '*.h' | sed 's|^\./||')
 bad=
 for h in $hdrs; do
     b=$(basename "$h")
-    hits=$(git grep -lE "^#[[:space:]]*include[[:space:]]*[\"<]([^\">]*/)?$b[\">]" -- \
-           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!bench/' 2>/dev/null)
-    [ -n "$hits" ] && bad="$bad $b:$(echo $hits | tr ' ' ',')"
+    hits=$(includers "[\"<]([^\">]*/)?$b[\">]" \
+           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!bench/')
+    [ -n "$hits" ] && bad="$bad $b:$hits"
 done
-if [ -z "$bad" ]; then
-    t_ok include_areas/no_src_header_outside_src
-else
-    t_fail include_areas/no_src_header_outside_src "${bad# }"
-fi
+verdict no_src_header_outside_src
 t_done

@@ -3,6 +3,9 @@
 # test_src_layers.sh - dependencies between the library's files run one way: from the objects
 # of src/ (and util/) as built, file A depends on file B when A uses a symbol that B defines;
 # no two files, and no loop of files, may depend on each other. Prints the loop it finds.
+# The rooms beside the core, src/dma/ and src/alloc/, are built and checked with the rest,
+# and are leaves: no file outside a room uses a symbol defined in it (their entry points are
+# reached through the exports only); prints each such use.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/t.sh
@@ -32,7 +35,21 @@ def visit(f):
     stack.pop(); state[f] = 2
 for f in sorted(graph):
     if not state.get(f) and not loop: visit(f)
+files = set(graph) | set(defs.values())
+fail = 0
 if loop:
-    print("not ok src_layers/one_way: " + " -> ".join(loop)); sys.exit(1)
-print("ok src_layers/one_way (%d files)" % len(set(graph) | set(defs.values())))
+    print("not ok src_layers/one_way: " + " -> ".join(loop)); fail = 1
+else:
+    print("ok src_layers/one_way (%d files)" % len(files))
+for room in ("src/dma/", "src/alloc/"):
+    mine = sorted(f for f in files if f.startswith(room))
+    calls = sorted({"%s -> %s (%s)" % (f, defs[s], s) for f, syms in uses.items()
+                    if not f.startswith(room) for s in syms if defs.get(s, "").startswith(room)})
+    if not mine:
+        print("not ok src_layers/%s: no objects of it" % room[4:-1]); fail = 1
+    elif calls:
+        print("not ok src_layers/%s_is_a_leaf: %s" % (room[4:-1], "; ".join(calls))); fail = 1
+    else:
+        print("ok src_layers/%s_is_a_leaf (%d files)" % (room[4:-1], len(mine)))
+sys.exit(fail)
 '

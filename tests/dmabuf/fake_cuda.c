@@ -453,7 +453,7 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
 }
 
 /*
- * ---- what the copy engine of the _auto copies needs (src/copy_dma.c) ----
+ * ---- what the copy engine of the _auto copies needs (src/dma/) ----
  * Contexts: FAKE_CUDA_NO_CTX=1 starts every thread with no current context; push and pop keep
  * a per-thread stack, and the stream and copy calls fail with CUDA_ERROR_INVALID_CONTEXT when
  * nothing is current. Host memory from cuMemAllocHost / cuMemHostAlloc is "pinned"

@@ -100,7 +100,7 @@ run_modes() { # label libdir [cflags]
     run_client "$label/forced_refuse" "$prog" forced_refuse FAKE_CUDA_VERSION=13000 \
         FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1
     run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
-    # The _auto copies (src/copy_dma.c) against the same stand-in.
+    # The _auto copies (src/dma/) against the same stand-in.
     if ! build_client "$auto" tests/dmabuf/dma_auto_client.c "$lib" "$@"; then
         t_fail "$PFX$label/build_auto_client" "compiler failed"; return
     fi

@@ -186,7 +186,7 @@ static CUresult fill(CUdeviceptr d, const void *v, size_t w, size_t n)
 CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return fill(d, &v, 2, n); }
 CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return fill(d, &v, 4, n); }
 
-/* ---- the copy engine's calls (src/copy_dma.c): streams and events are tokens, the
+/* ---- the copy engine's calls (src/dma/): streams and events are tokens, the
  * asynchronous copies are done at once, and counted -------------------------------------- */
 static int n_async;
 static char stream_token, event_token;

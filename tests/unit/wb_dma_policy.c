@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * wb_dma_policy.c - the crossover of the _auto copies (src/dma_policy.c), without a GPU. Each
- * way's cost is a table of times (the H200's measured figures among them); the test times
- * them as copy_dma.c's calibration does (the same sizes, a cold first copy, noise, one slow
+ * wb_dma_policy.c - the crossover of the _auto copies (src/dma/dma_policy.c), without a GPU.
+ * Each way's cost is a table of times (the H200's measured figures among them); the test
+ * times them as dma_calibrate.c does (the same sizes, a cold first copy, noise, one slow
  * outlier per size), and the crossover the library derives must be where the tables really
  * cross, found here by walking the sizes 256 bytes at a time. Then the curve's own rules and
  * the VRAMIO_DMA_CROSSOVER_READ/_WRITE syntax.
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dma_policy.h"
+#include "dma/dma_policy.h"
 #include "t.h"
 
 #define KiB 1024u
@@ -53,7 +53,7 @@ static double jitter(unsigned k)
 }
 
 /*
- * The calibration's samples of both ways (copy_dma.c): the BAR by its plan (a warm-up 40x
+ * The calibration's samples of both ways (dma_calibrate.c): the BAR by its plan (a warm-up 40x
  * slower than the rest, then the small and the large size three times each: reads 1 and
  * 16 KiB, writes unit and 4 units of a first write of first_write bytes), the engine at each
  * of vr_dma_engine_sizes five times, one of the five 3x slower. The crossover from them.

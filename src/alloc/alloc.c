@@ -20,10 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core.h"
+#include "alloc.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
+#include "export.h"
 #include "fork.h"
+#include "pins.h"
 #include "slab_pool.h"
 #include "vramio.h"
 

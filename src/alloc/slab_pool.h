@@ -72,9 +72,6 @@ struct vr_pool_stats {
 int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, size_t slab_size,
                  size_t small_max, size_t cache_max, pthread_mutex_t *lock);
 
-/* Destroy every slab, live allocations included (tests; the library keeps its pools). */
-void vr_pool_destroy(struct vr_pool *p);
-
 /* size bytes at *addr: 0, EINVAL (size 0 or too large), or the errno of ops->create. */
 int vr_pool_alloc(struct vr_pool *p, size_t size, uint64_t *addr);
 

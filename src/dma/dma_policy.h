@@ -19,9 +19,8 @@
 
 /* The sizes at which the calibration times the copy engine, both directions: around every
  * crossover plausible on PCIe (reads cross at 4-16 KiB, writes at 64 KiB-1 MiB). Timed, not
- * extrapolated: a copy-engine copy is no straight line in its size (on the H200 a 4 KiB
- * write can cost a fraction of a 64 KiB one's 9.9 us, and 64 to 128 KiB adds 0.7 us), so a
- * line through a small and a large size puts the write crossover at a tenth of its place. */
+ * extrapolated: a copy-engine copy is no straight line in its size, so a line through a
+ * small and a large size puts the crossover far from its place (docs/auto-copies.md). */
 #define VR_DMA_ENGINE_POINTS 6
 extern const size_t vr_dma_engine_sizes[VR_DMA_ENGINE_POINTS];
 #define VR_DMA_ENGINE_LARGEST ((size_t)1 << 20)

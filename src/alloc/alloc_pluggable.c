@@ -12,9 +12,10 @@
  * may still be in use is leaked, with a warning, rather than handed out again.
  */
 #include <stdint.h>
-#include "core.h"
+#include "alloc.h"
 #include "cuda_ctx.h"
 #include "cuda_loader.h"
+#include "export.h"
 #include "vramio.h"
 
 VR_EXPORT void *vramio_pluggable_alloc(ssize_t size, int device, void *stream)

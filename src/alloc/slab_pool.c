@@ -406,22 +406,3 @@ void vr_pool_get_stats(struct vr_pool *p, struct vr_pool_stats *st)
     st->large_bytes = p->large_bytes;
     pthread_mutex_unlock(p->lock);
 }
-
-void vr_pool_destroy(struct vr_pool *p)
-{
-    struct vr_slab *s, *next;
-    size_t i;
-
-    if (!p->bucket)
-        return;
-    for (i = 0; i < p->nbuckets; i++) {
-        for (s = p->bucket[i]; s; s = next) {
-            next = s->hnext;
-            slab_destroy(p, s);
-        }
-    }
-    free(p->bucket);
-    p->bucket = NULL;
-    if (p->lock == &p->own_lock)
-        pthread_mutex_destroy(&p->own_lock);
-}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy_dma.c - vramio_copy_to_mapping_auto / vramio_copy_from_mapping_auto: the contract of
+ * gdr_copy_*_mapping (synchronous, the same checks and errors), but from a crossover size up
+ * the bytes move with the GPU's copy engine instead of the CPU through the BAR. A BAR read
+ * is an uncached round trip per line (about 1 GB/s); the copy engine reaches tens of GB/s
+ * after a fixed cost of several microseconds, so past some size it wins by far.
+ *
+ * The entry points of the copy engine's room (dma.h): the device of the pin (dma_device.c),
+ * its crossover (dma_calibrate.c), then one copy by the engine (dma_transfer.c) or the BAR.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "copy/copy.h"
+#include "dma.h"
+#include "dma_policy.h"
+#include "vramio.h"
+
+static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char *host,
+                     size_t n, const char *fn)
+{
+    const struct vr_cuda *cu;
+    struct vr_dma_range r;
+    struct dma_dev *d = NULL;
+    size_t done = 0, x;
+    int rc = vr_pin_dma_range(handle, map, n, host, &r, fn);
+
+    if (rc)
+        return rc;
+    if ((cu = vr_dma_cuda()))
+        d = vr_dma_dev_of_pin(cu, handle, &r);
+    if (d) {
+        x = atomic_load(&d->crossover[dir]);
+        if (!x) {
+            done = vr_dma_calibrate(cu, d, dir, &r, map, host, n);
+            x = atomic_load(&d->crossover[dir]);
+        }
+        /* Pageable memory crosses later (vr_dma_copy asks the same, remembered, question). */
+        if (x && n - done >= x && !vr_dma_host_pinned(cu, host + done, n - done))
+            x = atomic_load(&d->pageable_x[dir]);
+        if (x && n - done >= x)
+            return vr_dma_copy(cu, d, dir, r.dev_addr + done, host + done, n - done, fn);
+    }
+    if (n > done) {
+        if (dir == DIR_WRITE)
+            vr_copy_to_mapping(r.type, map + done, host + done, n - done);
+        else
+            vr_copy_from_mapping(r.type, host + done, map + done, n - done);
+    }
+    return 0;
+}
+
+VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
+                                          size_t size)
+{
+    size_t x = atomic_load_explicit(&vr_dma_min_crossover[DIR_WRITE], memory_order_relaxed);
+
+    if (size < VR_DMA_FLOOR || size < x)
+        return vr_gdr_copy_to_mapping(handle, map_d_ptr, h_ptr, size);
+    return auto_copy(DIR_WRITE, handle, map_d_ptr, (unsigned char *)(uintptr_t)h_ptr, size,
+                     "vramio_copy_to_mapping_auto");
+}
+
+VR_EXPORT int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
+                                            size_t size)
+{
+    size_t x = atomic_load_explicit(&vr_dma_min_crossover[DIR_READ], memory_order_relaxed);
+
+    if (size < VR_DMA_FLOOR || size < x)
+        return vr_gdr_copy_from_mapping(handle, h_ptr, map_d_ptr, size);
+    return auto_copy(DIR_READ, handle, (unsigned char *)(uintptr_t)map_d_ptr, h_ptr, size,
+                     "vramio_copy_from_mapping_auto");
+}
+
+VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
+                                         size_t *write_bytes)
+{
+    const struct vr_cuda *cu;
+    struct vr_dma_range r;
+    struct dma_dev *d = NULL;
+    struct vr_mapping m;
+    int rc;
+
+    if (!read_bytes || !write_bytes)
+        return vr_fail(EINVAL, "vramio_copy_auto_crossover: NULL output");
+    *read_bytes = *write_bytes = 0;
+    if (vr_pin_mapping(handle.h, &m) || !m.len)
+        return vr_fail(EINVAL, "vramio_copy_auto_crossover: %#lx is not a mapped pin", handle.h);
+    rc = vr_pin_dma_range(handle, (const void *)m.base, 1, read_bytes, &r,
+                          "vramio_copy_auto_crossover");
+    if (rc)
+        return rc;
+    if ((cu = vr_dma_cuda()))
+        d = vr_dma_dev_of_pin(cu, handle, &r);
+    if (!d) {
+        *read_bytes = *write_bytes = VR_DMA_NEVER;
+        return 0;
+    }
+    *read_bytes = atomic_load(&d->crossover[DIR_READ]);
+    *write_bytes = atomic_load(&d->crossover[DIR_WRITE]);
+    return 0;
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dma_device.c - the copy engine's devices: each set up once per process, on the first _auto
+ * copy that reaches it, with a private CU_STREAM_NON_BLOCKING stream in its primary context
+ * (never the legacy default stream: it neither waits for the program's kernels nor makes
+ * them wait; a kernel spinning on a flag that this very copy will set would otherwise
+ * deadlock) and two pinned bounce buffers; the device of a pin, found once and remembered
+ * in the pin. Memory that belongs to a CUDA context other than its device's primary one is
+ * copied through the BAR (the primary context may not reach it); so is everything when CUDA
+ * cannot be used. The crossovers from the environment are read here, once, at load.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dma.h"
+#include "dma_policy.h"
+#include "export.h"
+
+static struct dma_dev devs[DMA_MAX_DEVICES];
+pthread_mutex_t vr_dma_setup_lock = PTHREAD_MUTEX_INITIALIZER;
+_Atomic size_t vr_dma_min_crossover[2] = { 0, VR_DMA_BAR_WRITE_MIN };
+
+/* VRAMIO_DMA_CROSSOVER_READ / _WRITE, read once when the library is loaded (0: not set). */
+static size_t env_x[2];
+
+void vr_dma_note_crossover(int dir, size_t x)
+{
+    size_t cur = atomic_load(&vr_dma_min_crossover[dir]);
+
+    while ((cur == 0 || x < cur) &&
+           !atomic_compare_exchange_weak(&vr_dma_min_crossover[dir], &cur, x))
+        ;
+}
+
+static void env_crossover(int dir, const char *name)
+{
+    const char *v = getenv(name);
+    size_t x;
+
+    if (!v)
+        return;
+    if (vr_dma_parse_crossover(v, &x)) {
+        vr_warn("%s=%s: not a size (bytes, K, M, G or 'never'); measuring instead", name, v);
+        return;
+    }
+    env_x[dir] = x;
+    if (dir == DIR_WRITE)       /* the setting replaces the write floor as well */
+        atomic_store(&vr_dma_min_crossover[dir], x);
+    else
+        vr_dma_note_crossover(dir, x);
+}
+
+__attribute__((constructor)) static void dma_env(void)
+{
+    env_crossover(DIR_READ, "VRAMIO_DMA_CROSSOVER_READ");
+    env_crossover(DIR_WRITE, "VRAMIO_DMA_CROSSOVER_WRITE");
+}
+
+/* Under vr_dma_setup_lock, with d->ctx current. */
+static int dev_setup_in_ctx(const struct vr_cuda *cu, struct dma_dev *d)
+{
+    CUresult r;
+    int i;
+
+    r = cu->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
+    for (i = 0; i < 2 && r == CUDA_SUCCESS; i++) {
+        void *p = NULL;
+
+        r = cu->cuMemAllocHost(&p, BOUNCE_BYTES);
+        d->bounce[i] = p;
+        if (r == CUDA_SUCCESS)
+            r = cu->cuEventCreate(&d->done[i], CU_EVENT_DISABLE_TIMING);
+    }
+    if (r != CUDA_SUCCESS)
+        vr_warn("copy engine: setup failed (%s); the _auto copies use the BAR",
+                vr_cuda_errstr(r));
+    return r == CUDA_SUCCESS ? 0 : EIO;
+}
+
+static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
+{
+    CUdevice dev;
+    CUcontext popped;
+    CUresult r = cu->cuDeviceGet(&dev, ord);
+    int rc, i;
+
+    if (r == CUDA_SUCCESS)
+        r = cu->cuDevicePrimaryCtxRetain(&d->ctx, dev);
+    if (r != CUDA_SUCCESS || cu->cuCtxPushCurrent(d->ctx) != CUDA_SUCCESS) {
+        vr_warn("copy engine: no primary context on CUDA device %d (%s); using the BAR", ord,
+                vr_cuda_errstr(r));
+        return ENODEV;
+    }
+    rc = dev_setup_in_ctx(cu, d);
+    cu->cuCtxPopCurrent(&popped);
+    if (rc)
+        return rc;
+    pthread_mutex_init(&d->bounce_lock, NULL);
+    for (i = 0; i < 2; i++) {
+        atomic_store(&d->pageable_x[i], env_x[i]);
+        atomic_store(&d->crossover[i], env_x[i]);
+    }
+    return 0;
+}
+
+/* The loaded driver has every entry point this room calls. */
+static int have_entry_points(const struct vr_cuda *cu)
+{
+    return cu->cuPointerGetAttribute && cu->cuDeviceGet && cu->cuDevicePrimaryCtxRetain &&
+           cu->cuCtxPushCurrent && cu->cuCtxPopCurrent && cu->cuStreamCreate &&
+           cu->cuStreamSynchronize && cu->cuMemcpyHtoDAsync && cu->cuMemcpyDtoHAsync &&
+           cu->cuEventCreate && cu->cuEventRecord && cu->cuEventSynchronize &&
+           cu->cuMemAllocHost && cu->cuMemAlloc && cu->cuMemFree;
+}
+
+/* Device ord set up (once per process), or NULL when the copy engine cannot be used there. */
+static struct dma_dev *dev_ready(const struct vr_cuda *cu, int ord)
+{
+    struct dma_dev *d;
+
+    if (ord < 0 || ord >= DMA_MAX_DEVICES)
+        return NULL;
+    d = &devs[ord];
+    if (!__atomic_load_n(&d->state, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&vr_dma_setup_lock);
+        if (!d->state)
+            __atomic_store_n(&d->state, dev_setup(cu, ord, d) ? -1 : 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&vr_dma_setup_lock);
+    }
+    return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == 1 ? d : NULL;
+}
+
+/* The ready state of the device that holds dev_addr, or NULL: copy through the BAR. Asks the
+ * driver (two or three queries), so auto_copy does it once per pin and remembers the answer. */
+static struct dma_dev *dev_for(const struct vr_cuda *cu, uint64_t dev_addr)
+{
+    struct dma_dev *d, *any;
+    CUcontext owner = NULL, popped;
+    CUresult r;
+    int ord = -1, pushed = 0;
+
+    r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
+    if (r == CUDA_ERROR_INVALID_CONTEXT && (any = dev_ready(cu, 0))) {
+        /* A driver that answers only with a context current: any primary one will do. */
+        pushed = cu->cuCtxPushCurrent(any->ctx) == CUDA_SUCCESS;
+        r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_addr);
+    }
+    if (r == CUDA_SUCCESS &&
+        cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, dev_addr) != CUDA_SUCCESS)
+        owner = NULL;       /* VMM memory has no owning context: any on its device reaches it */
+    if (pushed)
+        cu->cuCtxPopCurrent(&popped);
+    d = r == CUDA_SUCCESS ? dev_ready(cu, ord) : NULL;
+    /* Memory of another context than the device's primary one may be out of its reach. */
+    if (!d || (owner && owner != d->ctx))
+        return NULL;
+    return d;
+}
+
+const struct vr_cuda *vr_dma_cuda(void)
+{
+    const struct vr_cuda *cu;
+    char why[VR_REASON_LEN];
+
+    if (vr_cuda_init(&cu, why, sizeof(why)) || !have_entry_points(cu)) {
+        vr_dma_note_crossover(DIR_READ, VR_DMA_NEVER);
+        vr_dma_note_crossover(DIR_WRITE, VR_DMA_NEVER);
+        return NULL;
+    }
+    return cu;
+}
+
+struct dma_dev *vr_dma_dev_of_pin(const struct vr_cuda *cu, gdr_mh_t handle,
+                                  const struct vr_dma_range *r)
+{
+    struct dma_dev *d;
+
+    if (r->dma_dev == VR_DMA_DEV_NONE)
+        return NULL;
+    if (r->dma_dev >= 0)
+        return dev_ready(cu, r->dma_dev);
+    d = dev_for(cu, r->dev_addr);
+    vr_pin_set_dma_dev(handle, d ? (int)(d - devs) : VR_DMA_DEV_NONE);
+    return d;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dma_transfer.c - one copy through the GPU's copy engine, waited for before it returns
+ * (cuStreamSynchronize / cuEventSynchronize), on the device's private stream and in its
+ * primary context, pushed for the call and popped after it so that the calling thread's
+ * current context (or its lack of one) is as it was. From or to the caller's buffer directly
+ * when it is page-locked CUDA host memory, else through the device's two pinned bounce
+ * buffers, the CPU filling (or draining) one while the engine moves the other.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dma.h"
+#include "export.h"
+
+static int cu_fail(CUresult r, const char *fn, const char *what)
+{
+    int err = vr_cuda_errno(r);
+
+    return vr_fail_err(err ? err : EIO, "%s: %s failed: %s", fn, what, vr_cuda_errstr(r));
+}
+
+static int pinned_at(const struct vr_cuda *cu, const void *p)
+{
+    unsigned mt = 0, flags = 0;
+
+    if (cu->cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS)
+        return mt == CU_MEMORYTYPE_HOST;
+    return cu->cuMemHostGetFlags && cu->cuMemHostGetFlags(&flags, (void *)p) == CUDA_SUCCESS;
+}
+
+/*
+ * Checked at both ends. The answer for the last range is kept per thread: programs copy from
+ * the same buffers again and again, and the two driver queries cost about as much as a small
+ * copy-engine transfer's setup. A stale answer is harmless: pageable memory handed to the
+ * async copy is still copied correctly (the driver stages it), and pinned memory taken for
+ * pageable only goes through the bounce buffers.
+ */
+int vr_dma_host_pinned(const struct vr_cuda *cu, const void *p, size_t n)
+{
+    static __thread const void *last_p;
+    static __thread size_t last_n;
+    static __thread int last;
+
+    if (p != last_p || n != last_n) {
+        last = pinned_at(cu, p) && pinned_at(cu, (const unsigned char *)p + n - 1);
+        last_p = p;
+        last_n = n;
+    }
+    return last;
+}
+
+CUresult vr_dma_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
+                       void *host, size_t n)
+{
+    return dir == DIR_WRITE ? cu->cuMemcpyHtoDAsync((CUdeviceptr)dev, host, n, d->stream)
+                            : cu->cuMemcpyDtoHAsync(host, (CUdeviceptr)dev, n, d->stream);
+}
+
+/* Chunks through the two bounce buffers. Writes fill one buffer while
+ * the engine sends the other; reads drain one while the engine fills the other. */
+CUresult vr_dma_bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
+                        unsigned char *host, size_t n)
+{
+    size_t nchunks = (n + BOUNCE_BYTES - 1) / BOUNCE_BYTES, i;
+    CUresult r = CUDA_SUCCESS;
+
+#define CHUNK_OFF(i) ((i) * (size_t)BOUNCE_BYTES)
+#define CHUNK_LEN(i) (n - CHUNK_OFF(i) < BOUNCE_BYTES ? n - CHUNK_OFF(i) : BOUNCE_BYTES)
+    if (dir == DIR_WRITE) {
+        for (i = 0; i < nchunks && r == CUDA_SUCCESS; i++) {
+            unsigned char *b = d->bounce[i & 1];
+
+            if (i >= 2)
+                r = cu->cuEventSynchronize(d->done[i & 1]);
+            if (r != CUDA_SUCCESS)
+                break;
+            memcpy(b, host + CHUNK_OFF(i), CHUNK_LEN(i));
+            r = vr_dma_engine(cu, d, dir, dev + CHUNK_OFF(i), b, CHUNK_LEN(i));
+            if (r == CUDA_SUCCESS)
+                r = cu->cuEventRecord(d->done[i & 1], d->stream);
+        }
+        return r;
+    }
+    for (i = 0; i < 2 && i < nchunks && r == CUDA_SUCCESS; i++) {
+        r = vr_dma_engine(cu, d, dir, dev + CHUNK_OFF(i), d->bounce[i], CHUNK_LEN(i));
+        if (r == CUDA_SUCCESS)
+            r = cu->cuEventRecord(d->done[i], d->stream);
+    }
+    for (i = 0; i < nchunks && r == CUDA_SUCCESS; i++) {
+        unsigned char *b = d->bounce[i & 1];
+
+        r = cu->cuEventSynchronize(d->done[i & 1]);
+        if (r != CUDA_SUCCESS)
+            break;
+        memcpy(host + CHUNK_OFF(i), b, CHUNK_LEN(i));
+        if (i + 2 < nchunks) {
+            r = vr_dma_engine(cu, d, dir, dev + CHUNK_OFF(i + 2), b, CHUNK_LEN(i + 2));
+            if (r == CUDA_SUCCESS)
+                r = cu->cuEventRecord(d->done[i & 1], d->stream);
+        }
+    }
+    return r;
+#undef CHUNK_LEN
+#undef CHUNK_OFF
+}
+
+/* One synchronous copy-engine copy, in d's context (pushed unless it is current already). */
+int vr_dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
+                void *host, size_t n, const char *fn)
+{
+    CUcontext popped, cur = NULL;
+    CUresult r = CUDA_SUCCESS, r2;
+    const char *what = dir == DIR_WRITE ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+    int bounce, push = cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != d->ctx;
+
+    if (push && (r = cu->cuCtxPushCurrent(d->ctx)) != CUDA_SUCCESS)
+        return cu_fail(r, fn, "cuCtxPushCurrent");
+    bounce = !vr_dma_host_pinned(cu, host, n);
+    if (bounce) {
+        pthread_mutex_lock(&d->bounce_lock);
+        r = vr_dma_bounced(cu, d, dir, dev, host, n);
+    } else {
+        r = vr_dma_engine(cu, d, dir, dev, host, n);
+    }
+    /* Even after a failure: nothing of this copy may still be running when we return. */
+    r2 = cu->cuStreamSynchronize(d->stream);
+    if (bounce)
+        pthread_mutex_unlock(&d->bounce_lock);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        r = r2;
+        what = "cuStreamSynchronize";
+    }
+    if (push)
+        cu->cuCtxPopCurrent(&popped);
+    return r == CUDA_SUCCESS ? 0 : cu_fail(r, fn, what);
+}
