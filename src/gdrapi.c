@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
+#include "arch/fence.h"
 #include "copy/copy.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
@@ -197,7 +198,7 @@ static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void
                                                    const void *src, size_t n)
 {
     vr_copy_to_mapping(type, dst, src, n);
-    vr_copy_full_fence();
+    vr_full_fence();
     return 0;
 }
 
@@ -205,7 +206,7 @@ static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, vo
                                                      const void *src, size_t n)
 {
     vr_copy_from_mapping(type, dst, src, n);
-    vr_copy_full_fence();
+    vr_full_fence();
     return 0;
 }
 

@@ -104,20 +104,6 @@ const char *vr_copy_kernel_name(void)
     return active->name;
 }
 
-/* The full fence of the mixed-mappings rule (copy.h). */
-void vr_copy_full_fence(void)
-{
-#if defined(__x86_64__)
-    _mm_mfence();
-#elif defined(__aarch64__)
-    __asm__ volatile("dmb sy" ::: "memory");
-#elif defined(__powerpc64__)
-    __asm__ volatile("sync" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 /* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
 static inline size_t scalar_size(uintptr_t a, size_t n)
 {

@@ -163,11 +163,6 @@ static inline int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const
     return vr_copy_from_mapping_any(type, dst, src, n);
 }
 
-/* A full fence (mfence, dmb sy, sync): every earlier load and store of this thread, to any
- * mapping type, is ordered before every later one. For copies while mappings of more than one
- * type are live (src/handles.h, vr_mappings_mixed). */
-void vr_copy_full_fence(void);
-
 /* Name of the kernel in use ("avx512", "avx2", "sse41", "movdir64b", "neon", "c"). */
 const char *vr_copy_kernel_name(void);
 
