@@ -74,26 +74,16 @@ static const struct vr_copy_kernel kernels[] = {
 #define KERNEL_C (&kernels[0])
 #endif
 
-const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
-{
-    *count = sizeof(kernels) / sizeof(kernels[0]);
-    return kernels;
-}
-
-/* The table stays here, where the copy paths see the portable kernel's fields as constants;
- * the policy that chooses from it is copy_select.c's, which is handed the table. */
-const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
-{
-    return vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]), features, forced);
-}
-
 /* The portable kernel until the constructor below has run: correct on every CPU, so a copy
  * made by another library's constructor before ours is still right, only slower. */
 static const struct vr_copy_kernel *active = KERNEL_C;
 
+/* The policy that chooses is copy_select.c's; it is handed the table, which stays here, where
+ * the copy paths see the portable kernel's fields as constants. */
 __attribute__((constructor)) static void vr_copy_init(void)
 {
-    active = vr_copy_choose(vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
+    active = vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]),
+                                 vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
     vr_copy_fast_from = (struct vr_copy_fast){ active->from_map.bulk, active->from_map.block - 1 };
     vr_copy_line_store = active->line_store;
     vr_dbg("copy kernel: %s", active->name);
@@ -207,8 +197,7 @@ static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kerne
     return type == GDR_MAPPING_TYPE_DEVICE ? KERNEL_C : k;
 }
 
-/* The bodies, inlined into both the entry points the core calls and the _with variants the
- * white-box tests call with a kernel of their choice (one code path, no extra call level). */
+/* A copy to a mapping with kernel k: CACHING by memcpy, the others shaped, then the fence. */
 static inline __attribute__((always_inline)) void
 copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
         size_t n)
@@ -238,18 +227,6 @@ copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, co
         k->small_read(dst, src, n);
     else
         copy_shaped(0, &k->from_map, dst, src, n);
-}
-
-void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                             void *dst, const void *src, size_t n)
-{
-    copy_to(k, type, dst, src, n);
-}
-
-void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                               void *dst, const void *src, size_t n)
-{
-    copy_from(k, type, dst, src, n);
 }
 
 /*
