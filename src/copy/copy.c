@@ -20,8 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch/fence.h"
-#include "copy_kernels.h"
+#include "copy.h"
 #include "log.h"
 
 /*

@@ -13,15 +13,15 @@
 #include <stdint.h>
 #include "gdrapi.h"
 #include "arch/fence.h"
+#include "copy_kernels.h"
 
 /* Host -> mapping, the general path (any alignment, any size, every mapping type). Ends with
  * the fence the mapping type needs (sfence for WC). Returns 0. */
 int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-/* How the inline small-write path below stores one whole 64-byte aligned line, from the
- * chosen kernel; set once by copy.c before main (VR_LINE_NONE, the portable kernel's, until
- * then): a kernel without a single 64-byte store leaves whole lines to its bulk loop. */
-enum vr_line_store { VR_LINE_NONE, VR_LINE_NT512, VR_LINE_MOVDIR64B };
+/* The chosen kernel's single store of a whole line (enum vr_line_store), for the inline
+ * write path below; set once by copy.c before main (VR_LINE_NONE, the portable kernel's,
+ * until then). */
 extern unsigned char vr_copy_line_store;
 
 #if defined(__x86_64__)

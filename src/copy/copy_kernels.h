@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * copy_kernels.h - inside the copy engine: the table of ISA kernels and the CPU features they
- * need.
+ * copy_kernels.h - the contract between the copy engine (copy.c) and its ISA files: the
+ * table of kernels, the CPU features each needs, and the bulk loops. It includes nothing of
+ * the engine: an ISA file sees this and no more.
  *
  * Each ISA file holds only its bulk loops. A bulk loop may assume that the mapping side of
  * the copy (the destination of a write, the source of a read) is aligned to its block and
@@ -13,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "arch/cpu_features.h"
-#include "copy.h"
+
+/* How a kernel stores one whole 64-byte aligned line as a single store, if it can: the inline
+ * write path of copy.h uses it for whole lines (VR_LINE_NONE: such lines take the bulk loop). */
+enum vr_line_store { VR_LINE_NONE, VR_LINE_NT512, VR_LINE_MOVDIR64B };
 
 typedef void (*vr_bulk_fn)(void *dst, const void *src, size_t n);
 
