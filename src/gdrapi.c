@@ -185,29 +185,23 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
     return vr_pin_backend(g, handle, backend, "vramio_handle_backend");
 }
 
+/* The hand-offs of the two copies, defined after them. */
+static int copy_to_checked(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+static int copy_to_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+static int copy_from_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-
-/*
- * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
- * fence as well: the buffer it reached may be read or written next through a mapping of
- * another type, whose accesses the fence of this type does not order (a WC store fence does
- * not order later cached loads, a cached copy has no fence at all). Out of line, so that the
- * usual path stays a tail call into the copy engine.
- */
-static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
-                                                   const void *src, size_t n)
+/* The same checks as copy_to_checked, which a failed one hands the call to (it repeats them,
+ * and says why): the copy inline (copy.h) after them. */
+VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
+                                  size_t size)
 {
-    vr_copy_to_mapping(type, dst, src, n);
-    vr_full_fence();
-    return 0;
-}
+    struct vr_mapping m;
 
-static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
-                                                     const void *src, size_t n)
-{
-    vr_copy_from_mapping(type, dst, src, n);
-    vr_full_fence();
-    return 0;
+    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
+        __builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr || !size, 0) ||
+        __builtin_expect(vr_mappings_mixed(), 0))
+        return copy_to_checked(handle, map_d_ptr, h_ptr, size);
+    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
 /* Everything gdr_copy_to_mapping's straight path leaves: a refused or stale handle, a slot
@@ -230,18 +224,19 @@ static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
-/* The same checks as copy_to_checked, which a failed one hands the call to (it repeats them,
- * and says why): the copy inline (copy.h) after them. */
-VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
-                                  size_t size)
+/*
+ * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
+ * fence as well: the buffer it reached may be read or written next through a mapping of
+ * another type, whose accesses the fence of this type does not order (a WC store fence does
+ * not order later cached loads, a cached copy has no fence at all). Out of line, so that the
+ * usual path stays a tail call into the copy engine.
+ */
+static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
+                                                   const void *src, size_t n)
 {
-    struct vr_mapping m;
-
-    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
-        __builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr || !size, 0) ||
-        __builtin_expect(vr_mappings_mixed(), 0))
-        return copy_to_checked(handle, map_d_ptr, h_ptr, size);
-    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
+    vr_copy_to_mapping(type, dst, src, n);
+    vr_full_fence();
+    return 0;
 }
 
 VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
@@ -258,6 +253,15 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     if (__builtin_expect(vr_mappings_mixed(), 0))
         return copy_from_mixed((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
+}
+
+/* copy_to_mixed's reason, for a read. */
+static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
+                                                     const void *src, size_t n)
+{
+    vr_copy_from_mapping(type, dst, src, n);
+    vr_full_fence();
+    return 0;
 }
 
 /* Hidden aliases of the two copies, for the _auto copies below their crossover (copy_dma.c):
