@@ -185,13 +185,19 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
     return vr_pin_backend(g, handle, backend, "vramio_handle_backend");
 }
 
-/* The hand-offs of the two copies, defined after them. */
+/*
+ * The copies: the pin's mapping looked up lock-free (handles.h), then the copy engine
+ * (copy/copy.h), inline. Each entry point comes first, what it hands off after it: a check
+ * that failed, or a copy while mappings of several types are live. The hand-offs are out of
+ * line, so that the straight path needs no stack frame and ends in the engine (the rule at
+ * the top of copy/copy.h).
+ */
 static int copy_to_checked(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
 static int copy_to_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 static int copy_from_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-/* The same checks as copy_to_checked, which a failed one hands the call to (it repeats them,
- * and says why): the copy inline (copy.h) after them. */
+/* The checks of copy_to_checked in their usual case, which a failed one hands the call to (it
+ * repeats them, and says why). */
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                   size_t size)
 {
@@ -205,9 +211,7 @@ VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *
 }
 
 /* Everything gdr_copy_to_mapping's straight path leaves: a refused or stale handle, a slot
- * being written, and a copy while mappings of several types are live. Out of line, so that
- * the straight path has no stack frame (each instruction between two small WC stores showed
- * in the H200's per-copy time). */
+ * being written, and a copy while mappings of several types are live. */
 static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_d_ptr,
                                                      const void *h_ptr, size_t size)
 {
@@ -228,8 +232,7 @@ static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_
  * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
  * fence as well: the buffer it reached may be read or written next through a mapping of
  * another type, whose accesses the fence of this type does not order (a WC store fence does
- * not order later cached loads, a cached copy has no fence at all). Out of line, so that the
- * usual path stays a tail call into the copy engine.
+ * not order later cached loads, a cached copy has no fence at all).
  */
 static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
                                                    const void *src, size_t n)

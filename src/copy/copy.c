@@ -102,7 +102,7 @@ const char *vr_copy_kernel_name(void)
 }
 
 /* The steps of the general path, defined below in the order a copy runs through them; all
- * inlined into the two entry points. */
+ * inlined into the two entry points (the rule at the top of copy.h). */
 static inline __attribute__((always_inline)) void
 copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
         size_t n);
@@ -119,10 +119,10 @@ static inline void scalar_store(unsigned char *map, const unsigned char *host, s
 static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s);
 
 /*
- * Everything the inline path of copy.h (vr_copy_to_mapping) leaves: unaligned or odd sizes,
- * more than 256 bytes, whole lines of a kernel without a single 64-byte store, CACHING and
- * DEVICE mappings. Whole blocks of the chosen kernel at a block-aligned place still skip the
- * shaping code: its bulk loop directly, then the fence.
+ * Host -> mapping: what the inline path of copy.h (vr_copy_to_mapping) leaves: unaligned or
+ * odd sizes, more than 4 KiB, whole lines of a kernel without a single 64-byte store, CACHING
+ * and DEVICE mappings. Whole blocks of the kernel at a block-aligned place go straight to its
+ * bulk loop, then the fence, without the shaping steps (the rule at the top of copy.h).
  */
 int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
@@ -197,9 +197,7 @@ static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kerne
  *   16-byte pieces up to block alignment
  *   the kernel's bulk loop over whole blocks
  *   16-byte pieces, then scalar accesses for what is left.
- * Inlined (with a constant 'to_map', so the branches on it disappear) into each entry point:
- * on the H200 every call level between a small WC store and its fence showed in the
- * per-copy time (tests/gpu/gpu_bench).
+ * Inlined with a constant 'to_map', so the branches on it disappear.
  */
 static inline __attribute__((always_inline)) void
 copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
