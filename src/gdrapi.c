@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
+#include "arch/fence.h"
 #include "copy/copy.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
@@ -192,35 +193,33 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
     return vr_pin_backend(g, handle, backend, "vramio_handle_backend");
 }
 
-
-
 /*
- * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
- * fence as well: the buffer it reached may be read or written next through a mapping of
- * another type, whose accesses the fence of this type does not order (a WC store fence does
- * not order later cached loads, a cached copy has no fence at all). Out of line, so that the
- * usual path stays a tail call into the copy engine.
+ * The copies: the pin's mapping looked up lock-free (handles.h), then the copy engine
+ * (copy/copy.h), inline. Each entry point comes first, what it hands off after it: a check
+ * that failed, or a copy while mappings of several types are live. The hand-offs are out of
+ * line, so that the straight path needs no stack frame and ends in the engine (the rule at
+ * the top of copy/copy.h).
  */
-static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
-                                                   const void *src, size_t n)
-{
-    vr_copy_to_mapping(type, dst, src, n);
-    vr_copy_full_fence();
-    return 0;
-}
+static int copy_to_checked(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+static int copy_to_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+static int copy_from_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
-                                                     const void *src, size_t n)
+/* The checks of copy_to_checked in their usual case, which a failed one hands the call to (it
+ * repeats them, and says why). */
+VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
+                                  size_t size)
 {
-    vr_copy_from_mapping(type, dst, src, n);
-    vr_copy_full_fence();
-    return 0;
+    struct vr_mapping m;
+
+    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
+        __builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr || !size, 0) ||
+        __builtin_expect(vr_mappings_mixed(), 0))
+        return copy_to_checked(handle, map_d_ptr, h_ptr, size);
+    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
 /* Everything gdr_copy_to_mapping's straight path leaves: a refused or stale handle, a slot
- * being written, and a copy while mappings of several types are live. Out of line, so that
- * the straight path has no stack frame (each instruction between two small WC stores showed
- * in the H200's per-copy time). */
+ * being written, and a copy while mappings of several types are live. */
 static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_d_ptr,
                                                      const void *h_ptr, size_t size)
 {
@@ -237,18 +236,18 @@ static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
 
-/* The same checks as copy_to_checked, which a failed one hands the call to (it repeats them,
- * and says why): the copy inline (copy.h) after them. */
-VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
-                                  size_t size)
+/*
+ * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
+ * fence as well: the buffer it reached may be read or written next through a mapping of
+ * another type, whose accesses the fence of this type does not order (a WC store fence does
+ * not order later cached loads, a cached copy has no fence at all).
+ */
+static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
+                                                   const void *src, size_t n)
 {
-    struct vr_mapping m;
-
-    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
-        __builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr || !size, 0) ||
-        __builtin_expect(vr_mappings_mixed(), 0))
-        return copy_to_checked(handle, map_d_ptr, h_ptr, size);
-    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
+    vr_copy_to_mapping(type, dst, src, n);
+    vr_full_fence();
+    return 0;
 }
 
 VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
@@ -265,6 +264,15 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
     if (__builtin_expect(vr_mappings_mixed(), 0))
         return copy_from_mixed((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
+}
+
+/* copy_to_mixed's reason, for a read. */
+static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
+                                                     const void *src, size_t n)
+{
+    vr_copy_from_mapping(type, dst, src, n);
+    vr_full_fence();
+    return 0;
 }
 
 /* Hidden aliases of the two copies, for the _auto copies below their crossover (copy_dma.c):

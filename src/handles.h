@@ -87,7 +87,9 @@ void vr_slot_foreach(struct vr_table *t, void (*fn)(struct vr_slot *s, void *arg
  * child): what the fork checks compare owners against. */
 pid_t vr_self_pid(void);
 
-/* A slot by index, or NULL when its chunk does not exist (white-box tests only). */
+/* A slot by index, or NULL when its chunk does not exist: for a caller that holds the index
+ * of a slot it allocated (instance.c keeps its gdr_t's slot from gdr_open on; handles.c walks
+ * its tables with it; wb_handles sets a slot's generation by index). No token check. */
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index);
 
 /*

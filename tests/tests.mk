@@ -23,9 +23,10 @@ $(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_KIT_SRCS) $(TEST_KIT_H
 	$(call prog-link,$(TEST_CPPFLAGS),$< $(TEST_KIT_SRCS) $(LINK_LIBGDRAPI) -ldl)
 
 # White-box: may include src/ headers (the one deliberate exception).
-# The copy engine's objects and the library's log.c; copy_test.h counts the warnings.
-COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log
-$(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(COPY_OBJS) $(BUILD)/obj/src/log.o
+# The copy engine's objects and the library's log.c; copy_test.h counts the warnings, sees the
+# kernel table as the engine hands it to its choice and adds kernels of its own there.
+COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log -Wl,--wrap=vr_copy_choose_from
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/copy_table.h $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(COPY_OBJS) $(BUILD)/obj/src/log.o
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(TEST_KIT_SRCS) $(COPY_OBJS) $(COPY_TEST_LOG))
 

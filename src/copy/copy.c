@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * copy.c - the copy engine's dispatch: mapping type -> access pattern, alignment heads and
- * tails, and the one fence at the end of a copy. The ISA files hold only bulk loops.
+ * tails, and the one fence at the end of a copy. The ISA files hold only bulk loops. In the
+ * order a reader meets them: the kernels and the choice of one, the two entry points that
+ * copy.h calls, then the steps of the general path as a copy runs through them.
  *
  * Rules that every path here keeps (tests/unit/copy_*.c prove them):
  *  - every access lies inside [dst, dst+n) and [src, src+n): a mapping may end exactly at the
@@ -20,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch/fence.h"
-#include "copy_kernels.h"
+#include "copy.h"
 #include "log.h"
 
 /*
@@ -74,26 +75,22 @@ static const struct vr_copy_kernel kernels[] = {
 #define KERNEL_C (&kernels[0])
 #endif
 
-const struct vr_copy_kernel *vr_copy_kernels(size_t *count)
-{
-    *count = sizeof(kernels) / sizeof(kernels[0]);
-    return kernels;
-}
-
-/* The table stays here, where the copy paths see the portable kernel's fields as constants;
- * the policy that chooses from it is copy_select.c's, which is handed the table. */
-const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced)
-{
-    return vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]), features, forced);
-}
-
 /* The portable kernel until the constructor below has run: correct on every CPU, so a copy
  * made by another library's constructor before ours is still right, only slower. */
 static const struct vr_copy_kernel *active = KERNEL_C;
 
+/* The inline whole-line write of copy.h (vr_copy_to_mapping), from the active kernel. */
+unsigned char vr_copy_line_store = VR_LINE_NONE;
+
+/* The inline whole-block read of copy.h (vr_copy_from_mapping), from the active kernel. */
+struct vr_copy_fast vr_copy_fast_from = { vr_copy_c_load, 7 };
+
+/* The policy that chooses is copy_select.c's; it is handed the table, which stays here, where
+ * the copy paths see the portable kernel's fields as constants. */
 __attribute__((constructor)) static void vr_copy_init(void)
 {
-    active = vr_copy_choose(vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
+    active = vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]),
+                                 vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
     vr_copy_fast_from = (struct vr_copy_fast){ active->from_map.bulk, active->from_map.block - 1 };
     vr_copy_line_store = active->line_store;
     vr_dbg("copy kernel: %s", active->name);
@@ -104,53 +101,94 @@ const char *vr_copy_kernel_name(void)
     return active->name;
 }
 
-/* The full fence of the mixed-mappings rule (copy.h). */
-void vr_copy_full_fence(void)
+/* The steps of the general path, defined below in the order a copy runs through them; all
+ * inlined into the two entry points (the rule at the top of copy.h). */
+static inline __attribute__((always_inline)) void
+copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
+        size_t n);
+static inline __attribute__((always_inline)) void
+copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
+          size_t n);
+static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kernel *k,
+                                                      gdr_mapping_type_t type);
+static inline __attribute__((always_inline)) void
+copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
+            const unsigned char *src, size_t n);
+static inline size_t scalar_size(uintptr_t a, size_t n);
+static inline void scalar_store(unsigned char *map, const unsigned char *host, size_t s);
+static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s);
+
+/*
+ * Host -> mapping: what the inline path of copy.h (vr_copy_to_mapping) leaves: unaligned or
+ * odd sizes, more than 4 KiB, whole lines of a kernel without a single 64-byte store, CACHING
+ * and DEVICE mappings. Whole blocks of the kernel at a block-aligned place go straight to its
+ * bulk loop, then the fence, without the shaping steps (the rule at the top of copy.h).
+ */
+int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
-#if defined(__x86_64__)
-    _mm_mfence();
-#elif defined(__aarch64__)
-    __asm__ volatile("dmb sy" ::: "memory");
-#elif defined(__powerpc64__)
-    __asm__ volatile("sync" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
+    const struct vr_copy_dir *d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map
+                                                                  : &active->to_map;
 
-/* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
-static inline size_t scalar_size(uintptr_t a, size_t n)
-{
-    size_t s = 8;
-
-    while (s > 1 && ((a & (s - 1)) || s > n))
-        s >>= 1;
-    return s;
-}
-
-/* One access of exactly s bytes to the mapping at 'map'; the host side through memcpy. */
-static inline void scalar_store(unsigned char *map, const unsigned char *host, size_t s)
-{
-    uint64_t v8; uint32_t v4; uint16_t v2;
-
-    switch (s) {
-    case 8: memcpy(&v8, host, 8); *(volatile uint64_t *)map = v8; break;
-    case 4: memcpy(&v4, host, 4); *(volatile uint32_t *)map = v4; break;
-    case 2: memcpy(&v2, host, 2); *(volatile uint16_t *)map = v2; break;
-    default: *(volatile uint8_t *)map = *host; break;
+    if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
+        d->bulk(dst, src, n);
+        vr_store_fence();
+        return 0;
     }
+    copy_to(active, type, dst, src, n);
+    return 0;
 }
 
-static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s)
+/* Mapping -> host: what the inline path of copy.h (vr_copy_from_mapping) leaves. */
+int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
 {
-    uint64_t v8; uint32_t v4; uint16_t v2;
+    copy_from(active, type, dst, src, n);
+    return 0;
+}
 
-    switch (s) {
-    case 8: v8 = *(const volatile uint64_t *)map; memcpy(host, &v8, 8); break;
-    case 4: v4 = *(const volatile uint32_t *)map; memcpy(host, &v4, 4); break;
-    case 2: v2 = *(const volatile uint16_t *)map; memcpy(host, &v2, 2); break;
-    default: *host = *(const volatile uint8_t *)map; break;
+/* A copy to a mapping with kernel k: CACHING by memcpy, the others shaped, then the fence. */
+static inline __attribute__((always_inline)) void
+copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
+        size_t n)
+{
+    if (n == 0)
+        return;
+    k = kernel_for(k, type);
+    if (!k) {
+        memcpy(dst, src, n);
+        return;
     }
+    copy_shaped(1, &k->to_map, dst, src, n);
+    vr_store_fence();
+}
+
+/* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
+static inline __attribute__((always_inline)) void
+copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
+          size_t n)
+{
+    if (n == 0)
+        return;
+    k = kernel_for(k, type);
+    if (!k)
+        memcpy(dst, src, n);
+    else if (n <= 64 && k->small_read)      /* one uncached round trip, not one per access */
+        k->small_read(dst, src, n);
+    else
+        copy_shaped(0, &k->from_map, dst, src, n);
+}
+
+/*
+ * Which code a mapping type runs:
+ * CACHING: ordinary cacheable memory, memcpy is best and needs no fence (NULL here).
+ * DEVICE: the portable kernel, whose accesses are aligned, volatile and at most 8 bytes wide.
+ * WC and NONE (unknown: assume the weakest, write-combined): the chosen kernel.
+ */
+static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kernel *k,
+                                                      gdr_mapping_type_t type)
+{
+    if (type == GDR_MAPPING_TYPE_CACHING)
+        return NULL;
+    return type == GDR_MAPPING_TYPE_DEVICE ? KERNEL_C : k;
 }
 
 /*
@@ -159,9 +197,7 @@ static inline void scalar_load(unsigned char *host, const unsigned char *map, si
  *   16-byte pieces up to block alignment
  *   the kernel's bulk loop over whole blocks
  *   16-byte pieces, then scalar accesses for what is left.
- * Inlined (with a constant 'to_map', so the branches on it disappear) into each entry point:
- * on the H200 every call level between a small WC store and its fence showed in the
- * per-copy time (tests/gpu/gpu_bench).
+ * Inlined with a constant 'to_map', so the branches on it disappear.
  */
 static inline __attribute__((always_inline)) void
 copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
@@ -207,93 +243,37 @@ copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
 #undef VR_ADVANCE
 }
 
-/*
- * Which code a mapping type runs:
- * CACHING: ordinary cacheable memory, memcpy is best and needs no fence (NULL here).
- * DEVICE: the portable kernel, whose accesses are aligned, volatile and at most 8 bytes wide.
- * WC and NONE (unknown: assume the weakest, write-combined): the chosen kernel.
- */
-static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kernel *k,
-                                                      gdr_mapping_type_t type)
+/* Largest access of 1, 2, 4 or 8 bytes that 'a' is aligned to and that fits in n (n > 0). */
+static inline size_t scalar_size(uintptr_t a, size_t n)
 {
-    if (type == GDR_MAPPING_TYPE_CACHING)
-        return NULL;
-    return type == GDR_MAPPING_TYPE_DEVICE ? KERNEL_C : k;
+    size_t s = 8;
+
+    while (s > 1 && ((a & (s - 1)) || s > n))
+        s >>= 1;
+    return s;
 }
 
-/* The bodies, inlined into both the entry points the core calls and the _with variants the
- * white-box tests call with a kernel of their choice (one code path, no extra call level). */
-static inline __attribute__((always_inline)) void
-copy_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
-        size_t n)
+/* One access of exactly s bytes to the mapping at 'map'; the host side through memcpy. */
+static inline void scalar_store(unsigned char *map, const unsigned char *host, size_t s)
 {
-    if (n == 0)
-        return;
-    k = kernel_for(k, type);
-    if (!k) {
-        memcpy(dst, src, n);
-        return;
+    uint64_t v8; uint32_t v4; uint16_t v2;
+
+    switch (s) {
+    case 8: memcpy(&v8, host, 8); *(volatile uint64_t *)map = v8; break;
+    case 4: memcpy(&v4, host, 4); *(volatile uint32_t *)map = v4; break;
+    case 2: memcpy(&v2, host, 2); *(volatile uint16_t *)map = v2; break;
+    default: *(volatile uint8_t *)map = *host; break;
     }
-    copy_shaped(1, &k->to_map, dst, src, n);
-    vr_store_fence();
 }
 
-/* Reads store only to host memory, which is ordinary cached memory: no fence after them. */
-static inline __attribute__((always_inline)) void
-copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, const void *src,
-          size_t n)
+static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s)
 {
-    if (n == 0)
-        return;
-    k = kernel_for(k, type);
-    if (!k)
-        memcpy(dst, src, n);
-    else if (n <= 64 && k->small_read)      /* one uncached round trip, not one per access */
-        k->small_read(dst, src, n);
-    else
-        copy_shaped(0, &k->from_map, dst, src, n);
-}
+    uint64_t v8; uint32_t v4; uint16_t v2;
 
-void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                             void *dst, const void *src, size_t n)
-{
-    copy_to(k, type, dst, src, n);
-}
-
-void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                               void *dst, const void *src, size_t n)
-{
-    copy_from(k, type, dst, src, n);
-}
-
-/*
- * Everything the inline path of copy.h (vr_copy_to_mapping) leaves: unaligned or odd sizes,
- * more than 256 bytes, whole lines of a kernel without a single 64-byte store, CACHING and
- * DEVICE mappings. Whole blocks of the chosen kernel at a block-aligned place still skip the
- * shaping code: its bulk loop directly, then the fence.
- */
-int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
-{
-    const struct vr_copy_dir *d = type == GDR_MAPPING_TYPE_DEVICE ? &KERNEL_C->to_map
-                                                                  : &active->to_map;
-
-    if (type != GDR_MAPPING_TYPE_CACHING && n && !(((uintptr_t)dst | n) & (d->block - 1))) {
-        d->bulk(dst, src, n);
-        vr_store_fence();
-        return 0;
+    switch (s) {
+    case 8: v8 = *(const volatile uint64_t *)map; memcpy(host, &v8, 8); break;
+    case 4: v4 = *(const volatile uint32_t *)map; memcpy(host, &v4, 4); break;
+    case 2: v2 = *(const volatile uint16_t *)map; memcpy(host, &v2, 2); break;
+    default: *host = *(const volatile uint8_t *)map; break;
     }
-    copy_to(active, type, dst, src, n);
-    return 0;
-}
-
-/* The inline whole-line write of copy.h (vr_copy_to_mapping), from the active kernel. */
-unsigned char vr_copy_line_store = VR_LINE_NONE;
-
-/* The inline whole-block read of copy.h (vr_copy_from_mapping), from the active kernel. */
-struct vr_copy_fast vr_copy_fast_from = { vr_copy_c_load, 7 };
-
-int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
-{
-    copy_from(active, type, dst, src, n);
-    return 0;
 }

@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * copy.h - the copy engine used by gdr_copy_to_mapping / gdr_copy_from_mapping.
+ * copy.h - the copy engine as its callers see it (the copies of gdrapi.c, the BAR side of
+ * copy_dma.c): one copy to or from a mapping of a given type, inline for the short shapes,
+ * else one call into copy.c. No argument checking and no logging: the caller has validated
+ * the handle, the mapping type and the range. The kernel (instruction set) is chosen once per
+ * process by copy.c (GDRCOPY_COPY_KERNEL=<name> forces one).
  *
- * The kernel (instruction set) is chosen once per process from cpuid/xgetbv, or forced with
- * GDRCOPY_COPY_KERNEL=<name>. These functions do no argument checking and no logging: the
- * core has validated the handle, the mapping type and the range.
+ * The rule of the engine's fast paths (the two inline paths here, and in copy.c the
+ * whole-block shortcut and the inlined shaping): a small copy to or from a BAR costs every
+ * instruction on its path, so a shape that can go straight to its accesses does, with no
+ * call, stack frame or shaping step in between. For a write, that is the time from the entry
+ * to the fence after the last store; for a read, the CPU overlaps the next calls' uncached
+ * loads only as far as its reorder window reaches past the oldest unfinished one, so the
+ * instructions per call bound the reads in flight. The measurements behind each fast path
+ * are in docs/copy-kernels.md.
  */
 #ifndef VRAMIO_COPY_H
 #define VRAMIO_COPY_H
@@ -13,15 +22,15 @@
 #include <stdint.h>
 #include "gdrapi.h"
 #include "arch/fence.h"
+#include "copy_kernels.h"
 
 /* Host -> mapping, the general path (any alignment, any size, every mapping type). Ends with
  * the fence the mapping type needs (sfence for WC). Returns 0. */
 int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-/* How the inline small-write path below stores one whole 64-byte aligned line, from the
- * chosen kernel; set once by copy.c before main (VR_LINE_NONE, the portable kernel's, until
- * then): a kernel without a single 64-byte store leaves whole lines to its bulk loop. */
-enum vr_line_store { VR_LINE_NONE, VR_LINE_NT512, VR_LINE_MOVDIR64B };
+/* The chosen kernel's single store of a whole line (enum vr_line_store), for the inline
+ * write path below; set once by copy.c before main (VR_LINE_NONE, the portable kernel's,
+ * until then). */
 extern unsigned char vr_copy_line_store;
 
 #if defined(__x86_64__)
@@ -51,17 +60,12 @@ static inline void vr_line_movdir64b(void *dst, const void *src)
 #endif
 
 /*
- * Host -> mapping. Inline into gdr_copy_to_mapping, because on the H200 (copylat, the raw
- * loops in the same run) every instruction between two small WC stores and their fences
- * showed in the per-copy time. The shapes of short messages run straight here, with no
- * call, no frame and the fence where the raw loop has it (after the last store):
+ * Host -> mapping, inline (the rule at the top). The shapes of short messages store straight
+ * from here, with the fence right after the last store:
  *  - 1, 2 or 4 bytes at a place aligned to their size: one store of that width;
- *  - 8 to 56 bytes, a multiple of 8 at an 8-byte aligned place: 8-byte stores (below a
- *    line, the fastest raw sequence);
+ *  - 8 to 56 bytes, a multiple of 8 at an 8-byte aligned place: 8-byte stores;
  *  - 64 bytes to 4 KiB of whole 64-byte aligned lines, WC or NONE, with a kernel that has a
- *    single 64-byte store: one per line (vr_line_store), the fastest raw sequence for whole
- *    lines (8-11% faster than eight 8-byte stores at 64-128 B; at 512 B-1 KiB the general
- *    path's call and alignment steps still cost 2-3.5% against the raw loop).
+ *    single 64-byte store (vr_copy_line_store): one per line.
  * DEVICE mappings take the first two (naturally aligned accesses of at most 8 bytes, what the
  * portable kernel issues for them); CACHING mappings and everything else take the general
  * path, which issues the same accesses for these shapes, so the bytes in memory are the same
@@ -124,8 +128,8 @@ static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const v
  * (nothing was stored to the mapping). Returns 0. */
 int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
-/* The chosen kernel's bulk read and the alignment it needs (block - 1), for the inline path
- * below; set once by copy.c before main (the portable kernel's until then). */
+/* The chosen kernel's bulk read and the alignment it needs (block - 1), for the inline read
+ * path below; set once by copy.c before main (the portable kernel's until then). */
 struct vr_copy_fast {
     void (*bulk)(void *dst, const void *src, size_t n);
     size_t mask;
@@ -133,16 +137,11 @@ struct vr_copy_fast {
 extern struct vr_copy_fast vr_copy_fast_from;
 
 /*
- * Mapping -> host. Inline into gdr_copy_from_mapping, because on the H200 the length of the
- * per-call path decided how many small reads were in flight at once. A BAR read is an uncached
- * round trip of about 1 us; the CPU overlaps the next calls' reads with it only as far as its
- * reorder window reaches past the oldest, unfinished load, so a batch of 64-byte reads costs
- * about (window / instructions per call) reads per microsecond. Nothing here waits for a load:
- * the handle check before it reads only the handle table (ordinary cached memory; its seqlock
- * uses acquire loads, which are plain loads on x86, no fence), and no fence follows, because a
- * read stores only to host memory. So the one lever is length: whole blocks of the chosen
- * kernel at a block-aligned place (for avx512, whole 64-byte lines) go straight to its bulk
- * loop, with no frame, no shaping code and no second call level. WC and unknown (NONE)
+ * Mapping -> host, inline (the rule at the top): whole blocks of the chosen kernel at a
+ * block-aligned place (for avx512, whole 64-byte lines) go straight to its bulk loop. Nothing
+ * here waits for a load: the caller's handle check reads only the handle table (ordinary
+ * cached memory; its seqlock uses acquire loads, which are plain loads on x86, no fence), and
+ * no fence follows, because a read stores only to host memory. WC and unknown (NONE)
  * mappings only; DEVICE and CACHING mappings and everything else take the general path
  * (where a WC read of at most 64 bytes is one streaming load of the aligned chunk that holds
  * it, or one per line it straddles: one round trip, where scalar loads cost one each).
@@ -162,11 +161,6 @@ static inline int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const
     }
     return vr_copy_from_mapping_any(type, dst, src, n);
 }
-
-/* A full fence (mfence, dmb sy, sync): every earlier load and store of this thread, to any
- * mapping type, is ordered before every later one. For copies while mappings of more than one
- * type are live (src/handles.h, vr_mappings_mixed). */
-void vr_copy_full_fence(void);
 
 /* Name of the kernel in use ("avx512", "avx2", "sse41", "movdir64b", "neon", "c"). */
 const char *vr_copy_kernel_name(void);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * copy_kernels.h - inside the copy engine: the table of ISA kernels, the CPU features they
- * need, and entry points that take an explicit kernel (for white-box tests and benchmarks).
+ * copy_kernels.h - the contract between the copy engine (copy.c) and its ISA files: the
+ * table of kernels, the CPU features each needs, and the bulk loops. It includes nothing of
+ * the engine: an ISA file sees this and no more.
  *
  * Each ISA file holds only its bulk loops. A bulk loop may assume that the mapping side of
  * the copy (the destination of a write, the source of a read) is aligned to its block and
@@ -13,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "arch/cpu_features.h"
-#include "copy.h"
+
+/* How a kernel stores one whole 64-byte aligned line as a single store, if it can: the inline
+ * write path of copy.h uses it for whole lines (VR_LINE_NONE: such lines take the bulk loop). */
+enum vr_line_store { VR_LINE_NONE, VR_LINE_NT512, VR_LINE_MOVDIR64B };
 
 typedef void (*vr_bulk_fn)(void *dst, const void *src, size_t n);
 
@@ -73,24 +77,14 @@ void vr_copy_neon_store(void *dst, const void *src, size_t n);
 void vr_copy_neon_load(void *dst, const void *src, size_t n);
 #endif
 
-/* Every kernel built for this architecture, in the order of the automatic choice. */
-const struct vr_copy_kernel *vr_copy_kernels(size_t *count);
-
 /* Whether a kernel runs with these features. */
 int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features);
 
-/* The choice among ks[0..count) (copy_select.c): 'forced' (a name, or NULL/"" for automatic)
- * if known and usable, else the first usable kernel in table order; an unusable or unknown
- * name is logged (vr_warn). */
+/* The choice among ks[0..count) (copy_select.c; copy.c hands it its table, in the order of
+ * the automatic choice): 'forced' (a name, or NULL/"" for automatic) if known and usable,
+ * else the first usable kernel in table order; an unusable or unknown name is logged
+ * (vr_warn). */
 const struct vr_copy_kernel *vr_copy_choose_from(const struct vr_copy_kernel *ks, size_t count,
                                                  unsigned features, const char *forced);
-/* The same among this build's kernels (copy.c's table). */
-const struct vr_copy_kernel *vr_copy_choose(unsigned features, const char *forced);
-
-/* vr_copy_to/from_mapping with an explicit kernel. */
-void vr_copy_to_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                             void *dst, const void *src, size_t n);
-void vr_copy_from_mapping_with(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                               void *dst, const void *src, size_t n);
 
 #endif /* VRAMIO_COPY_KERNELS_H */

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * copy_matrix.c - every copy kernel the CPU runs, both directions, every mapping type:
- * the bytes arrive, nothing around the destination range is written, the source is left
- * as it was. Sizes 0..4096 each, then sampled sizes up to 4 MiB; all 64x64 source and
+ * copy_matrix.c - every copy kernel the CPU runs, both directions, every mapping type,
+ * through the entry points the library calls (copy.h: the inline paths and what they leave
+ * to copy.c): the bytes arrive, nothing around the destination range is written, the source
+ * is left as it was. Sizes 0..4096 each, then sampled sizes up to 4 MiB; all 64x64 source and
  * destination misalignments for sizes up to 256 (every head, bulk and tail combination of a
- * 64-byte kernel), sampled ones above. Ordinary memory stands in for the mapping.
- * One result line per kernel, direction and mapping type.
+ * 64-byte kernel), sampled ones above. Ordinary memory stands in for the mapping. One child
+ * process per kernel (copy_test.h); one result line per kernel, direction and mapping type.
  *
  * Probe kernels (block 64 and 32, plain memcpy inside) check the promise copy.c makes to
  * every bulk loop and 16-byte step: mapping side aligned, length a multiple of the block.
@@ -50,10 +51,12 @@ static unsigned char fill_ref[GUARD];
 
 static unsigned long broken_promises, probe_calls;
 
+/* n = 0 is a multiple of the block: the inline read of copy.h hands a read of 0 bytes at an
+ * aligned place to the bulk loop as it is (copy_kernels.h allows it; the loops do nothing). */
 static void probe_check(const void *aligned_side, size_t n, size_t block)
 {
     probe_calls++;
-    if (((uintptr_t)aligned_side & (block - 1)) || (n % block) || n == 0)
+    if (((uintptr_t)aligned_side & (block - 1)) || (n % block))
         broken_promises++;
 }
 
@@ -76,6 +79,17 @@ static const struct vr_copy_kernel probes[] = {
     { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 },
       NULL, VR_LINE_NONE },
 };
+static const char *const probe_names[] = { "probe64", "probe32", NULL };
+
+static const struct vr_copy_kernel *copy_table_extra(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+        if (strcmp(probes[i].name, name) == 0)
+            return &probes[i];
+    return NULL;
+}
 
 struct result {
     unsigned long copies, failures;
@@ -91,7 +105,7 @@ static unsigned char pattern(size_t i)
     return (unsigned char)(v >= FILL ? v + 1 : v);
 }
 
-static void copy_and_check(const struct vr_copy_kernel *k, const struct copy_direction *dir,
+static void copy_and_check(const struct copy_direction *dir,
                            gdr_mapping_type_t type, size_t n, unsigned so, unsigned dof,
                            struct result *r)
 {
@@ -106,7 +120,7 @@ static void copy_and_check(const struct vr_copy_kernel *k, const struct copy_dir
     POISON(s + n, GUARD);
     POISON(d - GUARD, GUARD);
     POISON(d + n, GUARD);
-    dir->fn(k, type, d, s, n);
+    dir->fn(type, d, s, n);
     UNPOISON(s - GUARD, n + 2 * GUARD);
     UNPOISON(d - GUARD, n + 2 * GUARD);
     r->copies++;
@@ -135,8 +149,8 @@ static void copy_and_check(const struct vr_copy_kernel *k, const struct copy_dir
 /* full: all misalignment pairs up to SMALL_ALL and three sampled pairs per larger size;
  * otherwise every 9th pair up to SMALL_ALL and one sampled pair above (the paths that do not
  * depend on the kernel). */
-static void run_matrix(const struct vr_copy_kernel *k, const struct copy_direction *dir,
-                       gdr_mapping_type_t type, int full, struct result *r)
+static void run_matrix(const struct copy_direction *dir, gdr_mapping_type_t type, int full,
+                       struct result *r)
 {
     const unsigned step = full ? 1 : 9;
     size_t n;
@@ -145,20 +159,20 @@ static void run_matrix(const struct vr_copy_kernel *k, const struct copy_directi
     for (n = 0; n <= SMALL_ALL; n++)
         for (so = 0; so < 64; so += step)
             for (dof = 0; dof < 64; dof += step)
-                copy_and_check(k, dir, type, n, so, dof, r);
+                copy_and_check(dir, type, n, so, dof, r);
     for (; n <= 4096; n++) {
-        copy_and_check(k, dir, type, n, 0, 0, r);
+        copy_and_check(dir, type, n, 0, 0, r);
         for (j = 0; j < (full ? 3u : 1u); j++)
-            copy_and_check(k, dir, type, n, copy_test_rand(64), copy_test_rand(64), r);
+            copy_and_check(dir, type, n, copy_test_rand(64), copy_test_rand(64), r);
     }
     for (e = 13; e <= 22; e++)
         for (n = ((size_t)1 << e) - 1; n <= ((size_t)1 << e) + 1 && n <= MAX_SIZE; n++) {
-            copy_and_check(k, dir, type, n, 0, 0, r);
-            copy_and_check(k, dir, type, n, copy_test_rand(64), copy_test_rand(64), r);
-            copy_and_check(k, dir, type, n, 63, 1, r);
+            copy_and_check(dir, type, n, 0, 0, r);
+            copy_and_check(dir, type, n, copy_test_rand(64), copy_test_rand(64), r);
+            copy_and_check(dir, type, n, 63, 1, r);
         }
     for (j = 0; j < (full ? 6u : 2u); j++)
-        copy_and_check(k, dir, type, 4097 + copy_test_rand((unsigned)MAX_SIZE - 4096),
+        copy_and_check(dir, type, 4097 + copy_test_rand((unsigned)MAX_SIZE - 4096),
                        copy_test_rand(64), copy_test_rand(64), r);
 }
 
@@ -173,7 +187,10 @@ static void print_result(const char *kernel, const char *dir, const char *type,
             r->first);
 }
 
-static void run_kernel(const struct vr_copy_kernel *k, int probe)
+/* The kernel this process got (own: a probe, else NULL). The full grid where the kernel's own
+ * code runs (WC, NONE); CACHING and DEVICE take paths shared by all kernels, so a coarser
+ * grid each. */
+static void run_kernel(const struct vr_copy_kernel *own)
 {
     size_t t, d;
     unsigned long calls;
@@ -184,59 +201,21 @@ static void run_kernel(const struct vr_copy_kernel *k, int probe)
             const int kernel_runs = type == GDR_MAPPING_TYPE_WC || type == GDR_MAPPING_TYPE_NONE;
             struct result r = { 0, 0, "" };
 
-            /* The full grid where the kernel's own code runs (WC); NONE, CACHING and
-             * DEVICE take paths shared by all kernels, so a coarser grid each. */
             calls = probe_calls;
-            run_matrix(k, &copy_directions[d], type, type == GDR_MAPPING_TYPE_WC, &r);
+            run_matrix(&copy_directions[d], type, kernel_runs, &r);
             /* A probe also shows which code ran: its own for WC and NONE, never for
              * CACHING (memcpy) or DEVICE (8-byte accesses only). */
-            if (probe && (probe_calls != calls) != kernel_runs && r.failures++ == 0)
+            if (own && (probe_calls != calls) != kernel_runs && r.failures++ == 0)
                 snprintf(r.first, sizeof(r.first), "the kernel's loops %s",
                          kernel_runs ? "never ran" : "ran for this mapping type");
-            print_result(k->name, copy_directions[d].name, copy_types[t].name, &r);
+            print_result(vr_copy_kernel_name(), copy_directions[d].name, copy_types[t].name, &r);
         }
 }
 
-/* The entry points the core calls, with the kernel chosen for this CPU: they have a path of
- * their own for small aligned writes (flags and doorbells), which the _with variants do not
- * take, so the same grid runs through them too. */
-static void entry_to(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
-                     const void *src, size_t n)
-{
-    vr_copy_to_mapping(type, dst, src, n);
-}
-
-static void entry_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst,
-                       const void *src, size_t n)
-{
-    vr_copy_from_mapping(type, dst, src, n);
-}
-
-static void run_entry_points(void)
-{
-    static const struct copy_direction entries[] = {
-        { "to_mapping(entry)", entry_to, 1 },
-        { "from_mapping(entry)", entry_from, 0 },
-    };
-    size_t t, d;
-
-    for (d = 0; d < sizeof(entries) / sizeof(entries[0]); d++)
-        for (t = 0; t < COPY_N_TYPES; t++) {
-            struct result r = { 0, 0, "" };
-
-            run_matrix(NULL, &entries[d], copy_types[t].type, 1, &r);
-            print_result(vr_copy_kernel_name(), entries[d].name, copy_types[t].name, &r);
-        }
-}
-
-/* With --entry-only, just the entry points (tests/unit/test_copy_entry_kernels.sh runs them
- * once per kernel, chosen with GDRCOPY_COPY_KERNEL: the inline small-write path differs by
- * kernel). */
 int main(int argc, char **argv)
 {
-    const int entry_only = argc > 1 && strcmp(argv[1], "--entry-only") == 0;
-    size_t count, i;
-    const struct vr_copy_kernel *ks = vr_copy_kernels(&count);
+    size_t i;
+    int rc;
 
     /* Page-aligned, so that an offset below 64 is the misalignment of the address. */
     if (posix_memalign((void **)&src_buf, 4096, SPAN) ||
@@ -251,14 +230,9 @@ int main(int argc, char **argv)
     memset(dst_buf, FILL, SPAN);
     memset(fill_ref, FILL, GUARD);
 
-    for (i = 0; i < count && !entry_only; i++)
-        if (copy_test_usable(&ks[i], "copy_matrix"))
-            run_kernel(&ks[i], 0);
-    for (i = 0; i < sizeof(probes) / sizeof(probes[0]) && !entry_only; i++)
-        run_kernel(&probes[i], 1);
-    run_entry_points();
+    rc = copy_test_each_kernel("copy_matrix", argc, argv, probe_names, run_kernel);
     free(src_buf);
     free(src_ref);
     free(dst_buf);
-    return t_status();
+    return rc >= 0 ? rc : t_status();
 }

@@ -2,8 +2,13 @@
 /*
  * copy_test.h - shared by the copy engine's white-box tests (tests/unit/copy_*.c): the count
  * of warnings the copy objects log (these tests link those objects and log.c, not the
- * library), the skip of a kernel this CPU cannot run, and the list of mapping types and
- * directions. Result lines are the test kit's (tests/lib/t.h).
+ * library), a run of a test once per
+ * kernel (a child process each, the kernel chosen as the library chooses it), and the list
+ * of mapping types and directions. Result lines are the test kit's (tests/lib/t.h).
+ *
+ * The engine chooses its kernel once, before main; so a test of one kernel is a process
+ * started with GDRCOPY_COPY_KERNEL=<name>, and it copies through the entry points the library
+ * itself calls (copy.h), with no entry point of the tests' own in the library.
  */
 #ifndef VRAMIO_COPY_TEST_H
 #define VRAMIO_COPY_TEST_H
@@ -12,7 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "copy.h"
 #include "copy_kernels.h"
+#include "copy_table.h"
 #include "log.h"
 #include "t.h"
 
@@ -40,8 +47,18 @@ void __wrap_vr_log(enum vr_log_level level, const char *fmt, ...)
     __real_vr_log(level, "%s", line);
 }
 
-typedef void (*copy_fn)(const struct vr_copy_kernel *k, gdr_mapping_type_t type,
-                        void *dst, const void *src, size_t n);
+typedef void (*copy_fn)(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+
+/* The entry points copy.h gives the library, with the kernel this process got. */
+static void copy_test_to(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    vr_copy_to_mapping(type, dst, src, n);
+}
+
+static void copy_test_from(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    vr_copy_from_mapping(type, dst, src, n);
+}
 
 struct copy_direction {
     const char *name;
@@ -50,8 +67,8 @@ struct copy_direction {
 };
 
 static const struct copy_direction copy_directions[] __attribute__((unused)) = {
-    { "to_mapping", vr_copy_to_mapping_with, 1 },
-    { "from_mapping", vr_copy_from_mapping_with, 0 },
+    { "to_mapping", copy_test_to, 1 },
+    { "from_mapping", copy_test_from, 0 },
 };
 
 struct copy_type {
@@ -79,6 +96,62 @@ static inline int copy_test_usable(const struct vr_copy_kernel *k, const char *t
     snprintf(name, sizeof(name), "%s/%s", test, k->name);
     t_skip(name, "this CPU lacks the instructions of the %s kernel", k->name);
     return 0;
+}
+
+/*
+ * run(k) in a child process per kernel: each kernel of the table this CPU runs, then each of
+ * names[] (the test's own kernels, NULL-terminated). The child is this program again with
+ * GDRCOPY_COPY_KERNEL=<name>; its result lines are printed here, followed by one line of this
+ * process for the child (test/kernel). In the child (argv asks for a child mode) this calls
+ * run(own), own being the test's kernel it got or NULL for one of the library's, and returns
+ * the exit status; in the parent it returns -1.
+ */
+static inline int copy_test_each_kernel(const char *test, int argc, char **argv,
+                                 const char *const *names,
+                                 void (*run)(const struct vr_copy_kernel *own))
+{
+    const char *mode = t_child_mode(argc, argv);
+    const struct vr_copy_kernel *k;
+    size_t i, n_names = 0;
+    char name[128];
+
+    snprintf(name, sizeof(name), "%s/%s", test, mode ? mode : "");
+    if (mode) {
+        k = copy_table_extra(mode);
+        if (!t_check(strcmp(vr_copy_kernel_name(), mode) == 0, name,
+                     "asked for kernel %s, got %s", mode, vr_copy_kernel_name()))
+            return t_status();
+        run(k);
+        return t_status();
+    }
+    while (names && names[n_names])
+        n_names++;
+    for (i = 0; i < copy_table_len + n_names; i++) {
+        static char out[1 << 16];
+        char var[96];
+        const char *env[] = { var, NULL };
+        const char *kname;
+        int rc, sig = 0;
+
+        if (i < copy_table_len) {
+            k = &copy_table[i];
+            if (!copy_test_usable(k, test))
+                continue;
+            kname = k->name;
+        } else {
+            kname = names[i - copy_table_len];
+        }
+        snprintf(name, sizeof(name), "%s/%s", test, kname);
+        snprintf(var, sizeof(var), "GDRCOPY_COPY_KERNEL=%s", kname);
+        rc = t_run_self(kname, env, out, sizeof(out), &sig);
+        fputs(out, stdout);
+        if (rc == 127)
+            t_skip(name, "cannot run /proc/self/exe again here");
+        else
+            t_check(rc == 0, name, "the child of this kernel %s %d", rc < 0 ? "got signal" :
+                    "exited with", rc < 0 ? sig : rc);
+    }
+    return -1;
 }
 
 /* Small deterministic generator: the sampled sizes and offsets are the same every run. */
