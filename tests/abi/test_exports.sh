@@ -3,7 +3,8 @@
 # test_exports.sh - the dynamic symbols of libgdrapi.so.2.6 are exactly the 17 gdr_* names of
 # GDRCopy 2.6 plus vramio_* ones, every function declared in include/vramio.h is exported, and
 # the allocator functions that PyTorch and python/vramio find by name; no test hook
-# (tests/unit/wb/hooks.h) is in the shipped library or archive, hidden or not.
+# (tests/unit/wb/hooks.h) is in the shipped library or archive, hidden or not, and no function
+# that only tests call.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/t.sh
@@ -60,5 +61,26 @@ if [ -n "$hooks" ] && [ -z "$found" ]; then
     t_ok "no_test_hooks_shipped ($(echo $hooks))"
 else
     t_fail no_test_hooks_shipped "${found:-no hook names read from tests/unit/wb/hooks.h}"
+fi
+
+# No code that only tests use: every function of the library that it does not export (the
+# hidden globals of libgdrapi.a that are in the file make install copies, unstripped) is
+# called by the library's own C, not only by tests. A use is a line of src/ or util/ (.c or
+# .h) naming it that is not a comment and is indented (a call in a function body, an inline
+# function or a table; definitions and prototypes start at column 0) or a macro's body.
+arch=$(dirname "$lib")/libgdrapi.a
+globals=$(nm -g --defined-only "$arch" 2>/dev/null | awk '$2 == "T" {print $3}' | sort -u)
+in_lib=$(nm --defined-only "$lib" | awk '$2 ~ /^[tT]$/ {print $3}' | sort -u)
+hidden=$(comm -12 <(echo "$globals") <(echo "$in_lib") | comm -23 - <(echo "$syms"))
+srcs=$(find src util -name '*.[ch]')
+only_tests=
+for f in $hidden; do
+    grep -hw -- "$f" $srcs | grep -v '^[[:space:]]*\(\*\|/\*\|//\)' | grep -v "^#[[:space:]]*define $f\\b" |
+        grep -q '^\([[:space:]]\|#[[:space:]]*define \)' || only_tests="$only_tests $f"
+done
+if [ -n "$hidden" ] && [ -z "$only_tests" ]; then
+    t_ok "no_test_only_code_shipped ($(echo $hidden | wc -w) hidden functions, each called by the library)"
+else
+    t_fail no_test_only_code_shipped "${only_tests:-no hidden functions read from $lib}: called by no library code"
 fi
 t_done
