@@ -21,11 +21,11 @@
 
 #include "common/gpumem.h"
 #include "common/util.h"
-#include "sanity/sanity.h"
+#include "sanity/harness.h"
 
 static const char *prog = "gdrcopy_sanity";
 
-/* The tests that the test files registered with T_CASE (tools/sanity/sanity.h), in the order
+/* The tests that the test files registered with T_CASE (tools/sanity/harness.h), in the order
  * of their file names, then of their lines: the same order however the linker laid them out. */
 extern const struct t_case *const __start_t_cases[];
 extern const struct t_case *const __stop_t_cases[];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* harness.c - reporting, allocation, pin/map and fault helpers of gdrcopy_sanity tests. */
-#include "sanity.h"
+#include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>

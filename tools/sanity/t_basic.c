@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* t_basic.c - pinning and mapping basics (GDRCopy 2.6's basic_* tests). */
-#include "sanity.h"
+#include "harness.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * data_validation tests). GPU memory is read and written through the allocation kind's own
  * path (cuMemcpy, or the emulated provider), never through the mapping under test.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * and mmap from any process but the opener, and its mappings are not inherited; every backend
  * must refuse the parent's gdr_t in a child with an error, never a crash.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>

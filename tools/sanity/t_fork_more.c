@@ -5,7 +5,7 @@
  * The first two fork before CUDA starts (T_FORK_FIRST), so that parent and child each have
  * GPU memory of their own; every child leaves through exit(), and every wait is bounded.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <errno.h>
 #include <inttypes.h>
