@@ -272,16 +272,16 @@ static void probe_kind(void *arg)
 
     rc = gm_init(T.kind, T.gpu, why, sizeof(why));
     if (rc)
-        t_skip("%s", why);
+        t_skip_exit("%s", why);
     (void)arg;
     g = gdr_open();
     if (!g)
-        t_fail("gdr_open() failed: %s", vramio_last_error());
+        t_fail_exit("gdr_open() failed: %s", vramio_last_error());
     t_alloc(2 * GPU_PAGE_SIZE, &b);
     rc = gdr_pin_buffer_v2(g, b.dptr, 2 * GPU_PAGE_SIZE, 0, &mh);
     if (rc)
-        t_skip("the %s backend does not pin %s memory: %s", t_backend(g), gm_kind_name(T.kind),
-               vramio_last_error());
+        t_skip_exit("the %s backend does not pin %s memory: %s", t_backend(g), gm_kind_name(T.kind),
+                    vramio_last_error());
     gdr_unpin_buffer(g, mh);
     gdr_close(g);
     gm_free(&b);
@@ -327,7 +327,7 @@ static void run_test(void *arg)
     if (!(tc->flags & (T_ONCE | T_FORK_FIRST))) {
         rc = gm_init(T.kind, T.gpu, why, sizeof(why));
         if (rc)
-            t_skip("%s", why);
+            t_skip_exit("%s", why);
     }
     tc->fn();
 }
