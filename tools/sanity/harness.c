@@ -349,3 +349,58 @@ int t_in_child(int (*fn)(void *), void *arg)
 {
     return t_in_child_ending(fn, arg, 1);
 }
+
+/* ---- the child side of the runner's steps (tools/sanity.c) ---- */
+
+void t_child_backend(void *arg)
+{
+    char line[1024];
+    size_t used;
+    gdr_t g = gdr_open();
+
+    (void)arg;
+    if (g) {
+        send_line(t_backend(g));
+        gdr_close(g);
+        _exit(0);
+    }
+    used = (size_t)snprintf(line, sizeof(line), "no backend can map GPU memory here:");
+    for (int b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && used < sizeof(line); b++) {
+        char why[256] = "";
+
+        vramio_backend_probe((vramio_backend_t)b, why, sizeof(why));
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "\n  %s: %s",
+                                 vramio_backend_name((vramio_backend_t)b), why);
+    }
+    send_line(line);
+    _exit(3);
+}
+
+void t_child_kind(void *arg)
+{
+    struct gm_buf b;
+    gdr_mh_t mh;
+    gdr_t g;
+
+    (void)arg;
+    t_init_kind();
+    g = gdr_open();
+    if (!g)
+        t_fail_exit("gdr_open() failed: %s", vramio_last_error());
+    t_alloc(2 * GPU_PAGE_SIZE, &b);
+    if (gdr_pin_buffer_v2(g, b.dptr, 2 * GPU_PAGE_SIZE, 0, &mh))
+        t_skip_exit("the %s backend does not pin %s memory: %s", t_backend(g),
+                    gm_kind_name(T.kind), vramio_last_error());
+    gdr_unpin_buffer(g, mh);
+    gdr_close(g);
+    gm_free(&b);
+}
+
+void t_child_case(void *arg)
+{
+    const struct t_case *tc = arg;
+
+    if (!(tc->flags & (T_ONCE | T_FORK_FIRST)))
+        t_init_kind();
+    tc->fn();
+}

@@ -155,4 +155,18 @@ pid_t t_fork(int (*fn)(void *), void *arg);
  * test fails. */
 int t_wait_child(pid_t pid, unsigned seconds);
 
+/*
+ * The child side of the runner's steps: tools/sanity.c forks a child for each, with T set and
+ * T.report_fd its end of the report pipe, and reads what the child reports. The runner calls
+ * the harness, never the other way.
+ *   t_child_backend: reports the name of the backend gdr_open picks (exit 0), or every
+ *                    backend's reason when none is usable (exit 3).
+ *   t_child_kind:    T.kind can be allocated and pinned here, or a skip that says why not.
+ *   t_child_case:    runs the struct t_case arg, after t_init_kind() unless it is T_ONCE or
+ *                    T_FORK_FIRST.
+ */
+void t_child_backend(void *arg);
+void t_child_kind(void *arg);
+void t_child_case(void *arg);
+
 #endif /* TOOLS_SANITY_HARNESS_H */
