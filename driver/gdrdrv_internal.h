@@ -134,9 +134,6 @@ int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle);
 int gdrdrv_pin_remove(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
 void gdrdrv_pin_release_all(struct gdrdrv_file *gf);
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin);
-
-/* gdrdrv_mmap.c */
-void gdrdrv_wc_release(struct gdrdrv_pin *pin);
 bool gdrdrv_persistent_supported(void);
 bool gdrdrv_force_pcie_supported(void);
 unsigned long gdrdrv_pin_count(void);
@@ -146,6 +143,7 @@ void gdrdrv_pin_module_exit(void);
 long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 
 /* gdrdrv_mmap.c */
+void gdrdrv_wc_release(struct gdrdrv_pin *pin);
 int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
