@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/dmabuf/test_dmabuf_emulated.sh - the dma-buf backend end to end on any machine: builds
-# a stand-in libcuda.so.1 (fake_cuda.c), its mmap (fake_mmap.c, preloaded) and the clients
+# a stand-in libcuda.so.1 (fake_cuda_dmabuf.c), its mmap (fake_mmap.c, preloaded) and the clients
 # (dmabuf_client.c, dmabuf_upstream_client.c, dma_auto_client.c), then runs each client against
 # the library in each mode with the stand-in found through LD_LIBRARY_PATH; again against the
 # ASan+UBSan library when 'make check' has built it. One result line per case.
@@ -23,8 +23,8 @@ fake=$(cd "$dir/fake" && pwd)
 warn="-Wall -Wextra -Werror"
 
 if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
-        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c ||
-   ! $CC -shared -fPIC -O1 $warn -o "$dir/fake/libfake_mmap.so" tests/dmabuf/fake_mmap.c -ldl; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_dmabuf.c ||
+   ! $CC -shared -fPIC -O1 $warn -o "$dir/fake/libfake_mmap.so" tests/fake/fake_mmap.c -ldl; then
     t_fail "${PFX}build_fake_cuda" "compiler failed"; exit 1
 fi
 

@@ -14,7 +14,7 @@ lib=$(cd "$B/lib" && pwd)/libgdrapi.so.2
 dir=$B/tests/python
 mkdir -p "$dir/fake"
 if ! $CC -shared -fPIC -O1 -Wall -Wextra -Werror $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
-        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c; then
+        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_dmabuf.c; then
     t_fail "python/build_fake_cuda" "compiler failed"; exit 1
 fi
 fake=$(cd "$dir/fake" && pwd)
