@@ -24,7 +24,6 @@
  *   cloexec_fork   no export fd is ever visible without FD_CLOEXEC to a child forked while
  *                  another thread pins.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <dirent.h>
 #include <dlfcn.h>
