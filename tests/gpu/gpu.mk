@@ -27,5 +27,13 @@ $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) 
 	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
 
+# What only an R610 driver can settle about the dmabuf backend (run_dmabuf_r610_checks.sh):
+# cuda.h only, libcuda is loaded at run time (by the library and by the program).
+$(BUILD)/gpu/dmabuf_r610_checks: tests/gpu/dmabuf_r610_checks.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) \
+        $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
+	    $(LINK_LIBGDRAPI) -ldl)
+
 .PHONY: gpu-tests
 gpu-tests: $(GPU_BINS)
