@@ -10,10 +10,13 @@
 #   make bench-dispatch   what gdr_copy_to_mapping adds over the kernel it dispatches to
 #                         [BENCH_DISPATCH_ARGS="-s 2000 -b 1000 -n 8 -t wc"]; with
 #                         BENCH_DISPATCH_ARGS=-R: 1-256 B beside the raw loops, copylat's harness
+#   make bench-gpu        build $(BUILD)/bench/gpu_bench (a GPU machine runs it: bench/gpu_bench.c,
+#                         tests/gpu/run_on_gpu.sh, bench/run_bench_on_gpu.sh GPU_BENCH=1)
 
 COPY_BENCH     := $(BUILD)/bench/copy_bench
 BENCH_DISPATCH := $(BUILD)/bench/bench_dispatch
-.PHONY: bench bench-copy bench-dispatch
+GPU_BENCH      := $(BUILD)/bench/gpu_bench
+.PHONY: bench bench-copy bench-dispatch bench-gpu
 
 bench: lib tools
 	BUILD=$(BUILD) bench/run.sh
@@ -37,3 +40,11 @@ BENCH_DISPATCH_TOOLS := tools/common/measure.c tools/common/stats.c tools/common
 $(BENCH_DISPATCH): bench/bench_dispatch.c $(WB_HOOK_SRCS) $(BENCH_DISPATCH_TOOLS) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(WB_CPPFLAGS) -Itools,$< $(WB_HOOK_SRCS) $(BENCH_DISPATCH_TOOLS) $(LIB_STATIC) -ldl -lm)
+
+# Against the CUDA driver API and the GPU tests' helpers (tests/gpu/gpu.mk's GPU_COMMON), as
+# the GPU test programs are.
+bench-gpu: $(GPU_BENCH)
+$(GPU_BENCH): bench/gpu_bench.c $(GPU_COMMON) tests/gpu/gpu_common.h $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CPPFLAGS) -Itests/gpu -I$(CUDA_HOME)/include,$< $(GPU_COMMON) \
+	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The small-write targets of copylat JSON runs (tests/gpu/run_bench_on_gpu.sh SMALL_WRITES=N):
+"""The small-write targets of copylat JSON runs (bench/run_bench_on_gpu.sh SMALL_WRITES=N):
 per run and size, vramio/raw (the median of the per-round ratios, with their p25-p75), the raw
 sequence it was measured against and cuMemcpy/vramio; then, per run, ok/not ok lines for the
 issue's targets (8-256 B within 3% of the best raw sequence; cuMemcpy at least 40x up to 1 KiB

@@ -33,8 +33,8 @@ dkms-source: driver-version-check
 	$(call driver-copy,$(BUILD)/dkms/gdrdrv-$(VERSION))
 	sed 's/@VERSION@/$(VERSION)/' driver/dkms.conf > $(BUILD)/dkms/gdrdrv-$(VERSION)/dkms.conf
 
-# The module's own checks in the QEMU guest (driver/tests/gdrdrv_guest_test.c) are built with
-# the other guest programs (tests/kernel/guest.mk) and listed in tests/kernel/guest-extra.list.
+# The module's own checks in the QEMU guest are a guest program like the others
+# (tests/kernel/guest/gdrdrv_test.c, built by tests/kernel/guest.mk).
 
 # Host-side check of the module builds (both flavours, every installed header tree).
 TEST_PROGS += driver/tests/test_driver_builds.sh

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * gdrdrv_internal.h - internal declarations of the gdrdrv module, shared by its four files:
- * gdrdrv_main.c (module, device node, params, proc), gdrdrv_ioctl.c, gdrdrv_mmap.c and
- * gdrdrv_pin.c (NVIDIA p2p calls, handle table).
+ * gdrdrv_internal.h - internal declarations of the gdrdrv module, shared by its five files:
+ * gdrdrv_main.c (module, device node, params, proc), gdrdrv_ioctl.c, gdrdrv_mmap.c,
+ * gdrdrv_pin.c (NVIDIA p2p calls, handle table) and gdrdrv_wc.c (bus addresses, WC
+ * reservations). Calls go one way, in that order: a file calls only those after it
+ * (driver/README.md).
  *
  * Object lifetimes:
  *  - struct gdrdrv_file lives from open() to release(). A mapping holds a reference on the
@@ -14,7 +16,7 @@
  *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
  * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
- * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_mmap.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
+ * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_wc.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
  * running free callback, and the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
@@ -27,6 +29,7 @@
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/printk.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 
@@ -122,8 +125,18 @@ struct gdrdrv_pin {
 					  * NULL: none */
 };
 
-/* gdrdrv_main.c */
-bool gdrdrv_same_process(const struct gdrdrv_file *gf);
+/*
+ * The opener is known by its mm pointer, tgid and the start time of its thread group, held
+ * without references (mmdrop and put_pid are GPL-only exports). The start time is what makes
+ * it an identity: after the opener exits, a process that holds its file could fork until a
+ * child gets both its recycled pid and (slab reuse) its mm_struct's address, but that child
+ * starts later.
+ */
+static inline bool gdrdrv_same_process(const struct gdrdrv_file *gf)
+{
+	return current->mm == gf->mm && current->tgid == gf->tgid &&
+	       current->group_leader->start_time == gf->start_time;
+}
 
 /* gdrdrv_pin.c */
 int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
@@ -134,9 +147,6 @@ int gdrdrv_pin_unpin(struct gdrdrv_file *gf, u64 handle);
 int gdrdrv_pin_remove(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
 void gdrdrv_pin_release_all(struct gdrdrv_file *gf);
 void gdrdrv_pin_zap(struct gdrdrv_pin *pin);
-
-/* gdrdrv_mmap.c */
-void gdrdrv_wc_release(struct gdrdrv_pin *pin);
 bool gdrdrv_persistent_supported(void);
 bool gdrdrv_force_pcie_supported(void);
 unsigned long gdrdrv_pin_count(void);
@@ -149,6 +159,11 @@ long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
+
+/* gdrdrv_wc.c: under pin->lock, while the page table is valid. */
+u64 gdrdrv_phys_at(const struct gdrdrv_pin *pin, u64 off);
+int gdrdrv_wc_reserve(struct gdrdrv_pin *pin);
+void gdrdrv_wc_release(struct gdrdrv_pin *pin);
 
 /*
  * The cycle counter behind tm_cycles. On arm64 get_cycles() calls arch_timer_read_counter, a

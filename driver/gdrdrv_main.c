@@ -79,19 +79,6 @@ static int gdrdrv_parse_abi(void)
 #define GDRDRV_P2P_SOURCE "NVIDIA nv-p2p.h"
 #endif
 
-/*
- * The opener is known by its mm pointer, tgid and the start time of its thread group, held
- * without references (mmdrop and put_pid are GPL-only exports). The start time is what makes
- * it an identity: after the opener exits, a process that holds its file could fork until a
- * child gets both its recycled pid and (slab reuse) its mm_struct's address, but that child
- * starts later.
- */
-bool gdrdrv_same_process(const struct gdrdrv_file *gf)
-{
-	return current->mm == gf->mm && current->tgid == gf->tgid &&
-	       current->group_leader->start_time == gf->start_time;
-}
-
 static int gdrdrv_open(struct inode *inode, struct file *filp)
 {
 	struct gdrdrv_file *gf;

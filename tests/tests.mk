@@ -5,7 +5,8 @@
 #   tests/unit/copy_*.c   white-box tests of the copy engine, linked with its objects
 #   tests/unit/wb_*.c     white-box tests of library internals (backend logic), linked with
 #                         the static libgdrapi.a and allowed to include src/ headers
-#   tests/*/test_*.sh     script tests (get BUILD in the environment)
+#   tests/*/test_*.sh     script tests (get BUILD in the environment); the programs they run
+#                         are make targets too (SCRIPT_PROGS, below), which they ask make for
 #   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer
 #   tests/lib/            the one test kit every C program links (TEST_KIT_SRCS, top Makefile)
 #                         and tests/lib/t.sh for the shell tests
@@ -41,6 +42,23 @@ $(BUILD)/tests/wb_gdrdrv_gates: WB_WRAP = -Wl,--wrap=open,--wrap=close,--wrap=io
 $(BUILD)/tests/wb_gdrdrv_probe: WB_WRAP = -Wl,--wrap=open
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
+
+# The programs of the script tests: stand-in drivers (tests/fake/fake.mk) and clients, one
+# fragment per area. A script asks make for its own (t_make, tests/lib/t.sh); 'make check'
+# builds them all before it runs the scripts, and those that run again against the ASan
+# library (SCRIPT_ASAN_PROGS) in the ASan build too.
+SCRIPT_PROGS      :=
+SCRIPT_ASAN_PROGS :=
+# A client: its source (the first prerequisite) and the test kit, against this build's
+# libgdrapi.so; $(1) more flags, $(2) more inputs.
+SCRIPT_CLIENT_DEPS = $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< $(TEST_KIT_SRCS) \
+    $(2) $(LINK_LIBGDRAPI) -ldl)
+-include tests/fake/fake.mk tests/dmabuf/dmabuf.mk tests/multigpu/multigpu.mk tests/bridge/bridge.mk
+-include tests/abi/abi.mk
+.PHONY: script-progs script-progs-asan
+script-progs: $(SCRIPT_PROGS)
+script-progs-asan: $(SCRIPT_ASAN_PROGS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
 TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
@@ -48,8 +66,9 @@ KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-debug.
                   tests/kernel/run-qemu-debug-proprietary.sh tests/kernel/run-qemu-arm64.sh)
 
 .PHONY: check check-unit check-asan check-tsan
-check: all tests
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=asan lib tests >/dev/null
+check: all tests script-progs
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=asan lib tests \
+	    script-progs-asan >/dev/null
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=tsan lib \
 	    $(patsubst $(BUILD)/tests/%,$(BUILD)/tsan/tests/%,$(TSAN_BINS)) >/dev/null
 	@BUILD=$(BUILD) CC=$(CC) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS) \
@@ -58,7 +77,7 @@ check: all tests
 	    $(KERNEL_TESTS)
 
 # The fast loop while developing: normal build only.
-check-unit: all tests
+check-unit: all tests script-progs
 	@BUILD=$(BUILD) tests/run.sh $(TEST_PROGS) $(SCRIPT_TESTS)
 
 # GPU-only programs (tests/gpu): built by "make gpu-tests", never run by "make check".

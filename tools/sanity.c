@@ -21,11 +21,11 @@
 
 #include "common/gpumem.h"
 #include "common/util.h"
-#include "sanity/sanity.h"
+#include "sanity/harness.h"
 
 static const char *prog = "gdrcopy_sanity";
 
-/* The tests that the test files registered with T_CASE (tools/sanity/sanity.h), in the order
+/* The tests that the test files registered with T_CASE (tools/sanity/harness.h), in the order
  * of their file names, then of their lines: the same order however the linker laid them out. */
 extern const struct t_case *const __start_t_cases[];
 extern const struct t_case *const __stop_t_cases[];
@@ -261,75 +261,6 @@ static void list_tests(const struct opts *o)
     }
 }
 
-/* Child side of the kind probe: can this kind be allocated and pinned here? */
-static void probe_kind(void *arg)
-{
-    struct gm_buf b;
-    gdr_mh_t mh;
-    char why[512];
-    gdr_t g;
-    int rc;
-
-    rc = gm_init(T.kind, T.gpu, why, sizeof(why));
-    if (rc)
-        t_skip("%s", why);
-    g = gdr_open();
-    if (!g)
-        t_fail("gdr_open() failed: %s", vramio_last_error());
-    t_alloc(2 * GPU_PAGE_SIZE, &b);
-    rc = gdr_pin_buffer_v2(g, b.dptr, 2 * GPU_PAGE_SIZE, 0, &mh);
-    if (rc)
-        t_skip("the %s backend does not pin %s memory: %s", t_backend(g), gm_kind_name(T.kind),
-               vramio_last_error());
-    gdr_unpin_buffer(g, mh);
-    gdr_close(g);
-    gm_free(&b);
-}
-
-/* Child side of the backend probe: is any backend usable? Reports its name or why not. */
-static void probe_backend(void *arg)
-{
-    char line[1024];
-    size_t used;
-    gdr_t g = gdr_open();
-
-    if (g) {
-        const char *name = t_backend(g);
-        ssize_t w = write(T.report_fd, name, strlen(name));
-
-        (void)w;
-        gdr_close(g);
-        _exit(0);
-    }
-    used = (size_t)snprintf(line, sizeof(line), "no backend can map GPU memory here:");
-    for (int b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && used < sizeof(line); b++) {
-        char why[256] = "";
-
-        vramio_backend_probe((vramio_backend_t)b, why, sizeof(why));
-        used += (size_t)snprintf(line + used, sizeof(line) - used, "\n  %s: %s",
-                                 vramio_backend_name((vramio_backend_t)b), why);
-    }
-    if (T.report_fd >= 0) {
-        ssize_t w = write(T.report_fd, line, strlen(line));
-        (void)w;
-    }
-    _exit(3);
-}
-
-static void run_test(void *arg)
-{
-    const struct t_case *tc = arg;
-    char why[512];
-    int rc;
-
-    if (!(tc->flags & (T_ONCE | T_FORK_FIRST))) {
-        rc = gm_init(T.kind, T.gpu, why, sizeof(why));
-        if (rc)
-            t_skip("%s", why);
-    }
-    tc->fn();
-}
-
 static void result(const struct opts *o, struct tally *t, const char *name, int rc, const char *why)
 {
     if (rc == 0) {
@@ -366,7 +297,7 @@ int main(int argc, char **argv)
     T.verbose = o.verbose;
     T.gpu = o.gpu;
 
-    rc = run_child(probe_backend, NULL, &o, why, sizeof(why));
+    rc = run_child(t_child_backend, NULL, &o, why, sizeof(why));
     if (rc != 0) {
         fprintf(stderr, "%s: cannot run: %s\nRun gdrcopy_info for details.\n", prog, why);
         return 2;
@@ -380,7 +311,7 @@ int main(int argc, char **argv)
         if (!(o.kinds & (1u << k)))
             continue;
         T.kind = (enum gm_kind)k;
-        rc = run_child(probe_kind, NULL, &o, why, sizeof(why));
+        rc = run_child(t_child_kind, NULL, &o, why, sizeof(why));
         if (rc)
             snprintf(kind_skip[k], sizeof(kind_skip[k]), "%s%s", rc == 77 ? "" : "kind probe failed: ", why);
         else if (first_kind < 0)
@@ -396,7 +327,7 @@ int main(int argc, char **argv)
             if (!selected(&o, tc, tc->name, -1))
                 continue;
             T.kind = first_kind >= 0 ? (enum gm_kind)first_kind : GM_EMU;
-            rc = run_child(run_test, (void *)tc, &o, why, sizeof(why));
+            rc = run_child(t_child_case, (void *)tc, &o, why, sizeof(why));
             result(&o, &t, tc->name, rc, why);
             continue;
         }
@@ -413,7 +344,7 @@ int main(int argc, char **argv)
                 continue;
             }
             T.kind = (enum gm_kind)k;
-            rc = run_child(run_test, (void *)tc, &o, why, sizeof(why));
+            rc = run_child(t_child_case, (void *)tc, &o, why, sizeof(why));
             result(&o, &t, full, rc, why);
         }
     }

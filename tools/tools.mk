@@ -4,7 +4,7 @@
 #   $(BUILD)/bin/gdrcopy_{sanity,copybw,copylat,apiperf,pplat,info}   linked with libgdrapi.so
 #   $(BUILD)/bin/gdrcopy_sanity_static   the same sanity suite, static, for the QEMU guest
 #
-# A new sanity test is one T_CASE in a tools/sanity/t_*.c file (tools/sanity/sanity.h); a new
+# A new sanity test is one T_CASE in a tools/sanity/t_*.c file (tools/sanity/harness.h); a new
 # test file is found by the wildcard below.
 #
 # CUDA is reached only through dlopen (util/cuda_loader.c, linked from util's archive), so every tool starts

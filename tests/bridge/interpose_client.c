@@ -11,7 +11,6 @@
  *   byname    whether dlopen("libcuda.so.1"), with the driver loaded too, is vramio's shim.
  * The line "pool N" (whether the allocation came from vramio's pool) is the one that differs.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -3,47 +3,27 @@
 # tests/bridge/test_bridge.sh - the allocation bridge without a GPU: a client (bridge_client.c)
 # against a stand-in libcuda.so.1 (fake_cuda_vmm.c) under vramio-run (its libcuda.so.1 shim
 # first on the library path), in each mode (pool, no VMM, no context) and without it; then
-# vramio-run's command line and the directory it makes.
+# vramio-run's command line and the directory it makes. The programs come from make
+# (tests/bridge/bridge.mk).
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-CC=${CC:-cc}
-CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/bridge
-warn="-Wall -Wextra -Werror"
+fake=$B/tests/fake/cuda-vmm
 bridge=$B/lib/libvramio_bridge.so
 run=$B/bin/vramio-run
-mkdir -p "$dir/fake"
 rundir=$(pwd)/$dir/run
 export VRAMIO_RUN_DIR=$rundir
 for f in "$bridge" "$B/lib/libvramio_cuda.so" "$run"; do
     [ -e "$f" ] || { t_fail "bridge/built" "$f is not built"; exit 1; }
 done
-# -Bsymbolic: the table of cuGetProcAddress holds the driver's own functions, not the shim's
-# of the same names (as in the real driver).
-if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
-    t_fail "bridge/build_fake_cuda" "compiler failed"; exit 1
-fi
-ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
-if ! $CC -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/client" \
-        tests/bridge/bridge_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
-        -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
-    t_fail "bridge/build_client" "compiler failed"; exit 1
-fi
-
-if ! $CC -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/ipc_client" \
-        tests/bridge/ipc_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
-        -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl; then
-    t_fail "bridge/build_ipc_client" "compiler failed"; exit 1
-fi
+t_make bridge/build bridge-progs || exit 1
 
 client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
     local mode=$1 out rc
     shift
-    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$dir/fake" "$@" \
-          timeout 60 $RUN "$dir/client" "$mode" 2>&1)
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" "$@" \
+          timeout 60 $RUN "$dir/bridge_client" "$mode" 2>&1)
     rc=$?
     printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
     if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
@@ -63,8 +43,8 @@ RUN=
 client plain
 
 # CUDA IPC of bridged blocks between two processes (bridge_ipc.c): ipc_client.c.
-out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$dir/fake" \
-      timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$dir/fake" 2>&1)
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" \
+      timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" 2>&1)
 rc=$?
 printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
 if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
@@ -72,7 +52,7 @@ if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
 fi
 
 # The log says what was intercepted, and how it ended.
-log=$(LD_LIBRARY_PATH="$dir/fake" timeout 60 "$run" --log "$dir/client" bridged 2>&1 >/dev/null)
+log=$(LD_LIBRARY_PATH="$fake" timeout 60 "$run" --log "$dir/bridge_client" bridged 2>&1 >/dev/null)
 if printf '%s\n' "$log" | grep -q 'cuGetProcAddress("cuMemAlloc", 13000): the bridge' &&
    printf '%s\n' "$log" | grep -q 'cuMemAlloc(100) = 0x[0-9a-f]* from the pool' &&
    printf '%s\n' "$log" | grep -q 'at exit: '; then
@@ -88,16 +68,16 @@ fi
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 for kind in shared static; do
     case $kind in
-        shared) lib=$CUDA_LIB/libcudart.so; link=(-L"$CUDA_LIB" -lcudart -Wl,-rpath,"$CUDA_LIB") ;;
-        static) lib=$CUDA_LIB/libcudart_static.a; link=("$lib" -ldl -lpthread -lrt) ;;
+        shared) lib=$CUDA_LIB/libcudart.so ;;
+        static) lib=$CUDA_LIB/libcudart_static.a ;;
     esac
     if [ ! -e "$lib" ]; then
         t_skip "bridge/runtime_${kind}_lookups_caught" "no $lib (the CUDA toolkit's runtime)"; continue
     fi
-    if ! $CC -O1 $warn -I"$CUDA_INC" -o "$dir/runtime_$kind" tests/bridge/runtime_client.c "${link[@]}"; then
-        t_fail "bridge/runtime_${kind}_lookups_caught" "the client does not build"; continue
+    if ! t_make "bridge/runtime_${kind}_lookups_caught" "$dir/runtime_$kind"; then
+        continue
     fi
-    log=$(LD_LIBRARY_PATH="$dir/fake" timeout 60 "$run" --log "$dir/runtime_$kind" 2>&1)
+    log=$(LD_LIBRARY_PATH="$fake" timeout 60 "$run" --log "$dir/runtime_$kind" 2>&1)
     miss=
     printf '%s\n' "$log" | grep -q "vramio-bridge: libcuda.so.1 is vramio's shim" || miss=" the shim"
     for want in 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
@@ -127,7 +107,7 @@ expect version 0 '^vramio-run \(vramio\) [0-9]' "$run" --version
 expect no_program 2 'no program to run' "$run"
 expect no_program_after_dashes 2 'no program to run' "$run" --log --
 expect bad_option 2 "unknown option '--frobnicate'" "$run" --frobnicate true
-fk=(env LD_LIBRARY_PATH="$dir/fake")
+fk=(env LD_LIBRARY_PATH="$fake")
 expect missing_program 127 "cannot run 'no-such-program-here'" "${fk[@]}" "$run" no-such-program-here
 expect not_executable 126 "cannot run '/'" "${fk[@]}" "$run" /
 expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
@@ -135,15 +115,15 @@ expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
 expect exit_status_passed_on 3 '' "${fk[@]}" "$run" sh -c 'exit 3'
 keep=$(cd "$B/lib" && pwd)/libgdrapi.so.2
 # The shim's directory goes first on the library path; LD_PRELOAD is the user's, untouched.
-expect sets_library_path_and_vulkan 0 "^$keep\|$rundir/cuda-[0-9a-f]{16}:$dir/fake\|1\$" \
-    env LD_PRELOAD="$keep" LD_LIBRARY_PATH="$dir/fake" "$run" \
+expect sets_library_path_and_vulkan 0 "^$keep\|$rundir/cuda-[0-9a-f]{16}:$fake\|1\$" \
+    env LD_PRELOAD="$keep" LD_LIBRARY_PATH="$fake" "$run" \
     sh -c 'echo "$LD_PRELOAD|$LD_LIBRARY_PATH|$VRAMIO_ENABLE_VULKAN"'
 shim=$(realpath "$B/lib/libvramio_cuda.so")
-expect links_to_shim_and_driver 0 "^$shim $shim $(realpath "$dir/fake/libcuda.so.1")\$" \
+expect links_to_shim_and_driver 0 "^$shim $shim $(realpath "$fake/libcuda.so.1")\$" \
     "${fk[@]}" "$run" sh -c 'd=${LD_LIBRARY_PATH%%:*}; echo $(readlink $d/libcuda.so.1) $(readlink $d/libcuda.so) $(readlink $d/libcuda.so.1.real)'
 expect arguments_passed 0 '^<a b> <c>$' "${fk[@]}" "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a b' c
 expect run_dir_with_colon_refused 127 "/tmp/a:b: LD_LIBRARY_PATH cannot hold it" \
-    env LD_LIBRARY_PATH="$dir/fake" VRAMIO_RUN_DIR=/tmp/a:b "$run" true
+    env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR=/tmp/a:b "$run" true
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     t_skip "bridge/run_no_driver_refused" "this machine has a CUDA driver"
 else
@@ -157,13 +137,14 @@ rm -rf "$inst" && mkdir -p "$inst/bin" "$inst/lib" &&
     cp -P "$B"/lib/libvramio_bridge.so "$B"/lib/libvramio_cuda.so "$B"/lib/libgdrapi.so* "$inst/lib/" &&
     cp "$run" "$inst/bin/"
 expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
-    "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/client" bridged
+    "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/bridge_client" bridged
 expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
-    "${fk[@]}" "$run" "$run" --log "$dir/client" bridged
+    "${fk[@]}" "$run" "$run" --log "$dir/bridge_client" bridged
 # The shim without its bridge says so, and the driver serves the program unchanged.
 shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
 expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \
-    env LD_LIBRARY_PATH="$shimdir:$dir/fake" VRAMIO_BRIDGE_LIB=/nonexistent/b.so "$dir/client" plain
+    env LD_LIBRARY_PATH="$shimdir:$fake" VRAMIO_BRIDGE_LIB=/nonexistent/b.so \
+        "$dir/bridge_client" plain
 # Loaded without the launcher, the bridge enables the vulkan backend itself (unless set).
 expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \
     b=\$(VRAMIO_ENABLE_VULKAN=0 LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); echo \$a \$b"

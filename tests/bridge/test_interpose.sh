@@ -6,52 +6,23 @@
 # program), an RTLD_LOCAL plugin's RTLD_DEFAULT lookup and dladdr of a driver function behave
 # as without vramio-run (interpose_client.c); UCX's two ways of hooking the driver's
 # allocation functions install and fire, and the pool still serves (ucm_like.c); a second
-# copy of libgdrapi (static, or loaded by path) pins the right block (second_copy.c).
+# copy of libgdrapi (static, or loaded by path) pins the right block (second_copy.c). The
+# programs and the libraries they load come from make (tests/bridge/bridge.mk).
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-CC=${CC:-cc}
-CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 dir=$B/tests/interpose
-warn="-Wall -Wextra -Werror"
+fake=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 run=$B/bin/vramio-run
-mkdir -p "$dir/fake" "$dir/lib"
 [ -x "$run" ] || { t_fail "interpose/built" "$run is not built"; exit 1; }
-cc_or_fail() { # name cc-args...: build, or a failure line
-    local name=$1
-    shift
-    $CC "$@" || { t_fail "interpose/build_$name" "compiler failed"; return 1; }
-}
-cc_or_fail fake_cuda -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
-    -Wl,-Bsymbolic -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c || exit 1
-cc_or_fail fake_vulkan -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 \
-    -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread || exit 1
-lib=$(cd "$B/lib" && pwd)
-prog() { # name sources-and-flags...: a test program against the stand-in driver
-    local name=$1
-    shift
-    cc_or_fail "$name" -O1 -g $warn -Iinclude -Itests/lib $CUDA_CFLAGS -o "$dir/$name" "$@" \
-        -L"$dir/fake" -lcuda -ldl -lpthread
-}
-cc_or_fail fsync_wrap -shared -fPIC -O1 $warn -o "$dir/lib/libfsyncwrap.so" tests/bridge/fsync_wrap.c -ldl &&
-cc_or_fail plugin_dep -shared -fPIC -O1 $warn -Wl,-soname,libplugindep.so -o "$dir/lib/libplugindep.so" \
-    tests/bridge/plugin_dep.c &&
-cc_or_fail plugin -shared -fPIC -O1 $warn -o "$dir/lib/plugin.so" tests/bridge/plugin.c \
-    -L"$dir/lib" -Wl,--no-as-needed -lplugindep -Wl,--as-needed -Wl,-rpath,"$(cd "$dir/lib" && pwd)" -ldl &&
-prog client tests/bridge/interpose_client.c -L"$lib" -lgdrapi -Wl,-rpath,"$lib" &&
-prog client_wrap -DWRAP_IN_PROGRAM -Itests/bridge -rdynamic tests/bridge/interpose_client.c \
-    -L"$lib" -lgdrapi -Wl,-rpath,"$lib" &&
-prog ucm_like tests/bridge/ucm_like.c tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi \
-    -Wl,-rpath,"$lib" &&
-prog second_copy tests/bridge/second_copy.c tests/lib/t.c tests/lib/t_proc.c "$B/lib/libgdrapi.a" || exit 1
+t_make interpose/build interpose-progs || exit 1
 # A copy of the library at another path is another object to the loader.
 cp "$B/lib/libgdrapi.so.2" "$dir/lib/libgdrapi_copy.so"
 
 # The environment of every run: the stand-ins, the shim's directory inside the build tree.
 base() {
     env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN -u LD_PRELOAD \
-        LD_LIBRARY_PATH="$dir/fake" VRAMIO_RUN_DIR="$(pwd)/$dir/run" "$@"
+        LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$(pwd)/$dir/run" "$@"
 }
 # Without and under vramio-run, the lines other than "pool N" must be equal; under it the
 # pool must serve.
@@ -75,7 +46,7 @@ same rtld_local_plugin_rtld_default -- "$dir/client" plugin "$dir/lib/plugin.so"
 same dladdr_names_driver -- "$dir/client" dladdr
 # ... and the driver is the real one, not a stand-in of ours.
 out=$(base timeout 60 "$run" "$dir/client" dladdr 2>&1)
-want="cuInit is cuInit in $(realpath "$dir/fake/libcuda.so.1")"
+want="cuInit is cuInit in $(realpath "$B/tests/fake/cuda-vmm/libcuda.so.1")"
 printf '%s\n' "$out" | grep -qxF "$want" && t_ok "interpose/dladdr_is_driver_file" ||
     t_fail "interpose/dladdr_is_driver_file" "$(printf '%s' "$out" | tr '\n' '|') (want: $want)"
 

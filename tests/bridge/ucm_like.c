@@ -13,7 +13,6 @@
  * Then it allocates and frees through each path a program has: a direct call (linked with
  * libcuda), dlsym on the driver's handle, and cuGetProcAddress (the CUDA runtime's way).
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>

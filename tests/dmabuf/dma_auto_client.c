@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * dma_auto_client.c - vramio_copy_{to,from}_mapping_auto through the public API, against the
- * stand-in driver of fake_cuda.c, whose "device memory" is host memory that the test reads and
- * writes directly (test_dmabuf_emulated.sh runs it once per mode):
+ * stand-in driver of fake_cuda_dmabuf.c, whose "device memory" is host memory that the test
+ * reads and writes directly (test_dmabuf_emulated.sh runs it once per mode):
  *   set       VRAMIO_DMA_CROSSOVER_READ/_WRITE=8K: correct bytes for every size around the
  *             crossover, at two offsets, from and to a pageable and a pinned host buffer; the
  *             copy engine used exactly from the crossover up, only ever on a non-blocking

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * dmabuf_client.c - the dma-buf backend end to end through the public API, against the
- * stand-in driver of fake_cuda.c (test_dmabuf_emulated.sh runs it once per mode):
+ * stand-in driver of fake_cuda_dmabuf.c (test_dmabuf_emulated.sh runs it once per mode):
  *   main     a driver that maps exports: pin, info, map, copies both ways checked against
  *            the memory itself, one fd per pin and none left after unpin or close, the
  *            FORCE_PCIE flag, mapping requests, a pin the export refuses falling through,

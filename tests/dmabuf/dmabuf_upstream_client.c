@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * dmabuf_upstream_client.c - the dma-buf backend where GDRCopy 2.6 and an R610 driver set the
- * rules, through the public API, against the stand-in driver of fake_cuda.c made as unkind as
- * driver 580 (test_dmabuf_emulated.sh runs it once per mode, fake_mmap.c preloaded):
+ * rules, through the public API, against the stand-in driver of fake_cuda_dmabuf.c made as
+ * unkind as driver 580 (test_dmabuf_emulated.sh runs it once per mode, fake_mmap.c preloaded):
  *   open_refused   gdr_open returns NULL (no other backend here) with the reason in
  *                  EXPECT_WHY: cuInit failing, no device, no DMA_BUF_SUPPORTED device;
  *   coherent       a coherent device: CACHING by default, REQ_CACHE accepted, REQ_WC EINVAL,
@@ -24,7 +24,6 @@
  *   cloexec_fork   no export fd is ever visible without FD_CLOEXEC to a child forked while
  *                  another thread pins.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <dirent.h>
 #include <dlfcn.h>

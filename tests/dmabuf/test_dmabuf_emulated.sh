@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/dmabuf/test_dmabuf_emulated.sh - the dma-buf backend end to end on any machine: builds
-# a stand-in libcuda.so.1 (fake_cuda.c), its mmap (fake_mmap.c, preloaded) and the clients
-# (dmabuf_client.c, dmabuf_upstream_client.c, dma_auto_client.c), then runs each client against
-# the library in each mode with the stand-in found through LD_LIBRARY_PATH; again against the
-# ASan+UBSan library when 'make check' has built it. One result line per case.
+# tests/dmabuf/test_dmabuf_emulated.sh - the dma-buf backend end to end on any machine: runs
+# each client (dmabuf_client.c, dmabuf_upstream_client.c, dma_auto_client.c) against the
+# library in each mode with the stand-in libcuda.so.1 (tests/fake/fake_cuda_dmabuf.c) found
+# through LD_LIBRARY_PATH and its mmap (fake_mmap.c) preloaded; again against the ASan+UBSan
+# library when 'make check' has built it. The programs come from make (tests/dmabuf/dmabuf.mk).
+# One result line per case.
 #
 # tests/cross/cross_user.sh runs it for another architecture: CC is the cross compiler, BUILD
 # its build, DMABUF_EMU_QEMU the emulator (QEMU_LD_PREFIX set), DMABUF_EMU_PREFIX the prefix of
@@ -12,29 +13,10 @@
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-CC=${CC:-cc}
-CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
 QEMU=${DMABUF_EMU_QEMU:-}
 PFX=dmabuf_emu/${DMABUF_EMU_PREFIX:-}
-dir=$B/tests/dmabuf
-mkdir -p "$dir/fake"
-fake=$(cd "$dir/fake" && pwd)
-warn="-Wall -Wextra -Werror"
-
-if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 \
-        -o "$dir/fake/libcuda.so.1" tests/dmabuf/fake_cuda.c ||
-   ! $CC -shared -fPIC -O1 $warn -o "$dir/fake/libfake_mmap.so" tests/dmabuf/fake_mmap.c -ldl; then
-    t_fail "${PFX}build_fake_cuda" "compiler failed"; exit 1
-fi
-
-build_client() { # prog source libdir cflags...: 0 when built
-    local prog=$1 src=$2 lib=$3
-    shift 3
-    $CC -O1 -g $warn "$@" -Iinclude -Itests/lib $CUDA_CFLAGS -o "$prog" "$src" \
-        tests/lib/t.c tests/lib/t_proc.c -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" \
-        -ldl -lpthread
-}
+t_make "${PFX}build" dmabuf-emu-progs || exit 1
+fake=$(cd "$B/tests/fake/cuda-dmabuf" && pwd)
 
 run_client() { # name prog mode VAR=value...: run with the stand-in, one result line per case
     local name=$1 prog=$2 mode=$3 out rc kv
@@ -83,17 +65,11 @@ run_upstream() { # label prog
     run_client "$label/cloexec_fork" "$prog" cloexec_fork $v FAKE_CUDA_EXPORT_DELAY_US=2000
 }
 
-run_modes() { # label libdir [cflags]
-    local label=$1 lib=$2 prog=$dir/client_$1 up=$dir/upstream_$1 auto=$dir/auto_$1 mode
-    shift 2
-    if ! build_client "$up" tests/dmabuf/dmabuf_upstream_client.c "$lib" "$@"; then
-        t_fail "$PFX$label/build_upstream_client" "compiler failed"; return
-    fi
+run_modes() { # label build: the clients of that build, against its library
+    local label=$1 dir=$2/tests/dmabuf mode
+    local prog=$dir/dmabuf_client up=$dir/dmabuf_upstream_client auto=$dir/dma_auto_client
     run_upstream "$label" "$up"
     [ -n "$QEMU" ] && return
-    if ! build_client "$prog" tests/dmabuf/dmabuf_client.c "$lib" "$@"; then
-        t_fail "$PFX$label/build_client" "compiler failed"; return
-    fi
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
     run_client "$label/refuse" "$prog" refuse FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse
@@ -101,9 +77,6 @@ run_modes() { # label libdir [cflags]
         FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1
     run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
     # The _auto copies (src/dma/) against the same stand-in.
-    if ! build_client "$auto" tests/dmabuf/dma_auto_client.c "$lib" "$@"; then
-        t_fail "$PFX$label/build_auto_client" "compiler failed"; return
-    fi
     set -- FAKE_CUDA_VERSION=13030 VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192
     run_client "$label/auto_set" "$auto" set "$@"
     run_client "$label/auto_noctx" "$auto" noctx "$@" FAKE_CUDA_NO_CTX=1
@@ -111,8 +84,11 @@ run_modes() { # label libdir [cflags]
     run_client "$label/auto_otherctx" "$auto" otherctx "$@" FAKE_CUDA_OTHER_CTX=1
 }
 
-run_modes plain "$B/lib"
-if [ -z "$QEMU" ] && [ -e "$B/asan/lib/libgdrapi.so" ]; then
-    run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
+run_modes plain "$B"
+# The same clients of the ASan build ('make check' has built them: SCRIPT_ASAN_PROGS).
+if [ -z "$QEMU" ] && [ -e "$B/asan/lib/libgdrapi.so" ] &&
+   t_make "${PFX}asan/build" BUILD="$B/asan" SANITIZE=asan \
+       "$B"/asan/tests/dmabuf/{dmabuf_client,dmabuf_upstream_client,dma_auto_client}; then
+    run_modes asan "$B/asan"
 fi
 t_done

@@ -15,7 +15,6 @@
  * made in a context of dev), fake_stream_syncs_on(dev), fake_legacy_syncs() (of the legacy
  * stream), fake_async_copies() (the copy engine's copies).
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -22,7 +22,6 @@
  * cuMemExportToShareableHandle calls), fake_imports() (cuMemImportFromShareableHandle's). Pointer attributes, the other copies and memsets and
  * the synchronizations (with their counters) are in fake_cuda_ptr.c.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>

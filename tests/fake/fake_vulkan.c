@@ -25,7 +25,6 @@
  * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts),
  * fake_vk_starting() (1 while a vkCreateInstance is under way).
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -18,7 +18,6 @@
  * than 13.3 it says so and settles nothing. CUDA is loaded with dlopen, so a missing entry
  * point makes only its own check a skip.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>

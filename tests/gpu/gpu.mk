@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
-# tests/gpu/gpu.mk - the GPU test program and benchmark (need a GPU: not part of 'make check').
+# tests/gpu/gpu.mk - the GPU test programs (need a GPU: not part of 'make check').
 #
-#   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, gpu_bench, fork_test and
-#                           gpu_auto_test, and multigpu_client (run_multigpu_on_gpu.sh runs it)
-#   tests/gpu/run_on_gpu.sh build and run both on a GPU machine (as root and as a user)
+#   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, fork_test and gpu_auto_test,
+#                           and multigpu_client (run_multigpu_on_gpu.sh runs it)
+#   tests/gpu/run_on_gpu.sh build and run the test on a GPU machine (as root and as a user),
+#                           then the benchmark that shares its helpers (bench/gpu_bench.c)
 #
 # They use the public headers and libgdrapi.so, plus the CUDA driver API to allocate and to
 # check copies: linked against the toolkit's stub libcuda (the real one is found at run time).
+# GPU_COMMON and CUDA_STUBS serve bench/bench.mk's gpu_bench too.
 
-GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/gpu_bench $(BUILD)/gpu/fork_test \
-            $(BUILD)/gpu/gpu_auto_test $(BUILD)/gpu/multigpu_client
+GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/fork_test $(BUILD)/gpu/gpu_auto_test \
+            $(BUILD)/gpu/multigpu_client
 CUDA_STUBS ?= $(CUDA_HOME)/lib64/stubs
 
 GPU_COMMON := tests/gpu/gpu_common.c $(TEST_KIT_SRCS)
@@ -24,6 +26,14 @@ $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) 
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
+
+# What only an R610 driver can settle about the dmabuf backend (run_dmabuf_r610_checks.sh):
+# cuda.h only, libcuda is loaded at run time (by the library and by the program).
+$(BUILD)/gpu/dmabuf_r610_checks: tests/gpu/dmabuf_r610_checks.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) \
+        $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
+	    $(LINK_LIBGDRAPI) -ldl)
 
 .PHONY: gpu-tests
 gpu-tests: $(GPU_BINS)

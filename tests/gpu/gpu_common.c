@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gpu_common.c - CUDA set-up, VMM allocations and timing for tests/gpu. */
+/* gpu_common.c - CUDA set-up, VMM allocations and timing for tests/gpu and bench/gpu_bench.c */
 #include "gpu_common.h"
 
 #include <stdio.h>

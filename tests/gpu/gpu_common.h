@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpu_common.h - what the GPU test program and the GPU benchmark share: CUDA set-up through
- * the driver API, NCCL-style VMM allocations and timing (result lines and the fill pattern
- * are the test kit's, tests/lib/t.h). These programs use the library through its public
- * headers only (gdrapi.h, vramio.h) and check it against cuMemcpy.
+ * gpu_common.h - what the GPU test programs and the GPU benchmark (bench/gpu_bench.c) share:
+ * CUDA set-up through the driver API, NCCL-style VMM allocations and timing (result lines and
+ * the fill pattern are the test kit's, tests/lib/t.h). These programs use the library through
+ * its public headers only (gdrapi.h, vramio.h) and check it against cuMemcpy.
  */
 #ifndef VRAMIO_GPU_COMMON_H
 #define VRAMIO_GPU_COMMON_H

@@ -4,24 +4,20 @@
 # CUDA driver that maps dma-buf exports for the CPU (13.3, the 610 series, or newer) can settle
 # about the dmabuf backend (docs/dmabuf.md): the PCIE flag's refusal code, cross-GPU export
 # contexts, per-buffer mmap refusals, whether a mapping survives cuMemFree, WC or cached PTEs.
-# Builds the library and tests/gpu/dmabuf_r610_checks.c (its own line: cuda.h only, libcuda is
-# loaded at run time), runs each check in a fresh process with the dmabuf backend forced, and
+# Builds the library and tests/gpu/dmabuf_r610_checks.c (tests/gpu/gpu.mk: cuda.h only, libcuda
+# is loaded at run time), runs each check in a fresh process with the dmabuf backend forced, and
 # prints the findings (lines "# ...") and results. On an older driver it says "not R610,
 # nothing settled" and exits 0. Logs go to $OUT (default /tmp/vramio-gpu).
 set -u
 OUT=${OUT:-/tmp/vramio-gpu}
 mkdir -p "$OUT"
 [ -f .gpu/env.sh ] && . .gpu/env.sh
-CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
 B=${BUILD:-build}
 prog=$B/gpu/dmabuf_r610_checks
-mkdir -p "$B/gpu"
-if [ "${VRAMIO_SKIP_BUILD:-0}" != 1 ] && ! make -j"$(nproc)" lib > "$OUT/build_r610.log" 2>&1; then
+if [ "${VRAMIO_SKIP_BUILD:-0}" != 1 ] && ! make -j"$(nproc)" BUILD="$B" lib > "$OUT/build_r610.log" 2>&1; then
     tail -20 "$OUT/build_r610.log"; exit 1
 fi
-if ! ${CC:-cc} -O1 -g -Wall -Wextra -Iinclude -Itests/lib -I"$CUDA_INC" -o "$prog" \
-        tests/gpu/dmabuf_r610_checks.c tests/lib/t.c tests/lib/t_proc.c -L"$B/lib" -lgdrapi \
-        -Wl,-rpath,"$(cd "$B/lib" && pwd)" -ldl >> "$OUT/build_r610.log" 2>&1; then
+if ! make BUILD="$B" "$prog" >> "$OUT/build_r610.log" 2>&1; then
     tail -20 "$OUT/build_r610.log"; exit 1
 fi
 fail=0

@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pci.bus_id --format=csv; uname -r;
   ls -l /dev/nvidia*; grep -m1 'model name' /proc/cpuinfo; } > "$OUT/machine.log" 2>&1
 head -3 "$OUT/machine.log"
-if ! make -j16 lib gpu-tests > "$OUT/build.log" 2>&1; then
+if ! make -j16 lib gpu-tests bench-gpu > "$OUT/build.log" 2>&1; then
     tail -40 "$OUT/build.log"
     exit 1
 fi
@@ -57,12 +57,12 @@ else
     echo "== ASan build failed"; tail -5 "$OUT/build_asan.log"
 fi
 
-timeout 240 build/gpu/gpu_bench > "$OUT/bench.log" 2>&1
+timeout 240 build/bench/gpu_bench > "$OUT/bench.log" 2>&1
 echo "exit $?" >> "$OUT/bench.log"
 cat "$OUT/bench.log"
 
 # Where the time of an import goes (the library's debug log; slower with logging on).
-GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 timeout 60 build/gpu/gpu_bench --costs \
+GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 timeout 60 build/bench/gpu_bench --costs \
     > "$OUT/costs_debug.log" 2>&1
 echo "== import breakdown (debug log on)"
 grep -E 'vulkan: (imported|released)|first pin' "$OUT/costs_debug.log" | cut -c1-220 | head -16

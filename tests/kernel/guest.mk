@@ -4,8 +4,8 @@
 # libgdrapi.a. Included by tests/tests.mk; tests/kernel/run-qemu.sh runs "make guest-progs"
 # (for arm64 with the cross compiler and its own BUILD) and packs the results:
 #   $(BUILD)/guest/tests/NAME   tests/kernel/guest/NAME.c, run by the guest's /init by name
-#   $(BUILD)/guest/extra/NAME   the other areas' guest checks, run through
-#                               tests/kernel/guest-extra.list (the one list of extras)
+# (the other areas' guest programs are make targets of their own areas, run through
+# tests/kernel/guest-extra.list, the one list of extras).
 # Built by 'make check' too (not by the sanitizer passes: a static program cannot use them),
 # so a guest program that does not compile fails there even where QEMU is missing.
 
@@ -15,8 +15,6 @@ GUEST_KIT_HDRS := $(TEST_KIT_HDRS) tests/kernel/nvp2p_emu.h tests/kernel/guest/m
                   driver/uapi/gdrdrv.h
 GUEST_TESTS    := $(patsubst tests/kernel/guest/%.c,$(GUEST_BIN)/tests/%,\
                   $(filter-out tests/kernel/guest/mmio.c,$(wildcard tests/kernel/guest/*.c)))
-# The core's checks against real pins (tests/unit) and the module's own (driver/tests).
-GUEST_EXTRAS   := $(GUEST_BIN)/extra/guest_core $(GUEST_BIN)/extra/gdrdrv_guest_test
 
 guest-prog = $(call guest-link,$(GUEST_CPPFLAGS),$< $(GUEST_KIT_SRCS) $(LIB_STATIC) -ldl)
 
@@ -24,14 +22,6 @@ $(GUEST_BIN)/tests/%: tests/kernel/guest/%.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS)
 	@mkdir -p $(dir $@)
 	$(guest-prog)
 
-$(GUEST_BIN)/extra/guest_core: tests/unit/guest_core.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS) $(LIB_STATIC)
-	@mkdir -p $(dir $@)
-	$(guest-prog)
-
-$(GUEST_BIN)/extra/gdrdrv_guest_test: driver/tests/gdrdrv_guest_test.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS) $(LIB_STATIC)
-	@mkdir -p $(dir $@)
-	$(guest-prog)
-
 .PHONY: guest-progs
-guest-progs: $(GUEST_TESTS) $(GUEST_EXTRAS)
+guest-progs: $(GUEST_TESTS)
 check: guest-progs

@@ -43,7 +43,7 @@
 # run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 180), KEEP_LOGS=1
 # (print the whole serial log), VRAMIO_QEMU_BAR=0 (no ivshmem device: the BAR tests skip),
 # VRAMIO_GUEST_ONLY (space separated shell patterns of guest groups to run, e.g.
-# "np-callback extra/gdrdrv": while iterating; the module loads, unloads and the final leak and
+# "np-callback gdrdrv": while iterating; the module loads, unloads and the final leak and
 # kernel-log checks always run; default: every group, as CI runs them).
 #
 # ARCH=arm64 runs the same on Debian's arm64 kernels in a qemu-system-aarch64 "virt" guest

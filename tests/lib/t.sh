@@ -17,9 +17,18 @@ t_status() { echo "$T_FAILED"; }
 t_done() { exit "$T_FAILED"; }
 t_skip_all() { echo "$1"; exit "$T_SKIP"; }
 
-# t_cuda_cflags INCLUDE_DIR: the flags that give the stand-in CUDA drivers and their clients a
-# <cuda.h>: the toolkit's in INCLUDE_DIR where it has one, else the project's own declarations
-# (tests/fake/cuda/cuda.h over util/), so these tests need no CUDA toolkit. From the top.
-t_cuda_cflags() {
-    if [ -f "$1/cuda.h" ]; then echo "-I$1"; else echo "-Itests/fake/cuda -Iutil"; fi
+# t_make NAME [VAR=value...] TARGET...: the programs a script runs, from make (the rules of
+# tests/tests.mk and its fragments; the flags are the top Makefile's), run from the top with
+# BUILD (default build) and CC when they are set; a VAR=value given here wins over those.
+# Silent when it works; else the failure line NAME with the end of make's output, and 1.
+t_make() {
+    local name=$1 out
+    shift
+    if out=$(unset MAKEFLAGS MFLAGS MAKELEVEL
+             make -s --no-print-directory ${CC:+"CC=$CC"} BUILD="${BUILD:-build}" "$@" 2>&1); then
+        return 0
+    fi
+    t_fail "$name" "make $* failed"
+    printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
+    return 1
 }

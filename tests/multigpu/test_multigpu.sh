@@ -5,25 +5,13 @@
 # tests/fake/, found through LD_LIBRARY_PATH, one mode per process, with the backend forced
 # (GDRCOPY_BACKEND=vulkan) and opted into (VRAMIO_ENABLE_VULKAN=1); again against the
 # ASan+UBSan library when 'make check' has built it; and a pin that outlives the free of its
-# pool memory (freed_pin_client.c). One result line per case.
+# pool memory (freed_pin_client.c). The programs come from make (tests/multigpu/multigpu.mk).
+# One result line per case.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-CC=${CC:-cc}
-CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-CUDA_CFLAGS=$(t_cuda_cflags "$CUDA_INC")
-dir=$B/tests/multigpu
-warn="-Wall -Wextra -Werror"
-mkdir -p "$dir/fake"
-if ! $CC -shared -fPIC -O1 $warn $CUDA_CFLAGS -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
-        -o "$dir/fake/libcuda.so.1" tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c; then
-    t_fail "multigpu/build_fake_cuda" "compiler failed"; exit 1
-fi
-ln -sf libcuda.so.1 "$dir/fake/libcuda.so"
-if ! $CC -shared -fPIC -O1 $warn -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs \
-        -o "$dir/fake/libvulkan.so.1" tests/fake/fake_vulkan.c -lpthread; then
-    t_fail "multigpu/build_fake_vulkan" "compiler failed"; exit 1
-fi
+t_make multigpu/build multigpu-progs || exit 1
+fake=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 
 # report PREFIX NAME RC OUT: a client's result lines under PREFIX; a crash is a failure.
 report() {
@@ -34,14 +22,8 @@ report() {
     fi
 }
 
-run_modes() { # label libdir [cflags]
-    local label=$1 lib=$2 prog=$dir/client_$1 mode sel out rc
-    shift 2
-    if ! $CC -O1 -g $warn "$@" -pthread -Iinclude -Itests/lib $CUDA_CFLAGS -o "$prog" \
-            tests/multigpu/multigpu_client.c tests/lib/t.c tests/lib/t_proc.c -L"$dir/fake" -lcuda \
-            -L"$lib" -lgdrapi -Wl,-rpath,"$(cd "$lib" && pwd)" -ldl; then
-        t_fail "multigpu/$label/build_client" "compiler failed"; return
-    fi
+run_modes() { # label build: that build's client, against its library
+    local label=$1 prog=$2/tests/multigpu/multigpu_client mode sel out rc
     for mode in both cross alloc missing fork foreign both:optin fork:optin fork_start; do
         sel=GDRCOPY_BACKEND=vulkan tag=
         case $mode in *:optin) sel=VRAMIO_ENABLE_VULKAN=1 tag=optin/ ;; esac
@@ -50,36 +32,33 @@ run_modes() { # label libdir [cflags]
         [ "$mode" = fork_start ] && set -- "$@" FAKE_VK_START_MS=300
         out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_USE_DMABUF_MMAP \
               -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NOCTX -u FAKE_VK_ACCEPT_FOREIGN \
-              LD_LIBRARY_PATH="$dir/fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
+              LD_LIBRARY_PATH="$fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
         rc=$?
         report "multigpu/$label/${tag}" "multigpu/$label/${tag}${mode%:*}" $rc "$out"
     done
 }
 
-run_modes plain "$B/lib"
+run_modes plain "$B"
 
 # A pin that outlives the free of its pool memory: the _auto copies keep to its pages.
-if $CC -O1 -g $warn -Iinclude -Itests/lib -o "$dir/freed_pin" tests/multigpu/freed_pin_client.c \
-        tests/lib/t.c -L"$dir/fake" -lcuda -L"$B/lib" -lgdrapi -Wl,-rpath,"$(cd "$B/lib" && pwd)"; then
-    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN LD_LIBRARY_PATH="$dir/fake" \
-          GDRCOPY_BACKEND=vulkan FAKE_CUDA_DEVICES=1 FAKE_VK_GPUS=1 VRAMIO_DMA_CROSSOVER_WRITE=4K \
-          timeout 60 "$dir/freed_pin" 2>&1)
-    report "multigpu/" "multigpu/freed_pin" $? "$out"
-else
-    t_fail "multigpu/freed_pin/build" "compiler failed"
-fi
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN LD_LIBRARY_PATH="$fake" \
+      GDRCOPY_BACKEND=vulkan FAKE_CUDA_DEVICES=1 FAKE_VK_GPUS=1 VRAMIO_DMA_CROSSOVER_WRITE=4K \
+      timeout 60 "$B/tests/multigpu/freed_pin_client" 2>&1)
+report "multigpu/" "multigpu/freed_pin" $? "$out"
 
 # The debug log names the Vulkan device that serves each GPU (what shows it on real GPUs).
-log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$dir/fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \
+log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \
       VRAMIO_ENABLE_VULKAN=1 GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 \
-      timeout 60 "$dir/client_plain" both 2>&1)
+      timeout 60 "$B/tests/multigpu/multigpu_client" both 2>&1)
 if printf '%s\n' "$log" | grep -q "CUDA device 0 is Vulkan physical device 1 of 2, 'fake GPU 0'" &&
    printf '%s\n' "$log" | grep -q "CUDA device 1 is Vulkan physical device 0 of 2, 'fake GPU 1'"; then
     t_ok "multigpu/log_names_each_gpus_vulkan_device"
 else
     t_fail "multigpu/log_names_each_gpus_vulkan_device" "$(printf '%s' "$log" | grep 'vulkan: CUDA' | head -c 300)"
 fi
-if [ -e "$B/asan/lib/libgdrapi.so" ]; then
-    run_modes asan "$B/asan/lib" -fsanitize=address,undefined -fno-sanitize-recover=all
+# The same client of the ASan build ('make check' has built it: SCRIPT_ASAN_PROGS).
+if [ -e "$B/asan/lib/libgdrapi.so" ] && t_make multigpu/asan/build BUILD="$B/asan" SANITIZE=asan \
+       "$B/asan/tests/multigpu/multigpu_client"; then
+    run_modes asan "$B/asan"
 fi
 t_done

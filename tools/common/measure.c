@@ -80,7 +80,7 @@ size_t measure_latency_pair_q(op_fn a, op_fn b, void *ctx, size_t iters, double 
      * And a long one for operations under 2 us (PAIR_MIN_BATCH, as iters allows): with batches of
      * about 2 us (9-15 small WC writes) the H200 gave raw 64 B writes of 0.03 us and the
      * library's 0.25 us in the same rounds, a transient at each batch start that the batch
-     * before had left; batches of 200 (tests/gpu/gpu_bench) give both 0.13-0.15 us. */
+     * before had left; batches of 200 (bench/gpu_bench.c) give both 0.13-0.15 us. */
     for (size_t i = 0; i < 4; i++) {
         a(ctx, i);
         b(ctx, iters + i);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* harness.c - reporting, allocation, pin/map and fault helpers of gdrcopy_sanity tests. */
-#include "sanity.h"
+#include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -64,7 +64,7 @@ static void report_failures(const char *reason)
     send_line(line);
 }
 
-void t_fail_at(const char *file, int line, const char *fmt, ...)
+void t_fail_exit_at(const char *file, int line, const char *fmt, ...)
 {
     char why[1024];
     va_list ap;
@@ -116,7 +116,7 @@ static void forget_recorded(void)
     recorded_count = 0;
 }
 
-void t_skip(const char *fmt, ...)
+void t_skip_exit(const char *fmt, ...)
 {
     char why[1024];
     va_list ap;
@@ -151,7 +151,7 @@ gdr_t t_open(void)
     if (g)
         return g;
     snprintf(why, sizeof(why), "%s", vramio_last_error());
-    t_fail("gdr_open() returned NULL: %s", why);
+    t_fail_exit("gdr_open() returned NULL: %s", why);
 }
 
 void t_alloc(size_t size, struct gm_buf *buf)
@@ -160,7 +160,7 @@ void t_alloc(size_t size, struct gm_buf *buf)
     int rc = gm_alloc(T.kind, size, buf, why, sizeof(why));
 
     if (rc == ENOMEM || rc == EOPNOTSUPP || rc == ENODEV)
-        t_skip("cannot allocate %zu bytes of %s memory: %s", size, gm_kind_name(T.kind), why);
+        t_skip_exit("cannot allocate %zu bytes of %s memory: %s", size, gm_kind_name(T.kind), why);
     T_ASSERT(rc == 0, "allocating %zu bytes of %s memory: %s", size, gm_kind_name(T.kind), why);
     t_log("allocated %zu bytes of %s memory at 0x%" PRIx64, buf->alloc_size,
           gm_kind_name(T.kind), buf->dptr);
@@ -223,8 +223,8 @@ void t_compare(const void *want, const void *got, size_t n, const char *what)
 
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i])
-            t_fail("%s: data differs at offset %zu of %zu (want 0x%02x, got 0x%02x)", what, i, n,
-                   a[i], b[i]);
+            t_fail_exit("%s: data differs at offset %zu of %zu (want 0x%02x, got 0x%02x)", what,
+                        i, n, a[i], b[i]);
 }
 
 void t_check_gpu(const struct gm_buf *b, size_t off, const void *want, size_t n, const char *what)
@@ -285,7 +285,7 @@ void t_init_kind(void)
     char why[512];
 
     if (gm_init(T.kind, T.gpu, why, sizeof(why)))
-        t_skip("%s", why);
+        t_skip_exit("%s", why);
 }
 
 int t_wait_child(pid_t pid, unsigned seconds)
@@ -302,7 +302,7 @@ int t_wait_child(pid_t pid, unsigned seconds)
         if (waited_ms >= seconds * 1000ul) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            t_fail("the child (pid %d) did not end within %u s: killed", (int)pid, seconds);
+            t_fail_exit("the child (pid %d) did not end within %u s: killed", (int)pid, seconds);
         }
         usleep(10000);
         waited_ms += 10;
@@ -348,4 +348,59 @@ int t_in_child_ending(int (*fn)(void *), void *arg, int through_exit)
 int t_in_child(int (*fn)(void *), void *arg)
 {
     return t_in_child_ending(fn, arg, 1);
+}
+
+/* ---- the child side of the runner's steps (tools/sanity.c) ---- */
+
+void t_child_backend(void *arg)
+{
+    char line[1024];
+    size_t used;
+    gdr_t g = gdr_open();
+
+    (void)arg;
+    if (g) {
+        send_line(t_backend(g));
+        gdr_close(g);
+        _exit(0);
+    }
+    used = (size_t)snprintf(line, sizeof(line), "no backend can map GPU memory here:");
+    for (int b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && used < sizeof(line); b++) {
+        char why[256] = "";
+
+        vramio_backend_probe((vramio_backend_t)b, why, sizeof(why));
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "\n  %s: %s",
+                                 vramio_backend_name((vramio_backend_t)b), why);
+    }
+    send_line(line);
+    _exit(3);
+}
+
+void t_child_kind(void *arg)
+{
+    struct gm_buf b;
+    gdr_mh_t mh;
+    gdr_t g;
+
+    (void)arg;
+    t_init_kind();
+    g = gdr_open();
+    if (!g)
+        t_fail_exit("gdr_open() failed: %s", vramio_last_error());
+    t_alloc(2 * GPU_PAGE_SIZE, &b);
+    if (gdr_pin_buffer_v2(g, b.dptr, 2 * GPU_PAGE_SIZE, 0, &mh))
+        t_skip_exit("the %s backend does not pin %s memory: %s", t_backend(g),
+                    gm_kind_name(T.kind), vramio_last_error());
+    gdr_unpin_buffer(g, mh);
+    gdr_close(g);
+    gm_free(&b);
+}
+
+void t_child_case(void *arg)
+{
+    const struct t_case *tc = arg;
+
+    if (!(tc->flags & (T_ONCE | T_FORK_FIRST)))
+        t_init_kind();
+    tc->fn();
 }

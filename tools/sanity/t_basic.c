@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* t_basic.c - pinning and mapping basics (GDRCopy 2.6's basic_* tests). */
-#include "sanity.h"
+#include "harness.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -102,12 +102,12 @@ T_CASE(basic_with_tokens, 0, "legacy pin with CUDA P2P tokens")
     gdr_t g;
 
     if (T.kind != GM_CUDA)
-        t_skip("P2P tokens exist only for cuMemAlloc memory (kind cuda), not %s",
-               gm_kind_name(T.kind));
+        t_skip_exit("P2P tokens exist only for cuMemAlloc memory (kind cuda), not %s",
+                    gm_kind_name(T.kind));
     t_alloc(BASIC_SIZE, &b);
     cr = cu->cuPointerGetAttribute(&tokens, CU_POINTER_ATTRIBUTE_P2P_TOKENS, (CUdeviceptr)b.dptr);
     if (cr != CUDA_SUCCESS)
-        t_skip("this CUDA driver gives no P2P tokens: %s", vr_cuda_errstr(cr));
+        t_skip_exit("this CUDA driver gives no P2P tokens: %s", vr_cuda_errstr(cr));
     g = t_open();
     T_ASSERT_OK(gdr_pin_buffer(g, b.dptr, BASIC_SIZE, tokens.p2pToken, tokens.vaSpaceToken, &mh));
     T_ASSERT(mh.h != 0, "pin succeeded but returned the null handle");

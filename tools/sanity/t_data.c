@@ -4,7 +4,7 @@
  * data_validation tests). GPU memory is read and written through the allocation kind's own
  * path (cuMemcpy, or the emulated provider), never through the mapping under test.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -56,8 +56,8 @@ static void dv_setup(struct dv *d, enum dv_pin how, int map_flags)
 
         T_ASSERT_OK(gdr_get_attribute(d->g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
         if (!supported)
-            t_skip("the %s backend does not support GDR_PIN_FLAG_FORCE_PCIE (attribute is 0)",
-                   t_backend(d->g));
+            t_skip_exit("the %s backend does not support GDR_PIN_FLAG_FORCE_PCIE (attribute is 0)",
+                        t_backend(d->g));
         T_ASSERT_OK(gdr_pin_buffer_v2(d->g, d->b.dptr, DV_SIZE, GDR_PIN_FLAG_FORCE_PCIE, &d->mh));
         break;
     }
@@ -67,7 +67,8 @@ static void dv_setup(struct dv *d, enum dv_pin how, int map_flags)
     d->map_size = info.mapped_size;
     rc = gdr_map_v2(d->g, d->mh, &d->map, d->map_size, map_flags);
     if (rc == EINVAL && map_flags != GDR_MAP_FLAG_DEFAULT)
-        t_skip("the %s backend cannot grant mapping request %d here", t_backend(d->g), map_flags);
+        t_skip_exit("the %s backend cannot grant mapping request %d here", t_backend(d->g),
+                    map_flags);
     T_ASSERT_OK(rc);
     T_ASSERT_OK(gdr_get_info(d->g, d->mh, &info));
     T_ASSERT(info.mapped, "info.mapped is clear after gdr_map");

@@ -5,7 +5,7 @@
  * and mmap from any process but the opener, and its mappings are not inherited; every backend
  * must refuse the parent's gdr_t in a child with an error, never a crash.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,9 +43,11 @@ static int child_after_map(void *arg)
     /* No backend's mapping is inherited (gdrdrv: VM_DONTCOPY; the user-space backends mark
      * theirs MADV_DONTFORK): the address is empty in the child, which faults. */
     if (t_access(a->p, 0) == 0)
-        t_fail("the child could read the parent's %s mapping", vramio_backend_name(a->backend));
+        t_fail_exit("the child could read the parent's %s mapping",
+                    vramio_backend_name(a->backend));
     if (t_access(a->p, 1) == 0)
-        t_fail("the child could write the parent's %s mapping", vramio_backend_name(a->backend));
+        t_fail_exit("the child could write the parent's %s mapping",
+                    vramio_backend_name(a->backend));
     T_ASSERT_EQ_ERR(gdr_map(a->g, a->unmapped, &map, FORK_SIZE), EACCES);
     T_ASSERT_EQ_ERR(gdr_pin_buffer_v2(a->g, a->addr, FORK_SIZE, 0, &mh), EACCES);
     return 0;
@@ -89,7 +91,7 @@ static int child_maps_parent_pin(void *arg)
     int rc = gdr_map(a->g, a->unmapped, &map, FORK_SIZE);
 
     if (rc == 0)
-        t_fail("the child mapped its parent's pin");
+        t_fail_exit("the child mapped its parent's pin");
     T_ASSERT(rc == EACCES, "the child's gdr_map of its parent's pin returned %d, expected EACCES",
              rc);
     return 0;
@@ -168,8 +170,8 @@ T_CASE(invalidation_fork_child_gdr_open, 0, "a forked child opens its own gdr_t 
     int st;
 
     if (gm_kind_is_cuda(T.kind))
-        t_skip("CUDA cannot be used in a child forked after cuInit, so a forked child cannot "
-               "pin %s memory of its own", gm_kind_name(T.kind));
+        t_skip_exit("CUDA cannot be used in a child forked after cuInit, so a forked child cannot "
+                    "pin %s memory of its own", gm_kind_name(T.kind));
     t_alloc(FORK_SIZE, &b);
     st = t_in_child(child_opens_own, &b);
     T_ASSERT(st == 0, "the child ended with status %d", st);
@@ -241,18 +243,20 @@ static void receiver(int sock, uint64_t addr, int try_mmap)
     int fd = recv_fd(sock);
 
     if (fd < 0)
-        t_fail("no descriptor received over the UNIX socket");
+        t_fail_exit("no descriptor received over the UNIX socket");
     if (ioctl(fd, GDRDRV_IOC_PIN_BUFFER, &pin) == 0)
-        t_fail("gdrdrv pinned memory for a process that did not open it");
+        t_fail_exit("gdrdrv pinned memory for a process that did not open it");
     if (errno != EACCES)
-        t_fail("PIN_BUFFER from another process failed with %s, expected EACCES", strerror(errno));
+        t_fail_exit("PIN_BUFFER from another process failed with %s, expected EACCES",
+                    strerror(errno));
     if (try_mmap) {
         /* Whatever the parent's handle is, no offset may map in this process. */
         for (unsigned long h = 0; h < 64; h++) {
             void *m = mmap(NULL, FORK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                            (off_t)(h << 12));
             if (m != MAP_FAILED)
-                t_fail("gdrdrv mapped offset handle %lu for a process that did not open it", h);
+                t_fail_exit("gdrdrv mapped offset handle %lu for a process that did not open it",
+                            h);
         }
     }
     _exit(0);
@@ -286,7 +290,7 @@ static void shared_fd(int try_mmap)
     if (fd < 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        t_skip("the %s backend holds no /dev/gdrdrv descriptor to share", t_backend(g));
+        t_skip_exit("the %s backend holds no /dev/gdrdrv descriptor to share", t_backend(g));
     }
     T_ASSERT_OK(send_fd(sv[0], fd));
     T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));

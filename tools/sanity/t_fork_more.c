@@ -5,7 +5,7 @@
  * The first two fork before CUDA starts (T_FORK_FIRST), so that parent and child each have
  * GPU memory of their own; every child leaves through exit(), and every wait is bounded.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -90,8 +90,8 @@ T_CASE(invalidation_fork_map_and_free, T_UPSTREAM | T_FORK_FIRST,
     if (read_within(pfd[0], &msg, 1, 60) != 0) {
         st = t_wait_child(pid, 60);
         if (st == 77)
-            t_skip("the child could not use the %s kind", gm_kind_name(T.kind));
-        t_fail("the child did not report its gpuMemFree (status %d)", st);
+            t_skip_exit("the child could not use the %s kind", gm_kind_name(T.kind));
+        t_fail_exit("the child did not report its gpuMemFree (status %d)", st);
     }
     /* The child's free must not have touched the parent's mapping. */
     memset(got, 0, sizeof(got));
@@ -125,8 +125,8 @@ static int pin_with_tokens_child(void *arg)
     if (!g)
         return 0; /* nothing usable in the child: nothing can be pinned either */
     if (gdr_pin_buffer(g, m.addr, MF_SIZE, m.tokens.p2pToken, m.tokens.vaSpaceToken, &mh) == 0)
-        t_fail("the child pinned its parent's memory 0x%" PRIx64 " with the parent's tokens",
-               m.addr);
+        t_fail_exit("the child pinned its parent's memory 0x%" PRIx64 " with the parent's tokens",
+                    m.addr);
     gdr_close(g);
     return 0;
 }
@@ -142,8 +142,8 @@ T_CASE(invalidation_fork_child_gdr_pin_parent_with_tokens, T_FORK_FIRST,
     pid_t pid;
 
     if (T.kind != GM_CUDA)
-        t_skip("P2P tokens exist only for cuMemAlloc memory (kind cuda), not %s",
-               gm_kind_name(T.kind));
+        t_skip_exit("P2P tokens exist only for cuMemAlloc memory (kind cuda), not %s",
+                    gm_kind_name(T.kind));
     T_ASSERT(pipe(pfd) == 0, "pipe: %s", strerror(errno));
     pid = t_fork(pin_with_tokens_child, &pfd[0]);
     close(pfd[0]);
@@ -155,7 +155,7 @@ T_CASE(invalidation_fork_child_gdr_pin_parent_with_tokens, T_FORK_FIRST,
     if (cr != CUDA_SUCCESS) {
         close(pfd[1]);
         t_wait_child(pid, 60);
-        t_skip("this CUDA driver gives no P2P tokens: %s", vr_cuda_errstr(cr));
+        t_skip_exit("this CUDA driver gives no P2P tokens: %s", vr_cuda_errstr(cr));
     }
     m.addr = b.dptr;
     T_ASSERT(write(pfd[1], &m, sizeof(m)) == (ssize_t)sizeof(m), "write: %s", strerror(errno));
@@ -178,7 +178,7 @@ static int pages_child(void *arg)
     gdr_mh_t mh;
 
     if (t_access(a->p, 0) == 0)
-        t_fail("the child could read its parent's mapping");
+        t_fail_exit("the child could read its parent's mapping");
     T_ASSERT_EQ_ERR(gdr_pin_buffer_v2(a->g, 0x1000, MF_SIZE, 0, &mh), EACCES);
     return 0;
 }

@@ -3,7 +3,7 @@
  * t_invalidate.c - what happens to a mapping when its gdr_t is closed, when its GPU memory is
  * freed, and when two gdr_t map the same memory (GDRCopy 2.6's invalidation_* tests).
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <signal.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * t_ours.c - attributes, the extended leakage test, and vramio's own tests: many threads on
  * one gdr_t, stale and foreign handles, bad arguments.
  */
-#include "sanity.h"
+#include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/fake/cuda/cuda.h - TEST ONLY: what the stand-in drivers (tests/fake/fake_cuda_vmm.c,
- * tests/dmabuf/fake_cuda.c) and their clients include as <cuda.h> on a machine without the
- * CUDA toolkit (t_cuda_cflags in tests/lib/t.sh picks it; the toolkit's header wins where one
- * is installed). It is the project's own declarations of the driver API (util/cuda_types.h,
- * util/cuda_api.h, checked against the toolkit by tests/abi/test_cuda_api.sh): the entry
- * points' prototypes from the one list, and the versioned symbols that the toolkit's header
- * maps the plain names to, so a stand-in built either way exports the same symbols.
+ * tests/fake/fake_cuda_dmabuf.c) and their clients include as <cuda.h> on a machine without
+ * the CUDA toolkit (TEST_CUDA_CPPFLAGS in tests/fake/fake.mk picks it; the toolkit's header
+ * wins where one is installed). It is the project's own declarations of the driver API
+ * (util/cuda_types.h, util/cuda_api.h, checked against the toolkit by
+ * tests/abi/test_cuda_api.sh): the entry points' prototypes from the one list, and the
+ * versioned symbols that the toolkit's header maps the plain names to, so a stand-in built
+ * either way exports the same symbols.
  */
 #ifndef VRAMIO_TEST_CUDA_H
 #define VRAMIO_TEST_CUDA_H

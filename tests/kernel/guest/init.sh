@@ -145,6 +145,8 @@ if [ -f /modules/gdrdrv.ko ]; then
                 [ -n "$name" ] && run_test "extra/$name" sh -c "$cmd"
             done </extra.list
         fi
+        run_test core /tests/core_test
+        run_test gdrdrv /tests/gdrdrv_test
         check_gdrdrv gdrdrv-persistent 1
         unload_gdrdrv unload/after-persistent && check_leaks leak/after-persistent "$BASE"
 
@@ -232,7 +234,8 @@ if [ -f /modules/gdrdrv.ko ]; then
         check_leaks leak/after-reloads "$BASE"
 
         # Phase 5: a CPU-coherent platform (Grace in CDMM mode): the provider's page tables say
-        # CPU_CACHEABLE, so default mappings are CACHING; the extras run there as well.
+        # CPU_CACHEABLE, so default mappings are CACHING; the extras and the core's and the
+        # module's own checks run there as well.
         coh=/sys/module/nvp2p_emu/parameters/coherent
         if [ -w "$coh" ]; then
             echo 1 >"$coh"
@@ -243,6 +246,8 @@ if [ -f /modules/gdrdrv.ko ]; then
                         [ -n "$name" ] && run_test "coherent/extra/$name" sh -c "$cmd"
                     done </extra.list
                 fi
+                run_test coherent/core /tests/core_test
+                run_test coherent/gdrdrv /tests/gdrdrv_test
                 unload_gdrdrv unload/after-coherent && check_leaks leak/after-coherent "$BASE"
             fi
             if load_gdrdrv load/gdrdrv-coherent-nonpersistent use_persistent_mapping=0; then

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sanity.h - the gdrcopy_sanity test harness. Each test file defines and registers its tests
- * with T_CASE; the runner (tools/sanity.c) runs each in a child process for one allocation
- * kind. A test ends by returning (pass, unless a T_CHECK recorded a failure), or through
- * t_fail / t_skip, which report one line to the runner and exit the child. Tests use only the
- * public API (gdrapi.h, vramio.h) and the GPU-memory helper (common/gpumem.h).
+ * harness.h - the gdrcopy_sanity test harness (harness.c). Each test file defines and
+ * registers its tests with T_CASE; the runner (tools/sanity.c) runs each in a child process for
+ * one allocation kind. A test ends by returning (pass, unless a T_CHECK recorded a failure), or
+ * through t_fail_exit / t_skip_exit, which report one line to the runner and exit the child.
+ * Tests use the public API (gdrapi.h, vramio.h) and the GPU-memory helper (common/gpumem.h);
+ * three reach below the library where the test is about what lies there: t_basic.c and
+ * t_fork_more.c ask the CUDA driver for P2P tokens through util's loader (cuda_loader.h), and
+ * t_fork.c calls gdrdrv's ioctls on an inherited descriptor (uapi/gdrdrv.h).
  */
-#ifndef TOOLS_SANITY_H
-#define TOOLS_SANITY_H
+#ifndef TOOLS_SANITY_HARNESS_H
+#define TOOLS_SANITY_HARNESS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,8 +61,8 @@ struct t_case {
 
 /*
  * Two kinds of check, named apart:
- *   T_ASSERT*, t_fail: fail and exit. The test (or the forked child) ends here; use them
- *                      when what follows depends on the check.
+ *   T_ASSERT*, t_fail_exit: fail and exit. The test (or the forked child) ends here; use
+ *                      them when what follows depends on the check.
  *   T_CHECK*, t_record: record and continue. The failure is kept and the test goes on; it
  *                      fails when it ends (or at the next T_ASSERT), with every recorded
  *                      reason. They return 1 when the check passed, so that a dependent
@@ -68,21 +71,22 @@ struct t_case {
  * exactly err.
  */
 __attribute__((noreturn, format(printf, 3, 4)))
-void t_fail_at(const char *file, int line, const char *fmt, ...);
+void t_fail_exit_at(const char *file, int line, const char *fmt, ...);
 __attribute__((format(printf, 3, 4)))
 void t_record_at(const char *file, int line, const char *fmt, ...);
 __attribute__((noreturn, format(printf, 1, 2)))
-void t_skip(const char *fmt, ...);
+void t_skip_exit(const char *fmt, ...);
 __attribute__((format(printf, 1, 2)))
 void t_log(const char *fmt, ...);
 /* Report the failures this process recorded, if any; returns their number (the runner and
  * t_in_child then end the test or child with status 1). */
 int t_report_recorded(void);
 
-#define t_fail(...) t_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+#define t_fail_exit(...) t_fail_exit_at(__FILE__, __LINE__, __VA_ARGS__)
 #define t_record(...) t_record_at(__FILE__, __LINE__, __VA_ARGS__)
 
-/* The checks, once: on failure, act (t_fail or t_record) says why; the value is 1 if it held. */
+/* The checks, once: on failure, act (t_fail_exit or t_record) says why; the value is 1 if it
+ * held. */
 #define T_COND_(cond, act, ...) ({ int t_ok_ = !!(cond); if (!t_ok_) act(__VA_ARGS__); t_ok_; })
 #define T_OK_(expr, text, act) ({                                                         \
         int t_rc_ = (expr);                                                               \
@@ -102,10 +106,10 @@ int t_report_recorded(void);
                 vramio_strerror(t_rc_), (err), vramio_strerror(err));                     \
         t_rc_ == (err); })
 
-#define T_ASSERT(cond, ...) ((void)T_COND_(cond, t_fail, __VA_ARGS__))
-#define T_ASSERT_OK(expr) ((void)T_OK_(expr, #expr, t_fail))
-#define T_ASSERT_ERR(expr) ((void)T_ERR_(expr, #expr, t_fail))
-#define T_ASSERT_EQ_ERR(expr, err) ((void)T_EQ_ERR_(expr, err, #expr, t_fail))
+#define T_ASSERT(cond, ...) ((void)T_COND_(cond, t_fail_exit, __VA_ARGS__))
+#define T_ASSERT_OK(expr) ((void)T_OK_(expr, #expr, t_fail_exit))
+#define T_ASSERT_ERR(expr) ((void)T_ERR_(expr, #expr, t_fail_exit))
+#define T_ASSERT_EQ_ERR(expr, err) ((void)T_EQ_ERR_(expr, err, #expr, t_fail_exit))
 
 #define T_CHECK(cond, ...) T_COND_(cond, t_record, __VA_ARGS__)
 #define T_CHECK_OK(expr) T_OK_(expr, #expr, t_record)
@@ -151,4 +155,18 @@ pid_t t_fork(int (*fn)(void *), void *arg);
  * test fails. */
 int t_wait_child(pid_t pid, unsigned seconds);
 
-#endif /* TOOLS_SANITY_H */
+/*
+ * The child side of the runner's steps: tools/sanity.c forks a child for each, with T set and
+ * T.report_fd its end of the report pipe, and reads what the child reports. The runner calls
+ * the harness, never the other way.
+ *   t_child_backend: reports the name of the backend gdr_open picks (exit 0), or every
+ *                    backend's reason when none is usable (exit 3).
+ *   t_child_kind:    T.kind can be allocated and pinned here, or a skip that says why not.
+ *   t_child_case:    runs the struct t_case arg, after t_init_kind() unless it is T_ONCE or
+ *                    T_FORK_FIRST.
+ */
+void t_child_backend(void *arg);
+void t_child_kind(void *arg);
+void t_child_case(void *arg);
+
+#endif /* TOOLS_SANITY_HARNESS_H */

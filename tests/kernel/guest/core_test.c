@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * guest_core.c - the library core's promises on real pins, run inside the QEMU guest (gdrdrv
- * and the emulated p2p provider loaded; listed in tests/kernel/guest-extra.list, built static
- * by tests/kernel/guest.mk). Black-box: public headers, plus the provider's control device to
- * make "GPU" memory, read it back and count live pins.
+ * core_test.c - the library core's promises on real pins, run inside the QEMU guest (gdrdrv
+ * and the emulated p2p provider loaded; run by tests/kernel/guest/init.sh). Black-box: public
+ * headers, plus the provider's control device to make "GPU" memory, read it back and count
+ * live pins.
  *
  * Covers what the host tests cannot reach without a backend: map/unmap/unpin state rules,
  * copy bounds, stale and foreign handles after real pins, the legacy 40-byte gdr_get_info,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/gpu/run_bench_on_gpu.sh - on a GPU machine, from the repository root: build, run the
+# bench/run_bench_on_gpu.sh - on a GPU machine, from the repository root: build, run the
 # _auto copies' GPU test (tests/gpu/gpu_auto_test.c), then 'make bench' with its report
 # written to $OUT instead of docs/, and print the report's target lines (met / missed) and
 # tables. Every step is bounded by timeout; a hang is a failure. At most 8 files land in $OUT
@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 [ -f .gpu/env.sh ] && . .gpu/env.sh
 W=/tmp/vramio-bench-work
 mkdir -p "$W"
-if ! make -j16 lib tools gpu-tests > "$W/build.log" 2>&1; then
+if ! make -j16 lib tools gpu-tests bench-gpu > "$W/build.log" 2>&1; then
     echo "not ok build"; tail -30 "$W/build.log"; exit 1
 fi
 if [ "${SMALL_WRITES:-0}" -gt 0 ]; then
@@ -55,7 +55,7 @@ grep -E 'CPU binding|copy engine from|Crossover' "$OUT/benchmarks.md" 2>/dev/nul
 
 # The same targets seen by the paired small-copy benchmark (optional: 2-3 minutes more).
 if [ "${GPU_BENCH:-0}" = 1 ]; then
-    timeout 200 build/gpu/gpu_bench > "$OUT/gpu_bench.log" 2>&1
+    timeout 200 build/bench/gpu_bench > "$OUT/gpu_bench.log" 2>&1
     echo "exit $?" >> "$OUT/gpu_bench.log"
     grep '^TARGET' "$OUT/gpu_bench.log"
 fi

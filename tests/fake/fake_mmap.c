@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * fake_mmap.c - preloaded beside the stand-in driver (fake_cuda.c): mmap of its exports as a
- * real dma-buf exporter does it, where a plain file cannot.
+ * fake_mmap.c - preloaded beside the stand-in driver (fake_cuda_dmabuf.c): mmap of its exports
+ * as a real dma-buf exporter does it, where a plain file cannot.
  *
  * An export of a range that does not start at an allocation's base is an empty memfd named
  * "fake-dmabuf:<address>:<size>"; mapped here, it becomes the memory of that range, piece by
@@ -10,7 +10,6 @@
  * the driver refuses: mmap fails with the kernel's ENOTSUPP (524), as driver 580 answers. Any
  * other mmap is passed to the kernel unchanged.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -20,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* What fake_cuda.c looks for to know that its sub-range exports can be mapped. */
+/* What fake_cuda_dmabuf.c looks for to know that its sub-range exports can be mapped. */
 int fake_mmap_interposed;
 
 static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

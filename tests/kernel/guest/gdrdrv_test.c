@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * gdrdrv_guest_test.c - guest-only checks of the module's own promises (driver/README.md)
- * that the shared kernel tests do not cover: the device node's mode and group parameters,
+ * gdrdrv_test.c - checks of the module's own promises (driver/README.md) that the other
+ * guest tests do not cover: the device node's mode and group parameters,
  * /proc/driver/gdrdrv/params (its pin count hidden from other users), non-overlapping handle
  * ranges and the wrap of the handle space, memory types per page-table flag, several mappings
  * of one pin, unpin under a live mapping (SIGBUS, pages given back at once), mmap refusals
- * (PROT_EXEC too). Run inside the QEMU guest by
- * tests/kernel/run-qemu.sh (listed in driver/tests/guest-extra.list) with gdrdrv loaded with
- * default parameters; it reloads the module with other parameters and restores it.
+ * (PROT_EXEC too). Run by tests/kernel/guest/init.sh with gdrdrv loaded with default
+ * parameters; it reloads the module with other parameters and restores it.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * fake_cuda.c - a stand-in libcuda.so.1 for testing the dma-buf backend where no GPU (or no
- * driver that maps dma-buf exports) exists: the backend's real code runs against it,
+ * fake_cuda_dmabuf.c - a stand-in libcuda.so.1 for testing the dma-buf backend where no GPU
+ * (or no driver that maps dma-buf exports) exists: the backend's real code runs against it,
  * loaded by name through LD_LIBRARY_PATH exactly as the real driver would be.
  *
  * "Device memory" from cuMemAlloc is a memfd mapped into the process, so its device address
@@ -31,7 +31,6 @@
  * version cuGetProcAddress was asked for cuMemGetHandleForAddressRange at; fake_cuda_piece() is
  * for fake_mmap.c.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: MIT
+# tests/bridge/bridge.mk - the programs that the bridge's script tests run against the VMM
+# stand-in driver and the stand-in Vulkan loader (tests/fake/fake.mk). Included by
+# tests/tests.mk.
+#   make bridge-progs     tests/bridge/test_bridge.sh's clients (bridge_client.c, ipc_client.c),
+#                         and its clients of NVIDIA's#                         runtime where the CUDA toolkit has it (shared and static)
+#   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
+#                         load ($(BUILD)/tests/interpose/lib/)
+
+BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c $(SCRIPT_CLIENT_DEPS) $(FAKE_DIR)/cuda-vmm/libcuda.so
+	@mkdir -p $(dir $@)
+	$(call script-client,,$(FAKE_CUDA_VMM_LINK))
+
+# NVIDIA's runtime, shared and static, asking the bridge's shim for the driver's functions.
+CUDA_LIB ?= $(CUDA_HOME)/lib64
+BRIDGE_RUNTIME := $(BUILD)/tests/bridge/runtime_shared $(BUILD)/tests/bridge/runtime_static
+$(BUILD)/tests/bridge/runtime_shared: RUNTIME_LINK = -L$(CUDA_LIB) -lcudart -Wl,-rpath,$(CUDA_LIB)
+$(BUILD)/tests/bridge/runtime_static: RUNTIME_LINK = $(CUDA_LIB)/libcudart_static.a -ldl -lpthread -lrt
+$(BRIDGE_RUNTIME): tests/bridge/runtime_client.c
+	@mkdir -p $(dir $@)
+	$(call prog-link,-I$(CUDA_HOME)/include,$< $(RUNTIME_LINK))
+BRIDGE_RUNTIME_HERE := $(if $(wildcard $(CUDA_LIB)/libcudart.so),$(BUILD)/tests/bridge/runtime_shared) \
+                       $(if $(wildcard $(CUDA_LIB)/libcudart_static.a),$(BUILD)/tests/bridge/runtime_static)
+
+# vramio-run against interposers, plugins, UCX's hooks and a second copy of the library.
+INTERPOSE_DIR   := $(BUILD)/tests/interpose
+INTERPOSE_PROGS := $(addprefix $(INTERPOSE_DIR)/,client client_wrap ucm_like second_copy)
+INTERPOSE_LIBS  := $(addprefix $(INTERPOSE_DIR)/lib/,libfsyncwrap.so libplugindep.so plugin.so)
+INTERPOSE_LINK   = $(FAKE_CUDA_VMM_LINK) -ldl -lpthread
+INTERPOSE_FLAGS  = $(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS)
+
+$(INTERPOSE_PROGS): $(FAKE_DIR)/cuda-vmm/libcuda.so $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+$(INTERPOSE_DIR)/client: tests/bridge/interpose_client.c
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(INTERPOSE_FLAGS),$< $(LINK_LIBGDRAPI) $(INTERPOSE_LINK))
+# The interposer linked into the program itself, its symbols exported for RTLD_NEXT lookups.
+$(INTERPOSE_DIR)/client_wrap: tests/bridge/interpose_client.c tests/bridge/fsync_wrap.c
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(INTERPOSE_FLAGS) -DWRAP_IN_PROGRAM -Itests/bridge -rdynamic,$< \
+	    $(LINK_LIBGDRAPI) $(INTERPOSE_LINK))
+$(INTERPOSE_DIR)/ucm_like: tests/bridge/ucm_like.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS)
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(INTERPOSE_FLAGS),$< $(TEST_KIT_SRCS) $(LINK_LIBGDRAPI) $(INTERPOSE_LINK))
+# The static library in the program, the shared one loaded by vramio-run: two copies.
+$(INTERPOSE_DIR)/second_copy: tests/bridge/second_copy.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_STATIC)
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(INTERPOSE_FLAGS),$< $(TEST_KIT_SRCS) $(LIB_STATIC) $(INTERPOSE_LINK))
+
+$(INTERPOSE_DIR)/lib/libfsyncwrap.so: tests/bridge/fsync_wrap.c
+$(INTERPOSE_DIR)/lib/libfsyncwrap.so: SO_FLAGS = -ldl
+$(INTERPOSE_DIR)/lib/libplugindep.so: tests/bridge/plugin_dep.c
+$(INTERPOSE_DIR)/lib/libplugindep.so: SO_FLAGS = -Wl,-soname,libplugindep.so
+# The plugin reaches its dependency only through dlsym: without --no-as-needed the linker
+# would drop it from the plugin's needed libraries.
+$(INTERPOSE_DIR)/lib/plugin.so: tests/bridge/plugin.c $(INTERPOSE_DIR)/lib/libplugindep.so
+$(INTERPOSE_DIR)/lib/plugin.so: SO_FLAGS = -L$(INTERPOSE_DIR)/lib -Wl,--no-as-needed -lplugindep \
+    -Wl,--as-needed -Wl,-rpath,$(abspath $(INTERPOSE_DIR)/lib) -ldl
+$(INTERPOSE_LIBS):
+	@mkdir -p $(dir $@)
+	$(test-so)
+
+.PHONY: bridge-progs interpose-progs
+bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM)
+interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
+SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS)
