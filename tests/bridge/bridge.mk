@@ -3,7 +3,8 @@
 # stand-in driver and the stand-in Vulkan loader (tests/fake/fake.mk). Included by
 # tests/tests.mk.
 #   make bridge-progs     tests/bridge/test_bridge.sh's clients (bridge_client.c, ipc_client.c),
-#                         and its clients of NVIDIA's#                         runtime where the CUDA toolkit has it (shared and static)
+#                         and its clients of NVIDIA's runtime where the CUDA toolkit has it
+#                         (shared and static)
 #   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
 #                         load ($(BUILD)/tests/interpose/lib/)
 
