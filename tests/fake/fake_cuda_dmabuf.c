@@ -89,7 +89,6 @@ static int dev_attr(const char *name, int dev, int dflt)
 
 CUresult cuInit(unsigned int flags)
 {
-    (void)flags;
     return (CUresult)env_int("FAKE_CUDA_INIT", CUDA_SUCCESS);
 }
 
@@ -109,7 +108,6 @@ CUresult cuGetErrorName(CUresult r, const char **s)
 
 CUresult cuGetErrorString(CUresult r, const char **s)
 {
-    (void)r;
     *s = "fake driver";
     return CUDA_SUCCESS;
 }
@@ -406,7 +404,6 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t fl
 {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 
-    (void)flags;
     *pfn = NULL;
     if (strcmp(sym, "cuMemGetHandleForAddressRange") == 0) {
         gpa_version = ver;
@@ -423,31 +420,26 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t fl
  * has no allocation handle, as with the real driver. */
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
 {
-    (void)h; (void)addr;
     return CUDA_ERROR_INVALID_VALUE;
 }
-CUresult cuMemRelease(CUmemGenericAllocationHandle h) { (void)h; return CUDA_ERROR_INVALID_VALUE; }
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) { return CUDA_ERROR_INVALID_VALUE; }
 CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *p,
                                                 CUmemGenericAllocationHandle h)
 {
-    (void)p; (void)h;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
                                        CUmemAllocationGranularity_flags o)
 {
-    (void)g; (void)p; (void)o;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 CUresult cuMemExportToShareableHandle(void *s, CUmemGenericAllocationHandle h,
                                       CUmemAllocationHandleType t, unsigned long long f)
 {
-    (void)s; (void)h; (void)t; (void)f;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
 {
-    (void)u; (void)d;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -491,7 +483,6 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
     int i;
 
-    (void)flags;
     for (i = 0; i < MAX_HOST && hosts[i].p; i++)
         ;
     if (i == MAX_HOST || size == 0 || posix_memalign(&hosts[i].p, 4096, size))
@@ -578,7 +569,6 @@ CUresult cuStreamDestroy(CUstream s)
 
 CUresult cuStreamSynchronize(CUstream s)
 {
-    (void)s;
     return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
@@ -619,25 +609,21 @@ CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s)
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
-    (void)flags;
     *e = (CUevent)&event_dummy;
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s)
 {
-    (void)e; (void)s;
     return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 CUresult cuEventSynchronize(CUevent e)
 {
-    (void)e;
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventDestroy(CUevent e)
 {
-    (void)e;
     return CUDA_SUCCESS;
 }

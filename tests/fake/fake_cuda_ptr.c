@@ -194,24 +194,21 @@ int fake_async_copies(void) { return __atomic_load_n(&n_async, __ATOMIC_RELAXED)
 
 CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 {
-    (void)flags;
     *s = (CUstream)&stream_token;
     return CUDA_SUCCESS;
 }
-CUresult cuStreamDestroy_v2(CUstream s) { (void)s; return CUDA_SUCCESS; }
+CUresult cuStreamDestroy_v2(CUstream s) { return CUDA_SUCCESS; }
 CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
-    (void)flags;
     *e = (CUevent)&event_token;
     return CUDA_SUCCESS;
 }
-CUresult cuEventRecord(CUevent e, CUstream s) { (void)e; (void)s; return CUDA_SUCCESS; }
-CUresult cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
-CUresult cuEventDestroy_v2(CUevent e) { (void)e; return CUDA_SUCCESS; }
+CUresult cuEventRecord(CUevent e, CUstream s) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent e) { return CUDA_SUCCESS; }
+CUresult cuEventDestroy_v2(CUevent e) { return CUDA_SUCCESS; }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s)
 {
-    (void)s;
     NEED_CTX();
     memcpy((void *)(uintptr_t)d, h, n);
     __atomic_add_fetch(&n_async, 1, __ATOMIC_RELAXED);
@@ -220,7 +217,6 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s
 
 CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s)
 {
-    (void)s;
     NEED_CTX();
     memcpy(h, (const void *)(uintptr_t)d, n);
     __atomic_add_fetch(&n_async, 1, __ATOMIC_RELAXED);
@@ -241,12 +237,10 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags)
 {
-    (void)p; (void)h; (void)flags;
     return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr p)
 {
-    (void)p;
     return CUDA_ERROR_INVALID_VALUE;
 }

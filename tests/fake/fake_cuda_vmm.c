@@ -62,10 +62,10 @@ static int env_is(const char *name, const char *v)
     return e && strcmp(e, v) == 0;
 }
 
-CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
+CUresult cuInit(unsigned int f) { return CUDA_SUCCESS; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
-CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
-CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driver"; return CUDA_SUCCESS; }
+CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
+CUresult cuGetErrorString(CUresult r, const char **s) { *s = "fake driver"; return CUDA_SUCCESS; }
 static int ndev(void)
 {
     const char *e = getenv("FAKE_CUDA_DEVICES");
@@ -190,7 +190,6 @@ int fake_current_device(void)
 
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
-    (void)d;
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
@@ -264,7 +263,6 @@ CUresult cuMemFree_v2(CUdeviceptr d)
 CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
                                        CUmemAllocationGranularity_flags o)
 {
-    (void)p; (void)o;
     *g = GRAN;
     return CUDA_SUCCESS;
 }
@@ -299,7 +297,6 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     char name[32];
     int fd;
 
-    (void)f;
     if (env_is("FAKE_CUDA_VMM", "0"))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
@@ -416,7 +413,6 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdevi
 {
     uintptr_t p, a;
 
-    (void)addr; (void)f;
     if (!align)
         align = GRAN;
     p = (uintptr_t)mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -442,7 +438,6 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocati
 {
     int i = (int)h - 1, m;
 
-    (void)f;
     pthread_mutex_lock(&lock);
     if (i < 0 || i >= MAXN || !handles[i].refs || off || size != handles[i].size) {
         pthread_mutex_unlock(&lock);
@@ -465,7 +460,6 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocati
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d, size_t n)
 {
-    (void)ptr; (void)size;
     if (!d || !n || (n > 1 && env_is("FAKE_CUDA_PEER_REFUSE", "1")))
         return CUDA_ERROR_INVALID_VALUE;
     n_access = (int)n;
@@ -604,7 +598,6 @@ CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
 /* Pinned host memory (the tools' cuMemcpy reference): plain host memory here. */
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned int f)
 {
-    (void)f;
     *p = n ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095) : NULL;
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -612,7 +605,6 @@ CUresult cuMemAllocHost_v2(void **p, size_t n) { return cuMemHostAlloc(p, n, 0);
 CUresult cuMemFreeHost(void *p) { free(p); return CUDA_SUCCESS; }
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int f)
 {
-    (void)f;
     *d = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
@@ -624,7 +616,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d)
     snprintf(name, (size_t)len, "fake GPU %d", d);
     return CUDA_SUCCESS;
 }
-CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; *b = 64ull << 30; return CUDA_SUCCESS; }
+CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { *b = 64ull << 30; return CUDA_SUCCESS; }
 CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
 {
     if (d < 0 || d >= ndev() || len <= 0)

@@ -106,7 +106,6 @@ static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
     const char *ms = getenv("FAKE_VK_START_MS");
     int i;
 
-    (void)a;
     if (!ci || ci->sType != VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
     pthread_mutex_lock(&lock);
@@ -128,7 +127,6 @@ static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
 
 static void VKAPI_CALL fake_DestroyInstance(VkInstance i, const VkAllocationCallbacks *a)
 {
-    (void)i; (void)a;
 }
 
 static VkResult VKAPI_CALL fake_EnumeratePhysicalDevices(VkInstance inst, uint32_t *n,
@@ -177,7 +175,6 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
 static void VKAPI_CALL fake_GetPhysicalDeviceMemoryProperties(VkPhysicalDevice pd,
                                                               VkPhysicalDeviceMemoryProperties *m)
 {
-    (void)pd;
     memset(m, 0, sizeof(*m));
     m->memoryHeapCount = 2;
     m->memoryHeaps[0].size = 64ull << 30;
@@ -199,7 +196,6 @@ static void VKAPI_CALL fake_GetPhysicalDeviceQueueFamilyProperties(VkPhysicalDev
                                                                    uint32_t *n,
                                                                    VkQueueFamilyProperties *q)
 {
-    (void)pd;
     if (q && *n) {
         memset(q, 0, sizeof(*q));
         q->queueFlags = VK_QUEUE_TRANSFER_BIT;
@@ -218,7 +214,6 @@ static VkResult VKAPI_CALL fake_EnumerateDeviceExtensionProperties(VkPhysicalDev
 {
     uint32_t i, have = sizeof(dev_exts) / sizeof(dev_exts[0]);
 
-    (void)pd;
     if (layer)
         return VK_ERROR_LAYER_NOT_PRESENT;
     if (!out) {
@@ -241,7 +236,6 @@ static VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice pd, const VkDevice
     int p = phys_index(pd), fdext = 0;
     uint32_t i;
 
-    (void)a;
     if (p < 0 || !ci || ci->sType != VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
     for (i = 0; i < ci->enabledExtensionCount; i++)
@@ -262,7 +256,6 @@ static void VKAPI_CALL fake_DestroyDevice(VkDevice dev, const VkAllocationCallba
 {
     struct fake_dev *d = dev_of(dev);
 
-    (void)a;
     if (d) {
         d->magic = 0;
         free(d);
@@ -279,7 +272,6 @@ static VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev, const VkMemoryAlloc
     struct stat st;
     int gpu;
 
-    (void)a;
     if (!d || !ai || ai->sType != VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
     for (s = ai->pNext; s; s = s->pNext)
@@ -316,7 +308,6 @@ static void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory mem,
 {
     struct fake_mem *m = (struct fake_mem *)mem, **pp;
 
-    (void)dev; (void)a;
     if (!m)
         return;
     pthread_mutex_lock(&lock);
@@ -339,7 +330,6 @@ static VkResult VKAPI_CALL fake_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDe
     struct fake_mem *m = (struct fake_mem *)mem;
     void *p;
 
-    (void)dev; (void)f;
     if (!m || m->map || off || (size != VK_WHOLE_SIZE && size > m->size))
         return VK_ERROR_MEMORY_MAP_FAILED;
     p = mmap(NULL, (size_t)m->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
@@ -354,7 +344,6 @@ static void VKAPI_CALL fake_UnmapMemory(VkDevice dev, VkDeviceMemory mem)
 {
     struct fake_mem *m = (struct fake_mem *)mem;
 
-    (void)dev;
     if (m && m->map) {
         munmap(m->map, (size_t)m->size);
         m->map = NULL;
@@ -390,7 +379,6 @@ static PFN_vkVoidFunction lookup(const char *name)
 
 FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance i, const char *name)
 {
-    (void)i;
     return name ? lookup(name) : NULL;
 }
 

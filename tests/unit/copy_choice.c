@@ -15,7 +15,6 @@
 
 static const struct vr_copy_kernel *copy_table_extra(const char *name)
 {
-    (void)name;
     return NULL;
 }
 

@@ -24,7 +24,6 @@ static size_t page;
 
 static const struct vr_copy_kernel *copy_table_extra(const char *name)
 {
-    (void)name;
     return NULL;
 }
 
@@ -70,7 +69,6 @@ static void run_kernel(const struct vr_copy_kernel *own)
 {
     size_t d, t, n, where;
 
-    (void)own;
     for (d = 0; d < COPY_N_DIRECTIONS; d++)
         for (t = 0; t < COPY_N_TYPES; t++) {
             const struct copy_direction *dir = &copy_directions[d];
