@@ -3,8 +3,9 @@
  * bridge.h - what the pieces of the bridge share: the real CUDA driver's entry points
  * (bridge_resolve.c finds them), the replacements (bridge_mem.c, which routes device
  * allocations to vramio_alloc's pool, bridge_attr.c, which makes pool blocks answer like
- * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in bridge_routes.h), and the names by which the
- * libcuda.so.1 shim (shim.c, libvramio_cuda.so) and vramio-run find the bridge and the driver.
+ * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in
+ * bridge_routes.h), and the names by which the libcuda.so.1 shim (shim.c, libvramio_cuda.so)
+ * and vramio-run find the bridge and the driver; bridge_ipc_server.c serves the IPC handles.
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
@@ -108,7 +109,7 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr);
 
 /* bridge_ipc_server.c: an importer asks the exporting process for a slab's POSIX fd. */
 struct vb_ipc_req {
-    uint64_t slab, slab_id, slab_size; /* as the handle names the slab */
+    uint64_t base, id, size; /* the slab: its address, the driver's BUFFER_ID for it, size */
 };
 /* The exporter's answer to a request: a new fd of the slab, or a positive errno. */
 typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, int *fd);

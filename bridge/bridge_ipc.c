@@ -36,9 +36,7 @@ struct handle {
     uint32_t magic;
     uint32_t pid;       /* the exporting process */
     uint64_t nonce;     /* its server's (bridge_ipc_server.c) */
-    uint64_t slab;      /* the slab's address there */
-    uint64_t slab_id;   /* the driver's BUFFER_ID of the slab */
-    uint64_t slab_size;
+    struct vb_ipc_req slab; /* the slab there: what its server is asked for */
     uint64_t offset;    /* the block, from the slab's start */
     uint64_t size;
     uint32_t uid;       /* the exporter's user: its socket's name */
@@ -51,10 +49,11 @@ _Static_assert(sizeof(struct handle) == sizeof(CUipcMemHandle), "a handle fills 
 /* Slabs this process has handed out handles for, with the context to check them in. */
 struct exported {
     struct exported *next;
-    uint64_t slab, slab_id, slab_size;
+    struct vb_ipc_req slab;
     CUcontext ctx;
 };
 static struct exported *exports;
+static unsigned n_exports;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -62,8 +61,27 @@ static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 static void fork_register(void) { pthread_atfork(lock_take, lock_drop, lock_drop); }
 
-/* Whether the slab of req is still the one its handle named: same address, size and id. */
-static int still_there(const struct vb_real *t, const struct vb_ipc_req *req, CUcontext ctx)
+/* The link to the record of slab_id, *link NULL when there is none (the lock held). */
+static struct exported **exported_link(uint64_t slab_id)
+{
+    struct exported **pp = &exports;
+
+    while (*pp && (*pp)->slab.id != slab_id)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void forget_locked(struct exported **pp)
+{
+    struct exported *e = *pp;
+
+    *pp = e->next;
+    free(e);
+    n_exports--;
+}
+
+/* Whether a slab is still the one its handle named: same address, size and id. */
+static int still_there(const struct vb_real *t, const struct vb_ipc_req *slab, CUcontext ctx)
 {
     unsigned long long id = 0;
     CUdeviceptr base = 0;
@@ -73,54 +91,44 @@ static int still_there(const struct vb_real *t, const struct vb_ipc_req *req, CU
 
     if (!ctx || t->cuCtxPushCurrent_v2(ctx) != CUDA_SUCCESS)
         return 0;
-    same = t->cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)req->slab) == CUDA_SUCCESS &&
-           base == req->slab && size == req->slab_size &&
+    same = t->cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
+           base == slab->base && size == slab->size &&
            t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                    (CUdeviceptr)req->slab) == CUDA_SUCCESS &&
-           id == req->slab_id;
+                                    (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
+           id == slab->id;
     t->cuCtxPopCurrent_v2(&popped);
     return same;
 }
 
 /* Past this many slabs remembered, those freed since are forgotten (at the next export). */
 #define PRUNE_AT 256u
-static unsigned n_exports, prune_at = PRUNE_AT;
+static unsigned prune_at = PRUNE_AT;
 
 /* Forget the slabs that are gone (the lock held): each is checked in its own context. */
 static void prune_locked(const struct vb_real *t)
 {
-    struct exported **pp = &exports, *e;
-    struct vb_ipc_req req;
+    struct exported **pp = &exports;
 
-    while ((e = *pp)) {
-        req.slab = e->slab;
-        req.slab_id = e->slab_id;
-        req.slab_size = e->slab_size;
-        if (still_there(t, &req, e->ctx)) {
-            pp = &e->next;
-            continue;
-        }
-        *pp = e->next;
-        free(e);
-        n_exports--;
+    while (*pp) {
+        if (still_there(t, &(*pp)->slab, (*pp)->ctx))
+            pp = &(*pp)->next;
+        else
+            forget_locked(pp);
     }
     prune_at = n_exports + PRUNE_AT; /* amortized: a full walk per PRUNE_AT new slabs */
 }
 
-static int remember(uint64_t slab, uint64_t slab_id, uint64_t slab_size, CUcontext ctx)
+static int remember(const struct vb_ipc_req *slab, CUcontext ctx)
 {
     struct exported *e;
 
     lock_take();
-    for (e = exports; e && e->slab_id != slab_id; e = e->next)
-        ;
+    e = *exported_link(slab->id);
     if (!e && n_exports >= prune_at)
         prune_locked(vb_real());
     if (!e && (e = calloc(1, sizeof(*e)))) {
         n_exports++;
-        e->slab = slab;
-        e->slab_id = slab_id;
-        e->slab_size = slab_size;
+        e->slab = *slab;
         e->ctx = ctx;
         e->next = exports;
         exports = e;
@@ -134,39 +142,34 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
 {
     const struct vb_real *t = vb_real();
     CUmemGenericAllocationHandle h;
-    struct exported *e, **pp;
+    struct exported *e;
     CUcontext ctx = NULL;
-    int known;
     CUresult r;
 
     if (!t)
         return ENODEV;
     lock_take();
-    for (e = exports; e && e->slab_id != req->slab_id; e = e->next)
-        ;
-    known = e && e->slab == req->slab && e->slab_size == req->slab_size;
-    if (known)
+    e = *exported_link(req->id);
+    if (e && e->slab.base == req->base && e->slab.size == req->size)
         ctx = e->ctx;
     lock_drop();
-    if (!known)
+    if (!ctx)
         return ENOENT;
     if (!still_there(t, req, ctx)) {
+        struct exported **pp;
+
         lock_take(); /* freed since: forget it */
-        for (pp = &exports; *pp && (*pp)->slab_id != req->slab_id; pp = &(*pp)->next)
-            ;
-        if ((e = *pp)) {
-            *pp = e->next;
-            free(e);
-            n_exports--;
-        }
+        pp = exported_link(req->id);
+        if (*pp)
+            forget_locked(pp);
         lock_drop();
         return ENOENT;
     }
-    if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)req->slab) != CUDA_SUCCESS)
+    if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)req->base) != CUDA_SUCCESS)
         return ENOENT;
     r = t->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     t->cuMemRelease(h);
-    vb_log("ipc: slab 0x%llx for a peer: %s", (unsigned long long)req->slab,
+    vb_log("ipc: slab 0x%llx for a peer: %s", (unsigned long long)req->base,
            r == CUDA_SUCCESS ? "fd sent" : "export failed");
     return r == CUDA_SUCCESS ? 0 : EIO;
 }
@@ -193,17 +196,17 @@ CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_once(&fork_once, fork_register);
-    if (vb_ipc_server_start(export_fd, &nonce) || remember(slab, id, slab_size, ctx))
-        return CUDA_ERROR_OPERATING_SYSTEM;
     memset(&h, 0, sizeof(h));
+    h.slab.base = slab;
+    h.slab.id = id;
+    h.slab.size = slab_size;
+    pthread_once(&fork_once, fork_register);
+    if (vb_ipc_server_start(export_fd, &nonce) || remember(&h.slab, ctx))
+        return CUDA_ERROR_OPERATING_SYSTEM;
     h.magic = VB_IPC_MAGIC;
     h.pid = (uint32_t)getpid();
     h.uid = (uint32_t)geteuid();
     h.nonce = nonce;
-    h.slab = slab;
-    h.slab_id = id;
-    h.slab_size = slab_size;
     h.offset = bbase - slab;
     h.size = bsize;
     memcpy(out, &h, sizeof(h));
@@ -223,7 +226,8 @@ struct opened {              /* a block opened through a handle, with its open c
 struct import {
     struct import *next;
     uint32_t pid;
-    uint64_t nonce, slab_id, slab_size;
+    uint64_t nonce;
+    struct vb_ipc_req slab;
     CUdevice dev;
     CUdeviceptr va;
     struct opened *blocks;
@@ -239,7 +243,7 @@ static struct import *import_find(const struct handle *h, CUdevice dev)
     struct import *m;
 
     for (m = imports; m; m = m->next)
-        if (m->pid == h->pid && m->nonce == h->nonce && m->slab_id == h->slab_id &&
+        if (m->pid == h->pid && m->nonce == h->nonce && m->slab.id == h->slab.id &&
             m->dev == dev)
             return m;
     return NULL;
@@ -270,18 +274,23 @@ static int import_count(struct import *m, uint64_t offset)
     return 0;
 }
 
+static void slab_unmap(const struct vb_real *t, CUdeviceptr va, size_t size)
+{
+    t->cuMemUnmap(va, size);
+    t->cuMemAddressFree(va, size);
+}
+
 /* Map the slab h names on device dev, from a POSIX fd its exporter sends. */
 static CUresult import_map(const struct vb_real *t, const struct handle *h, CUdevice dev,
                            CUdeviceptr *va)
 {
-    struct vb_ipc_req req = { h->slab, h->slab_id, h->slab_size };
     CUmemAccessDesc access;
     CUmemGenericAllocationHandle mh;
     CUdeviceptr p = 0;
     CUresult r;
     int fd = -1, rc;
 
-    rc = vb_ipc_fetch(h->uid, h->pid, h->nonce, &req, &fd);
+    rc = vb_ipc_fetch(h->uid, h->pid, h->nonce, &h->slab, &fd);
     if (rc) {
         vb_log("ipc: no fd from process %u: %s", h->pid, strerror(rc));
         return CUDA_ERROR_INVALID_VALUE;
@@ -291,20 +300,20 @@ static CUresult import_map(const struct vb_real *t, const struct handle *h, CUde
     close(fd);
     if (r != CUDA_SUCCESS)
         return r;
-    r = t->cuMemAddressReserve(&p, h->slab_size, 0, 0, 0);
+    r = t->cuMemAddressReserve(&p, h->slab.size, 0, 0, 0);
     if (r == CUDA_SUCCESS) {
-        r = t->cuMemMap(p, h->slab_size, 0, mh, 0);
+        r = t->cuMemMap(p, h->slab.size, 0, mh, 0);
         if (r == CUDA_SUCCESS) {
             memset(&access, 0, sizeof(access));
             access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
             access.location.id = dev;
             access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            r = t->cuMemSetAccess(p, h->slab_size, &access, 1);
+            r = t->cuMemSetAccess(p, h->slab.size, &access, 1);
             if (r != CUDA_SUCCESS)
-                t->cuMemUnmap(p, h->slab_size);
+                t->cuMemUnmap(p, h->slab.size);
         }
         if (r != CUDA_SUCCESS)
-            t->cuMemAddressFree(p, h->slab_size);
+            t->cuMemAddressFree(p, h->slab.size);
     }
     t->cuMemRelease(mh); /* the mapping holds the memory */
     if (r == CUDA_SUCCESS)
@@ -324,8 +333,9 @@ static CUresult opened_at(struct import *m, uint64_t offset, CUdeviceptr *pdptr)
 
 static int ours(const struct handle *h)
 {
-    return h->magic == VB_IPC_MAGIC && h->slab_size && h->size && h->offset < h->slab_size &&
-           h->size <= h->slab_size - h->offset;
+    uint64_t n = h->slab.size;
+
+    return h->magic == VB_IPC_MAGIC && n && h->size && h->offset < n && h->size <= n - h->offset;
 }
 
 CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
@@ -358,15 +368,13 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
     if (!m) {
         r = import_map(t, &h, dev, &va);
         if (r == CUDA_SUCCESS && !(m = calloc(1, sizeof(*m)))) {
-            t->cuMemUnmap(va, h.slab_size);
-            t->cuMemAddressFree(va, h.slab_size);
+            slab_unmap(t, va, h.slab.size);
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
         if (m) {
             m->pid = h.pid;
             m->nonce = h.nonce;
-            m->slab_id = h.slab_id;
-            m->slab_size = h.slab_size;
+            m->slab = h.slab;
             m->dev = dev;
             m->va = va;
             lock_take();
@@ -393,7 +401,7 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     lock_take();
     for (pp = &imports; (m = *pp); pp = &m->next) {
-        if (dptr < m->va || dptr - m->va >= m->slab_size)
+        if (dptr < m->va || dptr - m->va >= m->slab.size)
             continue;
         for (i = 0; i < m->nblocks; i++) {
             if (!found && m->blocks[i].refs && m->va + m->blocks[i].offset == dptr) {
@@ -412,8 +420,7 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
     if (!found)
         return t->cuIpcCloseMemHandle(dptr);
     if (!live) {
-        t->cuMemUnmap(m->va, m->slab_size);
-        t->cuMemAddressFree(m->va, m->slab_size);
+        slab_unmap(t, m->va, m->slab.size);
         free(m->blocks);
         free(m);
     }
