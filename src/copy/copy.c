@@ -9,8 +9,9 @@
  *  - every access lies inside [dst, dst+n) and [src, src+n): a mapping may end exactly at the
  *    range end, and a read past the end of a BAR page can fault, so no head or tail reads an
  *    aligned-down or rounded-up block. One exception, inside a page: a WC read of at most 64
- *    bytes loads the aligned 16-, 32- or 64-byte chunks that hold it (the kernel's
- *    small_read, copy_kernels.h), which lie in the pages of the range's own bytes;
+ *    bytes, and each partial 64-byte line at the ends of a longer one, loads the aligned
+ *    16-, 32- or 64-byte chunks that hold it (the kernel's small_read, copy_kernels.h),
+ *    which lie in the pages of the range's own bytes;
  *  - on the mapping side, accesses narrower than the kernel's block are naturally aligned
  *    scalar accesses of 1, 2, 4 or 8 bytes (volatile, so the compiler neither merges nor
  *    widens them), then 16-byte pieces up to the block's alignment;
@@ -114,6 +115,9 @@ static inline const struct vr_copy_kernel *kernel_for(const struct vr_copy_kerne
 static inline __attribute__((always_inline)) void
 copy_shaped(int to_map, const struct vr_copy_dir *d, unsigned char *dst,
             const unsigned char *src, size_t n);
+static inline __attribute__((always_inline)) void
+read_lines(const struct vr_copy_kernel *k, unsigned char *dst, const unsigned char *src,
+           size_t n);
 static inline size_t scalar_size(uintptr_t a, size_t n);
 static inline void scalar_store(unsigned char *map, const unsigned char *host, size_t s);
 static inline void scalar_load(unsigned char *host, const unsigned char *map, size_t s);
@@ -173,8 +177,35 @@ copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, co
         memcpy(dst, src, n);
     else if (n <= 64 && k->small_read)      /* one uncached round trip, not one per access */
         k->small_read(dst, src, n);
+    else if (k->small_read)
+        read_lines(k, dst, src, n);
     else
         copy_shaped(0, &k->from_map, dst, src, n);
+}
+
+/*
+ * A read of more than 64 bytes by a kernel with a small read: the partial line at each end by
+ * one small read (one uncached round trip, where the shaped path's scalar loads and 16-byte
+ * pieces cost one each: a 14-byte tail was three), the whole lines between by the bulk loop
+ * (every kernel's block divides 64, so the shaped path adds no step of its own there).
+ */
+static inline __attribute__((always_inline)) void
+read_lines(const struct vr_copy_kernel *k, unsigned char *dst, const unsigned char *src,
+           size_t n)
+{
+    size_t head = (64 - ((uintptr_t)src & 63)) & 63, body;
+
+    if (head) {
+        k->small_read(dst, src, head);
+        dst += head;
+        src += head;
+        n -= head;
+    }
+    body = n & ~(size_t)63;
+    if (body)
+        copy_shaped(0, &k->from_map, dst, src, body);
+    if (n > body)
+        k->small_read(dst + body, src + body, n - body);
 }
 
 /*

@@ -143,8 +143,9 @@ extern struct vr_copy_fast vr_copy_fast_from;
  * cached memory; its seqlock uses acquire loads, which are plain loads on x86, no fence), and
  * no fence follows, because a read stores only to host memory. WC and unknown (NONE)
  * mappings only; DEVICE and CACHING mappings and everything else take the general path
- * (where a WC read of at most 64 bytes is one streaming load of the aligned chunk that holds
- * it, or one per line it straddles: one round trip, where scalar loads cost one each).
+ * (where a WC read of at most 64 bytes, and each partial line at the ends of a longer one, is
+ * one streaming load of the aligned chunk that holds it, or one per line it straddles: one
+ * round trip, where scalar loads cost one each).
  *
  * Streaming loads from WC memory are weakly ordered against later loads: this path keeps the
  * contract the general path has always had (no load fence), so a caller that must order a
