@@ -74,6 +74,14 @@ int vr_dma_curve(const struct vr_dma_sample *s, size_t count, struct vr_dma_curv
     return 0;
 }
 
+void vr_dma_curve_lower(struct vr_dma_curve *c, const struct vr_dma_curve *o)
+{
+    for (size_t i = 0; i < c->count; i++)
+        for (size_t j = 0; j < o->count; j++)
+            if (o->p[j].n == c->p[i].n && o->p[j].ns < c->p[i].ns)
+                c->p[i].ns = o->p[j].ns;
+}
+
 double vr_dma_curve_at(const struct vr_dma_curve *c, size_t n)
 {
     size_t i = 0;

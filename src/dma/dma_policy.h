@@ -25,8 +25,9 @@
 extern const size_t vr_dma_engine_sizes[VR_DMA_ENGINE_POINTS];
 #define VR_DMA_ENGINE_LARGEST ((size_t)1 << 20)
 
-/* The calibration's BAR writes: the caller's own first bytes, each written once, in chunks of
- * unit and 4 * unit bytes (a warm-up of unit, then three of each in turn: 16 * unit in all).
+/* The calibration's BAR writes: the caller's own first bytes, in chunks of unit and 4 * unit
+ * bytes (a warm-up of unit, then three of each in turn: 16 * unit in all), each chunk written
+ * twice before the copy engine is timed and twice after, always with the same bytes.
  * The unit for a first write of n bytes (at least 16 * 4 KiB): the largest of 4, 16 and
  * 64 KiB that the write covers, so that the chunks are as near the crossover as it allows. */
 #define VR_DMA_BAR_WRITE_MIN (16u * 4096u)
@@ -51,6 +52,11 @@ struct vr_dma_curve {
  * caller). 0, or EINVAL when a time is not a positive number, a size is 0, there are more
  * than VR_DMA_MAX_SAMPLES samples, or fewer than two or more than VR_DMA_MAX_POINTS sizes. */
 int vr_dma_curve(const struct vr_dma_sample *s, size_t count, struct vr_dma_curve *c);
+
+/* c made, at each size that o also has, the lower of the two times: the same way timed twice
+ * (the calibration times the BAR before and after the copy engine), the slower pass dropped,
+ * since a slow moment only ever adds time. */
+void vr_dma_curve_lower(struct vr_dma_curve *c, const struct vr_dma_curve *o);
 
 /* The curve's cost at n bytes, in ns (a curve of vr_dma_curve). */
 double vr_dma_curve_at(const struct vr_dma_curve *c, size_t n);
