@@ -186,8 +186,9 @@ copy_from(const struct vr_copy_kernel *k, gdr_mapping_type_t type, void *dst, co
 /*
  * A read of more than 64 bytes by a kernel with a small read: the partial line at each end by
  * one small read (one uncached round trip, where the shaped path's scalar loads and 16-byte
- * pieces cost one each: a 14-byte tail was three), the whole lines between by the bulk loop
- * (every kernel's block divides 64, so the shaped path adds no step of its own there).
+ * pieces cost one each: a 14-byte tail was three), the whole lines between straight to the
+ * bulk loop (every kernel's block divides 64, so they are whole blocks at a block-aligned
+ * place, as the loop needs).
  */
 static inline __attribute__((always_inline)) void
 read_lines(const struct vr_copy_kernel *k, unsigned char *dst, const unsigned char *src,
@@ -203,7 +204,7 @@ read_lines(const struct vr_copy_kernel *k, unsigned char *dst, const unsigned ch
     }
     body = n & ~(size_t)63;
     if (body)
-        copy_shaped(0, &k->from_map, dst, src, body);
+        k->from_map.bulk(dst, src, body);
     if (n > body)
         k->small_read(dst + body, src + body, n - body);
 }
