@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fence.h - every fence the library issues, inline: the store fence that ends a copy to a
- * mapping, the full fence of a copy while mappings of several types are live, and the full
- * fence with a wait that comes before a clock read.
+ * mapping, the read fence that begins a copy from one, the full fence of a copy while mappings
+ * of several types are live, and the full fence with a wait that comes before a clock read.
+ * Which copy issues which is said once, at the top of src/copy/copy.h.
  */
 #ifndef VRAMIO_ARCH_FENCE_H
 #define VRAMIO_ARCH_FENCE_H
@@ -39,6 +40,29 @@ static inline void vr_full_fence(void)
 #else
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
+}
+
+/*
+ * What begins every read from a mapping, so that each byte read is one the device memory held
+ * after the read began:
+ *  - x86: MFENCE (vr_full_fence). A streaming load (MOVNTDQA) of WC memory may be answered from a
+ *    streaming-load buffer that an earlier streaming load of the same line filled, for as long
+ *    as that buffer lives: a poll of a flag would see the flag's old value, and a read of data
+ *    behind a fresh flag the data's old value. MFENCE retires those buffers (LFENCE and SFENCE
+ *    do not: on the H200 machine back-to-back 8-byte reads of one address took 0.055 us after
+ *    LFENCE, 1.03 us, one PCIe round trip, after MFENCE). It also keeps the read after every
+ *    earlier load and store of the thread: a flag written through the library is on its way to
+ *    the device before the answer to it is read (x86 lets a load pass an earlier store, and
+ *    weakly ordered WC loads pass earlier loads).
+ *  - arm64: DMB SY, for the same order (Normal non-cacheable loads are not ordered after earlier
+ *    loads or stores by anything else); no load there is answered from a buffer.
+ *  - ppc64: SYNC, likewise; elsewhere a sequentially consistent fence.
+ * The price is the wait for the thread's earlier accesses, which a read through the mapping
+ * pays anyway (a read of the BAR is an uncached round trip, about 1 us).
+ */
+static inline void vr_read_fence(void)
+{
+    vr_full_fence();
 }
 
 /* Every earlier load and store completed (and the stores visible) before any later

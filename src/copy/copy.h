@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * copy.h - the copy engine as its callers see it (the copies of gdrapi.c, the BAR side of
- * copy_dma.c): one copy to or from a mapping of a given type, inline for the short shapes,
- * else one call into copy.c. No argument checking and no logging: the caller has validated
- * the handle, the mapping type and the range. The kernel (instruction set) is chosen once per
- * process by copy.c (GDRCOPY_COPY_KERNEL=<name> forces one).
+ * copy.h - the copy engine as its callers see it (the copies of gdrapi.c, the timing of
+ * dma_calibrate.c): one copy to or from a mapping of a given type, inline for the short
+ * shapes, else one call into copy.c. No argument checking and no logging: the caller has
+ * validated the handle, the mapping type and the range. The kernel (instruction set) is
+ * chosen once per process by copy.c (GDRCOPY_COPY_KERNEL=<name> forces one).
+ *
+ * The contract of a copy, and the fences that keep it (all of them, in the order a copy runs;
+ * the instructions are arch/fence.h's, which says why each is the one):
+ *  - a read (vr_copy_from_mapping) begins with vr_read_fence: every byte it returns is a
+ *    value the device memory held at some moment after the read began (never one a
+ *    streaming-load buffer kept from an earlier read), and the read is ordered after every
+ *    earlier load and store of the thread, through the library or not (acquire order). No
+ *    fence ends a read: its stores go to host memory, and the next read begins with its own;
+ *  - a write (vr_copy_to_mapping) ends with vr_store_fence for WC, DEVICE and NONE mappings:
+ *    its bytes are on their way to the device, in order before any later store of the thread
+ *    (a flag the GPU polls after the data). CACHING mappings need none;
+ *  - while mappings of more than one type are live in the process (src/handles.h,
+ *    vr_mappings_mixed), a copy of either direction also ends with vr_full_fence: the only
+ *    fence not issued here, but by the one caller that knows the census (src/gdrapi.c,
+ *    copy_checked), through which every copy of the API goes, _auto's included.
+ * docs/copy-contract.md says what a caller may rely on, and where upstream GDRCopy differs.
  *
  * The rule of the engine's fast paths (the two inline paths here, and in copy.c the
  * whole-block shortcut and the inlined shaping): a small copy to or from a BAR costs every
  * instruction on its path, so a shape that can go straight to its accesses does, with no
  * call, stack frame or shaping step in between. For a write, that is the time from the entry
- * to the fence after the last store; for a read, the CPU overlaps the next calls' uncached
- * loads only as far as its reorder window reaches past the oldest unfinished one, so the
- * instructions per call bound the reads in flight. The measurements behind each fast path
- * are in docs/copy-kernels.md.
+ * to the fence after the last store; for a read, from the read fence to the last load. The
+ * measurements behind each fast path are in docs/copy-kernels.md.
  */
 #ifndef VRAMIO_COPY_H
 #define VRAMIO_COPY_H
@@ -124,8 +138,8 @@ static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const v
     return vr_copy_to_mapping_any(type, dst, src, n);
 }
 
-/* Mapping -> host, the general path (any alignment, any size). No trailing store fence
- * (nothing was stored to the mapping). Returns 0. */
+/* Mapping -> host, the general path (any alignment, any size), after vr_copy_from_mapping's
+ * read fence: only that inline entry calls it. Returns 0. */
 int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
 
 /* The chosen kernel's bulk read and the alignment it needs (block - 1), for the inline read
@@ -137,25 +151,21 @@ struct vr_copy_fast {
 extern struct vr_copy_fast vr_copy_fast_from;
 
 /*
- * Mapping -> host, inline (the rule at the top): whole blocks of the chosen kernel at a
- * block-aligned place (for avx512, whole 64-byte lines) go straight to its bulk loop. Nothing
- * here waits for a load: the caller's handle check reads only the handle table (ordinary
- * cached memory; its seqlock uses acquire loads, which are plain loads on x86, no fence), and
- * no fence follows, because a read stores only to host memory. WC and unknown (NONE)
- * mappings only; DEVICE and CACHING mappings and everything else take the general path
- * (where a WC read of at most 64 bytes, and each partial line at the ends of a longer one, is
- * one streaming load of the aligned chunk that holds it, or one per line it straddles: one
- * round trip, where scalar loads cost one each).
- *
- * Streaming loads from WC memory are weakly ordered against later loads: this path keeps the
- * contract the general path has always had (no load fence), so a caller that must order a
- * read of a flag before a read of the data behind it fences between the two calls itself.
+ * Mapping -> host, inline (the rule at the top): the read fence, then whole blocks of the
+ * chosen kernel at a block-aligned place (for avx512, whole 64-byte lines) straight to its
+ * bulk loop. WC and unknown (NONE) mappings only; DEVICE and CACHING mappings and everything
+ * else take the general path (where a WC read of at most 64 bytes, and each partial line at
+ * the ends of a longer one, is one streaming load of the aligned chunk that holds it, or one
+ * per line it straddles: one round trip, where scalar loads cost one each). Every load of a
+ * read comes after its fence, so a line loaded more than once within one read (the 16-byte
+ * loads of a line by the sse41 kernel) is still a value from after the read began.
  */
 static inline int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src,
                                        size_t n)
 {
     const struct vr_copy_fast f = vr_copy_fast_from;
 
+    vr_read_fence();
     if ((unsigned)type <= GDR_MAPPING_TYPE_WC && !(((uintptr_t)src | n) & f.mask)) {
         f.bulk(dst, src, n);
         return 0;
