@@ -2,7 +2,7 @@
 /*
  * gdrapi.c - the exported gdr_* and vramio_* entry points: argument checks at the API
  * boundary, then one call down to the object they concern: the gdr_t (instance.c), a pin
- * (pin.c), or the copy engine, reached lock-free (handles.h, vr_pin_mapping).
+ * (pin.c), or the copy engine, reached lock-free (handles.h, vr_pin_mapping_try).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,60 +194,34 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
 }
 
 /*
- * The copies: the pin's mapping looked up lock-free (handles.h), then the copy engine
- * (copy/copy.h), inline. Each entry point comes first, what it hands off after it: a check
- * that failed, or a copy while mappings of several types are live. The hand-offs are out of
- * line, so that the straight path needs no stack frame and ends in the engine (the rule at
- * the top of copy/copy.h).
+ * The copies, both directions the same shape: the pin's mapping looked up lock-free (handles.h,
+ * vr_pin_mapping_try), the arguments checked, then the copy engine (copy/copy.h), inline.
+ * Whatever that straight path does not take goes to copy_checked, out of line, so that the
+ * straight path needs no stack frame and ends in the engine (the rule at the top of
+ * copy/copy.h): a refused or stale handle, a slot being written, no bytes or no host buffer,
+ * a range outside the mapping, and a copy while mappings of several types are live.
  */
-static int copy_to_checked(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
-static int copy_to_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
-static int copy_from_mixed(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+#define VR_TO_MAP   1
+#define VR_FROM_MAP 0
+static int copy_checked(int to_map, gdr_mh_t handle, void *map, void *host, size_t size);
 
-/* The checks of copy_to_checked in their usual case, which a failed one hands the call to (it
- * repeats them, and says why). */
+/* The straight path's test of a found mapping: the range inside it, a host buffer, at least
+ * one byte, and one mapping type live in the process. */
+static inline int copy_straight(const struct vr_mapping *m, const void *map, const void *host,
+                                size_t size)
+{
+    return vr_in_mapping(m, map, size) && host && size && !vr_mappings_mixed();
+}
+
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                   size_t size)
 {
     struct vr_mapping m;
 
     if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
-        __builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr || !size, 0) ||
-        __builtin_expect(vr_mappings_mixed(), 0))
-        return copy_to_checked(handle, map_d_ptr, h_ptr, size);
+        __builtin_expect(!copy_straight(&m, map_d_ptr, h_ptr, size), 0))
+        return copy_checked(VR_TO_MAP, handle, map_d_ptr, (void *)(uintptr_t)h_ptr, size);
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
-}
-
-/* Everything gdr_copy_to_mapping's straight path leaves: a refused or stale handle, a slot
- * being written, and a copy while mappings of several types are live. */
-static __attribute__((noinline)) int copy_to_checked(gdr_mh_t handle, void *map_d_ptr,
-                                                     const void *h_ptr, size_t size)
-{
-    struct vr_mapping m;
-
-    if (vr_pin_mapping(handle.h, &m) != 0)
-        return vr_copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 1);
-    if (size == 0)
-        return 0;
-    if (!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr)
-        return vr_copy_fail("gdr_copy_to_mapping", handle.h, map_d_ptr, size, 0);
-    if (vr_mappings_mixed())
-        return copy_to_mixed((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
-    return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
-}
-
-/*
- * While mappings of more than one type are live (vr_mappings_mixed), a copy ends with a full
- * fence as well: the buffer it reached may be read or written next through a mapping of
- * another type, whose accesses the fence of this type does not order (a WC store fence does
- * not order later cached loads, a cached copy has no fence at all).
- */
-static __attribute__((noinline)) int copy_to_mixed(gdr_mapping_type_t type, void *dst,
-                                                   const void *src, size_t n)
-{
-    vr_copy_to_mapping(type, dst, src, n);
-    vr_full_fence();
-    return 0;
 }
 
 VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr,
@@ -255,28 +229,44 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
 {
     struct vr_mapping m;
 
-    if (__builtin_expect(vr_pin_mapping(handle.h, &m) != 0, 0))
-        return vr_copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 1);
-    if (size == 0)
-        return 0;
-    if (__builtin_expect(!vr_in_mapping(&m, map_d_ptr, size) || !h_ptr, 0))
-        return vr_copy_fail("gdr_copy_from_mapping", handle.h, map_d_ptr, size, 0);
-    if (__builtin_expect(vr_mappings_mixed(), 0))
-        return copy_from_mixed((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
+    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
+        __builtin_expect(!copy_straight(&m, map_d_ptr, h_ptr, size), 0))
+        return copy_checked(VR_FROM_MAP, handle, (void *)(uintptr_t)map_d_ptr, h_ptr, size);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
 
-/* copy_to_mixed's reason, for a read. */
-static __attribute__((noinline)) int copy_from_mixed(gdr_mapping_type_t type, void *dst,
-                                                     const void *src, size_t n)
+/*
+ * Everything the straight paths leave, both directions: the checks again, in the order that
+ * says why a call is refused, then the copy. While mappings of more than one type are live
+ * (vr_mappings_mixed) the copy ends with a full fence as well, as upstream GDRCopy's does: the
+ * buffer it reached may be read or written next through a mapping of another type, whose
+ * accesses the fence of this type does not order (a WC store fence does not order later cached
+ * loads, a cached copy has no fence at all).
+ */
+static __attribute__((noinline, cold)) int copy_checked(int to_map, gdr_mh_t handle, void *map,
+                                                        void *host, size_t size)
 {
-    vr_copy_from_mapping(type, dst, src, n);
-    vr_full_fence();
+    const char *fn = to_map ? "gdr_copy_to_mapping" : "gdr_copy_from_mapping";
+    struct vr_mapping m;
+
+    if (vr_pin_mapping(handle.h, &m) != 0)
+        return vr_copy_fail(fn, handle.h, map, size, 1);
+    if (size == 0)
+        return 0;
+    if (!vr_in_mapping(&m, map, size) || !host)
+        return vr_copy_fail(fn, handle.h, map, size, 0);
+    if (to_map)
+        vr_copy_to_mapping((gdr_mapping_type_t)m.type, map, host, size);
+    else
+        vr_copy_from_mapping((gdr_mapping_type_t)m.type, host, map, size);
+    if (vr_mappings_mixed())
+        vr_full_fence();
     return 0;
 }
 
-/* Hidden aliases of the two copies, for the _auto copies below their crossover (copy_dma.c):
- * a direct jump into the same code, not a second trip through the PLT. */
+/* Hidden aliases of the two copies, for the _auto copies (copy_dma.c): below their crossover,
+ * and the part of a copy the BAR moves, take the same path and fences, by a direct jump into
+ * the same code, not a second trip through the PLT. */
 extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
     __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
 extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping

@@ -93,6 +93,15 @@ static void slot_write_end(struct vr_slot *s, uint32_t gen)
                           memory_order_release);
 }
 
+int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
+{
+    int rc;
+
+    while ((rc = vr_pin_mapping_try(token, m)) == EAGAIN)
+        ;   /* a writer is between its two stores of ver: a few instructions */
+    return rc;
+}
+
 struct vr_slot *vr_slot_at(struct vr_table *t, uint32_t index)
 {
     struct vr_slot *chunk;

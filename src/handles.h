@@ -114,46 +114,14 @@ struct vr_mapping {
 };
 
 /*
- * The mapping of a pin handle, without taking a lock: the copy fast path. EINVAL when the
- * token does not name a live pin. The mapping may be cleared right after this returns; a
- * copy that races with gdr_unmap of the same handle is the caller's bug, as it would be with
- * munmap.
- */
-static inline int vr_pin_mapping(unsigned long token, struct vr_mapping *m)
-{
-    uint32_t index = (uint32_t)(token & VR_TOKEN_FIELD_MASK);
-    uint32_t gen = (uint32_t)(token >> VR_TOKEN_GEN_SHIFT) & VR_TOKEN_FIELD_MASK;
-    struct vr_slot *chunk, *s;
-    uint64_t v;
-
-    if ((token >> VR_TOKEN_TAG_SHIFT) != VR_TAG_PIN || !(gen & 1))
-        return EINVAL;
-    chunk = atomic_load_explicit(&vr_pins.chunks[index >> VR_CHUNK_SHIFT], memory_order_acquire);
-    if (!chunk)
-        return EINVAL;
-    s = &chunk[index & (VR_CHUNK_SLOTS - 1)];
-    for (;;) {
-        v = atomic_load_explicit(&s->ver, memory_order_acquire);
-        if (((uint32_t)(v >> 32) & VR_TOKEN_FIELD_MASK) != gen)
-            return EINVAL;
-        if (v & 1)
-            continue; /* a writer is between its two stores: a few instructions */
-        /* Acquire loads (plain loads on x86, ldar on arm64) keep the re-read
-         * of ver after them; see slot_write_fields in handles.c for the writer's side. */
-        m->base = atomic_load_explicit(&s->map_base, memory_order_acquire);
-        m->len = atomic_load_explicit(&s->map_len, memory_order_acquire);
-        m->type = atomic_load_explicit(&s->map_type, memory_order_acquire);
-        if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v)
-            return 0;
-    }
-}
-
-/*
- * vr_pin_mapping's usual case alone, for the small-write path (gdr_copy_to_mapping): 0 with
- * *m filled when the token names a live pin whose slot no writer holds; otherwise nonzero,
- * and the caller takes vr_pin_mapping's path (which retries or refuses). Straight-line code,
- * no call and no loop, so that the caller needs no stack frame: the tag and the live bit of
- * the token in one test, then the generation and the even sequence of ver in one test.
+ * The mapping of a pin handle, without taking a lock: the copy path's one lookup. 0 with *m
+ * filled when the token names a live pin whose slot no writer held while it was read; EINVAL
+ * when the token does not name a live pin; EAGAIN when a writer held the slot (a few
+ * instructions; vr_pin_mapping, in handles.c, asks again until the answer is 0 or EINVAL).
+ * Straight-line code, no call and no loop, so that a caller needs no stack frame: the tag and
+ * the live bit of the token in one test, then the generation and the even sequence of ver in
+ * one test. The mapping may be cleared right after this returns; a copy that races with
+ * gdr_unmap of the same handle is the caller's bug, as it would be with munmap.
  */
 static inline int vr_pin_mapping_try(unsigned long token, struct vr_mapping *m)
 {
@@ -168,20 +136,25 @@ static inline int vr_pin_mapping_try(unsigned long token, struct vr_mapping *m)
     uint64_t v;
 
     if ((token & tag_live) != pin_live)
-        return 1;
+        return EINVAL;
     chunk = atomic_load_explicit(&vr_pins.chunks[index >> VR_CHUNK_SHIFT], memory_order_acquire);
     if (!chunk)
-        return 1;
+        return EINVAL;
     s = &chunk[index & (VR_CHUNK_SLOTS - 1)];
     v = atomic_load_explicit(&s->ver, memory_order_acquire);
     if ((v ^ want) & (ver_gen | 1))
-        return 1;
-    /* As in vr_pin_mapping: acquire loads, then the re-read of ver. */
+        return (v ^ want) & ver_gen ? EINVAL : EAGAIN;
+    /* Acquire loads (plain loads on x86, ldar on arm64) keep the re-read of ver after them;
+     * see slot_write_fields in handles.c for the writer's side. */
     m->base = atomic_load_explicit(&s->map_base, memory_order_acquire);
     m->len = atomic_load_explicit(&s->map_len, memory_order_acquire);
     m->type = atomic_load_explicit(&s->map_type, memory_order_acquire);
-    return atomic_load_explicit(&s->ver, memory_order_relaxed) != v;
+    return atomic_load_explicit(&s->ver, memory_order_relaxed) != v ? EAGAIN : 0;
 }
+
+/* vr_pin_mapping_try until a writer lets go: 0 or EINVAL (for the paths that are not the
+ * copy's straight one: its slow path, the _auto crossover query). */
+int vr_pin_mapping(unsigned long token, struct vr_mapping *m);
 
 /* [p, p+n) inside the mapping m (never true while unmapped: len is 0 and base 0, so any p
  * gives off > 0 = len, or p = 0 and then n > 0 = len). A p below base wraps off around to more

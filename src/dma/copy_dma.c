@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "core.h"
-#include "copy/copy.h"
 #include "dma.h"
 #include "dma_policy.h"
 #include "vramio.h"
@@ -44,13 +43,13 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
         if (x && n - done >= x)
             return vr_dma_copy(cu, d, dir, r.dev_addr + done, host + done, n - done, fn);
     }
-    if (n > done) {
-        if (dir == DIR_WRITE)
-            vr_copy_to_mapping(r.type, map + done, host + done, n - done);
-        else
-            vr_copy_from_mapping(r.type, host + done, map + done, n - done);
-    }
-    return 0;
+    /* The BAR's part through the API's own copy (gdrapi.c): the same checks and fences, the
+     * full fence while mappings of several types are live included. */
+    if (n == done)
+        return 0;
+    if (dir == DIR_WRITE)
+        return vr_gdr_copy_to_mapping(handle, map + done, host + done, n - done);
+    return vr_gdr_copy_from_mapping(handle, host + done, map + done, n - done);
 }
 
 VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
