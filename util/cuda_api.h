@@ -79,6 +79,9 @@
     X(cuEventRecord,            "cuEventRecord",            (CUevent event, CUstream stream)) \
     X(cuEventSynchronize,       "cuEventSynchronize",       (CUevent event))                \
     X(cuEventDestroy,           "cuEventDestroy_v2",        (CUevent event))                \
+    X(cuMemAllocAsync,          "cuMemAllocAsync",                                          \
+      (CUdeviceptr *ptr, size_t size, CUstream stream))                                     \
+    X(cuMemFreeAsync,           "cuMemFreeAsync",           (CUdeviceptr ptr, CUstream stream)) \
     /* virtual memory management */                                                         \
     X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",                       \
       (size_t *gran, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags opt)) \

@@ -28,6 +28,8 @@ struct dma_dev {
     pthread_mutex_t bounce_lock;  /* the bounce buffers and their events */
     unsigned char *bounce[2];
     CUevent done[2];
+    CUdeviceptr scratch;          /* the measurement's, kept where it cannot be freed by
+                                   * stream order (dma_calibrate.c, scratch_alloc); else 0 */
     _Atomic size_t crossover[2];  /* by direction, pinned host memory; 0 until set or measured */
     _Atomic size_t pageable_x[2]; /* pageable host memory (the bounce buffers' memcpy too);
                                    * stored before crossover[], valid once that is not 0 */

@@ -48,6 +48,35 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/*
+ * The engine's scratch allocation, stream-ordered on the device's private stream: cuMemFree
+ * waits for every kernel of the device, and the first _auto copy of a program whose kernel
+ * polls a flag that the same thread is about to write (what GDRCopy is used for) would wait
+ * for that kernel, and the kernel for it. Without the stream-ordered allocator (drivers
+ * before CUDA 11.2, devices without memory pools) the allocation is made once per device
+ * and kept (struct dma_dev, scratch). Both under vr_dma_setup_lock.
+ */
+static void scratch_free(const struct vr_cuda *cu, struct dma_dev *d, CUdeviceptr p)
+{
+    if (p != d->scratch && cu->cuMemFreeAsync(p, d->stream) == CUDA_SUCCESS)
+        cu->cuStreamSynchronize(d->stream);
+}
+
+static CUresult scratch_alloc(const struct vr_cuda *cu, struct dma_dev *d, CUdeviceptr *p)
+{
+    if (cu->cuMemAllocAsync && cu->cuMemFreeAsync &&
+        cu->cuMemAllocAsync(p, VR_DMA_ENGINE_LARGEST, d->stream) == CUDA_SUCCESS) {
+        if (cu->cuStreamSynchronize(d->stream) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+        scratch_free(cu, d, *p);
+    }
+    /* No stream-ordered allocator here (or no memory pool on this device). */
+    if (!d->scratch && cu->cuMemAlloc(&d->scratch, VR_DMA_ENGINE_LARGEST) != CUDA_SUCCESS)
+        d->scratch = 0;
+    *p = d->scratch;
+    return d->scratch ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 /* The copy engine's curves in one direction, eng[0] from pinned host memory (the bounce
  * buffer), eng[1] from pageable memory (through the bounce buffers, as vr_dma_copy does it:
  * the memcpy is part of the cost). Each size of vr_dma_engine_sizes copied between a scratch
@@ -72,7 +101,7 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
         free(pageable);
         return EIO;
     }
-    if (cu->cuMemAlloc(&scratch, VR_DMA_ENGINE_LARGEST) == CUDA_SUCCESS) {
+    if (scratch_alloc(cu, d, &scratch) == CUDA_SUCCESS) {
         pthread_mutex_lock(&d->bounce_lock);
         for (int round = -1; round < CAL_ROUNDS; round++) {
             for (int i = 0; i < VR_DMA_ENGINE_POINTS; i++) {
@@ -93,7 +122,7 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
         rc = vr_dma_curve(s[0], k, &eng[0]) || vr_dma_curve(s[1], k, &eng[1]) ? EIO : 0;
 out:
         pthread_mutex_unlock(&d->bounce_lock);
-        cu->cuMemFree(scratch);
+        scratch_free(cu, d, scratch);
     }
     cu->cuCtxPopCurrent(&popped);
     free(pageable);

@@ -10,7 +10,8 @@
  *             errors as gdr_copy_*_mapping's, and a failing copy engine mapped to an errno;
  *   noctx     the same with no CUDA context on the thread (the stand-in refuses copies
  *             without one): done in the primary context, the thread left without one;
- *   measured  no setting: the first large copy of each direction measures the crossover;
+ *   measured  no setting: the first large copy of each direction measures the crossover,
+ *             with no call that waits for every kernel of the device (cuMemFree);
  *   otherctx  memory of a context other than its device's primary one: copied right, through
  *             the BAR (the primary context may not reach it).
  */
@@ -30,6 +31,7 @@ static CUresult (*fake_alloc)(CUdeviceptr *, size_t);
 static CUresult (*fake_host_alloc)(void **, size_t);
 static CUresult (*fake_ctx_get)(CUcontext *);
 static int (*dma_calls)(void), (*dma_legacy)(void), (*dma_pageable)(void), (*dma_blocking)(void);
+static int (*device_syncs)(void);
 
 struct fixture {
     gdr_t g;
@@ -166,10 +168,11 @@ static void mode_measured(void)
     struct fixture f;
     size_t r = 1, w = 1, n = 1u << 20;
     unsigned char *h = malloc(n);
-    int ok;
+    int ok, syncs;
 
     if (!setup(&f) || !h)
         return;
+    syncs = device_syncs();
     t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r == 0 && w == 0,
             "measured/zero_before", "read %zu write %zu", r, w);
     /* A write below 64 KiB neither measures nor uses the copy engine; a read of 8 KiB measures
@@ -197,6 +200,10 @@ static void mode_measured(void)
     t_check(vramio_copy_auto_crossover(f.mh, &r, &w) == 0 && r >= 4096 && w >= 4096, "measured/set",
             "read %zu write %zu", r, w);
     printf("# measured with the stand-in: read %zu, write %zu\n", r, w);
+    /* A kernel of the program may be polling for this very thread's next write. */
+    t_check(device_syncs() == syncs, "measured/no_device_wide_wait",
+            "the measurement made %d calls that wait for every kernel (cuMemFree)",
+            device_syncs() - syncs);
     free(h);
     gdr_close(f.g);
 }
@@ -234,7 +241,8 @@ int main(int argc, char **argv)
         !SYM(fake_ctx_get, "cuCtxGetCurrent") || !SYM(dma_calls, "fake_cuda_dma_calls") ||
         !SYM(dma_legacy, "fake_cuda_dma_legacy_stream") ||
         !SYM(dma_pageable, "fake_cuda_dma_pageable") ||
-        !SYM(dma_blocking, "fake_cuda_dma_blocking_stream")) {
+        !SYM(dma_blocking, "fake_cuda_dma_blocking_stream") ||
+        !SYM(device_syncs, "fake_cuda_device_syncs")) {
         t_fail("setup", "libcuda.so.1 is not the stand-in driver");
         return 1;
     }

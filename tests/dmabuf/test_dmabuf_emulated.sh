@@ -81,6 +81,8 @@ run_modes() { # label build: the clients of that build, against its library
     run_client "$label/auto_set" "$auto" set "$@"
     run_client "$label/auto_noctx" "$auto" noctx "$@" FAKE_CUDA_NO_CTX=1
     run_client "$label/auto_measured" "$auto" measured FAKE_CUDA_VERSION=13030
+    run_client "$label/auto_measured_no_pools" "$auto" measured FAKE_CUDA_VERSION=13030 \
+        FAKE_CUDA_NO_ASYNC_ALLOC=1
     run_client "$label/auto_otherctx" "$auto" otherctx "$@" FAKE_CUDA_OTHER_CTX=1
 }
 

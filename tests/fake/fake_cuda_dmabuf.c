@@ -277,9 +277,12 @@ CUresult cuMemAlloc(CUdeviceptr *d, size_t size)
     return fake_cuda_alloc_on(ctx_current() ? ctx_device(ctx_now()) : 0, d, size);
 }
 
-CUresult cuMemFree(CUdeviceptr d)
+static int device_syncs;
+
+static CUresult free_alloc(CUdeviceptr d)
 {
     int i;
+
 
     for (i = 0; i < MAX_ALLOCS; i++) {
         if (allocs[i].base == d && d) {
@@ -292,6 +295,12 @@ CUresult cuMemFree(CUdeviceptr d)
         }
     }
     return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemFree(CUdeviceptr d)
+{
+    device_syncs++;
+    return free_alloc(d);
 }
 
 /* The allocation p lies in: within its size, or (blocks) within the whole blocks it takes;
@@ -626,4 +635,25 @@ CUresult cuEventSynchronize(CUevent e)
 CUresult cuEventDestroy(CUevent e)
 {
     return CUDA_SUCCESS;
+}
+
+/*
+ * The stream-ordered allocator, and how often a call that waits for every kernel of the
+ * device was made (cuMemFree): the _auto copies must never make one, since the program's own
+ * kernel may be waiting for the very thread that would wait for it (dma_auto_client.c).
+ * FAKE_CUDA_NO_ASYNC_ALLOC=1 makes the stream-ordered calls fail, as a device without
+ * memory pools does.
+ */
+int fake_cuda_device_syncs(void) { return device_syncs; }
+
+CUresult cuMemAllocAsync(CUdeviceptr *d, size_t size, CUstream s)
+{
+    if (getenv("FAKE_CUDA_NO_ASYNC_ALLOC"))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return cuMemAlloc(d, size);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr d, CUstream s)
+{
+    return free_alloc(d);
 }
