@@ -7,7 +7,8 @@
 #     (GDRCOPY_COPY_KERNEL): GPU writer and CPU reader with and without a peek, CPU writer and
 #     GPU checker, 1 B to 64 KiB at odd offsets, gdr_copy_* and the _auto pair, and the
 #     back-to-back check that each read reaches the device. ROUNDS (default 100000) round trips
-#     a case, each case bounded by CASE_S seconds (default 2).
+#     a case, each case bounded by CASE_S seconds (default 2); KERNELS (default all five) the
+#     kernels to run.
 #  2. With OLD=<dir> (a tree of another revision, e.g. the one before a fix): the same program
 #     against that tree's library, the automatic kernel only (OLD_ROUNDS, default 20000): a
 #     test that can fail shows it here.
@@ -91,7 +92,7 @@ fi
 
 # 1. Every kernel this CPU runs (the library warns and falls back for one it cannot).
 : > "$OUT/stale_new.log"
-for k in avx512 avx2 sse41 movdir64b c; do
+for k in ${KERNELS:-avx512 avx2 sse41 movdir64b c}; do
     case $k in avx512) flag=avx512f ;; sse41) flag=sse4_1 ;; *) flag=$k ;; esac
     [ $k = c ] || grep -qw "$flag" /proc/cpuinfo || { say "skip reads/$k: this CPU lacks $flag"; continue; }
     echo "== kernel $k" >> "$OUT/stale_new.log"

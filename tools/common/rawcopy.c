@@ -192,6 +192,9 @@ void raw_read_nt(void *dst, const void *src, size_t n)
     const char *s = src;
     size_t h = head_to_align(s, 64, n), body;
 
+    /* A read is a floor only if it reaches the device: without the fence a streaming load
+     * may be answered from a buffer an earlier one filled (src/arch/fence.h). */
+    _mm_mfence();
     if (h) {
         read_partial(d, s, h);
         d += h, s += h, n -= h;
@@ -229,6 +232,7 @@ void raw_write_nt(void *dst, const void *src, size_t n)
 
 void raw_read_nt(void *dst, const void *src, size_t n)
 {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     memcpy(dst, src, n);
 }
 

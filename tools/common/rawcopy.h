@@ -14,7 +14,8 @@
 void raw_store_small(void *dst, const void *src, size_t n);
 /* Bulk write: non-temporal stores of the widest vector this CPU has, then sfence. */
 void raw_write_nt(void *dst, const void *src, size_t n);
-/* Read: streaming (non-temporal) loads of the widest vector, plain stores to dst. */
+/* Read: MFENCE, then streaming (non-temporal) loads of the widest vector, plain stores to
+ * dst (the fence as every read of the library begins: src/arch/fence.h). */
 void raw_read_nt(void *dst, const void *src, size_t n);
 /* Store fence: orders write-combined stores before what follows. */
 void raw_sfence(void);
