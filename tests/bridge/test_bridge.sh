@@ -140,6 +140,16 @@ expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the poo
     "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/bridge_client" bridged
 expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
     "${fk[@]}" "$run" "$run" --log "$dir/bridge_client" bridged
+# The directory removed under the program (logind removes XDG_RUNTIME_DIR at logout, tmp
+# cleaners old directories): the driver serves, and the program's libgdrapi says so once.
+out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$rundir/lost" timeout 60 "$run" \
+      sh -c 'rm -rf "${LD_LIBRARY_PATH%%:*}"; exec "$0" plain' "$dir/bridge_client" 2>&1)
+n=$(printf '%s\n' "$out" | grep -c "libcuda.so.1 is not vramio's shim (.*/lost/cuda-[0-9a-f]*/libcuda.so.1 is gone")
+if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
+    t_ok bridge/run_lost_directory_said_once
+else
+    t_fail bridge/run_lost_directory_said_once "said $n times: $(printf '%s' "$out" | head -c 300)"
+fi
 # The shim without its bridge says so, and the driver serves the program unchanged.
 shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
 expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \
