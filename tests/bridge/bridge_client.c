@@ -136,20 +136,44 @@ static void attributes(CUdeviceptr a, CUdeviceptr b)
             fake_legacy_syncs() - legacy);
 }
 
-/* A freed block's range fails as a freed allocation's does, while its slab lives on. */
+/* A freed block's range fails as a freed allocation's does, while its slab lives on; its
+ * pointer attributes too: the same answers as for an allocation of the driver's own, freed. */
 static void freed_range(void)
 {
-    CUdeviceptr a = 0, b = 0, base = 0;
+    typedef CUresult (*get_fn)(void *, CUpointer_attribute, CUdeviceptr);
+    typedef CUresult (*gets_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUdeviceptr a = 0, b = 0, base = 0, plain = 0, start = 7;
+    CUpointer_attribute which = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *data = &start;
+    get_fn get = h ? (get_fn)dlsym(h, "cuPointerGetAttribute") : NULL;
+    gets_fn gets = h ? (gets_fn)dlsym(h, "cuPointerGetAttributes") : NULL;
+    CUdriverProcAddressQueryResult st;
+    alloc_fn drv_alloc = NULL;
+    free_fn drv_free = NULL;
     size_t size = 0;
-    CUresult r;
+    CUresult r, rp, rb, rps, rbs;
 
-    if (rt.alloc(&a, 4096) || rt.alloc(&b, 4096))
+    if (!get || !gets || rt.alloc(&a, 4096) || rt.alloc(&b, 4096))
         return;
     rt.free(b);
     r = rt.range(&base, &size, b + 10);
     t_check(r == CUDA_ERROR_NOT_FOUND, "bridge/range_of_freed_block_fails",
             "result %d base %#llx size %zu (live block %#llx)", (int)r,
             (unsigned long long)base, size, (unsigned long long)a);
+    /* The driver's own allocation, freed: what it says of such a pointer. */
+    ((gpa2_fn)fake_gpa_v2())("cuMemAlloc", (void **)&drv_alloc, 13000, 0, &st);
+    ((gpa2_fn)fake_gpa_v2())("cuMemFree", (void **)&drv_free, 13000, 0, &st);
+    if (drv_alloc && drv_free && !drv_alloc(&plain, 4096) && !drv_free(plain)) {
+        rp = get(&start, which, plain + 10);
+        rb = get(&start, which, b + 10);
+        rps = gets(1, &which, &data, plain + 10);
+        rbs = gets(1, &which, &data, b + 10);
+        t_check(rb == rp && rb != CUDA_SUCCESS && rbs == rps,
+                "bridge/attributes_of_freed_block_as_of_freed_allocation",
+                "cuPointerGetAttribute %d (freed allocation: %d), cuPointerGetAttributes %d "
+                "(%d), start %#llx", (int)rb, (int)rp, (int)rbs, (int)rps,
+                (unsigned long long)start);
+    }
     rt.free(a);
 }
 
