@@ -9,7 +9,8 @@
  * Modes: bridged (the pool serves everything), fallback (the pool cannot: the driver
  * serves, unchanged), plain (no bridge: the test's own control), noctx (no context: the
  * driver's error reaches the caller), multigpu (frees wait for the block's own GPU),
- * sync_error (a free whose wait fails keeps the block). Pointer attributes: bridge_attr.c.
+ * sync_error (a free whose wait fails keeps the block), per_device (one GPU's or one
+ * call's failure leaves the pool on for the others). Pointer attributes: bridge_attr.c.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -272,6 +273,35 @@ static void multigpu(void)
             fake_syncs_on(1) - s1);
 }
 
+/* Two GPUs, the second without VMM (FAKE_CUDA_VMM_REFUSE=1), and the first cuMemCreate an
+ * operating-system error (FAKE_CUDA_VMM_OS_ERRORS=1): the driver serves those requests, and
+ * neither turns the pool off for GPU 0. */
+static void per_device(void)
+{
+    CUcontext c0, c1;
+    CUdeviceptr d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+
+    runtime_resolve();
+    if (cuDevicePrimaryCtxRetain(&c0, 0) || cuDevicePrimaryCtxRetain(&c1, 1)) {
+        t_fail("bridge/per_device_setup", "no contexts");
+        return;
+    }
+    cuCtxSetCurrent(c0);
+    t_check(rt.alloc(&d0, 4096) == CUDA_SUCCESS && !from_pool(d0),
+            "bridge/os_error_served_by_the_driver", "from the pool: %d", from_pool(d0));
+    t_check(rt.alloc(&d1, 4096) == CUDA_SUCCESS && from_pool(d1),
+            "bridge/os_error_not_lasting", "the next allocation is not from the pool");
+    cuCtxSetCurrent(c1);
+    t_check(rt.alloc(&d2, 4096) == CUDA_SUCCESS && !from_pool(d2),
+            "bridge/gpu_without_vmm_served_by_the_driver", "from the pool: %d", from_pool(d2));
+    cuCtxSetCurrent(c0);
+    t_check(rt.alloc(&d3, 3 << 20) == CUDA_SUCCESS && from_pool(d3),
+            "bridge/other_gpu_keeps_the_pool", "GPU 0's next slab is not from the pool");
+    rt.free(d0), rt.free(d1), rt.free(d3);
+    cuCtxSetCurrent(c1);
+    rt.free(d2);
+}
+
 /* Every wait fails (FAKE_CUDA_SYNC_ERROR): nothing is freed that may still be in use. */
 static void sync_error(void)
 {
@@ -342,6 +372,8 @@ int main(int argc, char **argv)
         multigpu();
     else if (!strcmp(mode, "sync_error"))
         sync_error();
+    else if (!strcmp(mode, "per_device"))
+        per_device();
     else if (!strcmp(mode, "peers"))
         peers(mode, 4);
     else if (!strcmp(mode, "peers_refused"))

@@ -15,7 +15,9 @@
  *
  * Environment: FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device
  * without VMM), FAKE_CUDA_NOCTX=1, FAKE_CUDA_DEVICES=N (N devices, all peers, at most
- * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
+ * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device),
+ * FAKE_CUDA_VMM_REFUSE=D (cuMemCreate on device D alone says CUDA_ERROR_NOT_SUPPORTED),
+ * FAKE_CUDA_VMM_OS_ERRORS=N (the first N cuMemCreate calls say CUDA_ERROR_OPERATING_SYSTEM).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
@@ -297,8 +299,13 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     char name[32];
     int fd;
 
-    if (env_is("FAKE_CUDA_VMM", "0"))
+    static int os_errors;
+    const char *refuse = getenv("FAKE_CUDA_VMM_REFUSE"), *os = getenv("FAKE_CUDA_VMM_OS_ERRORS");
+
+    if (env_is("FAKE_CUDA_VMM", "0") || (p && refuse && atoi(refuse) == p->location.id))
         return CUDA_ERROR_NOT_SUPPORTED;
+    if (os && __atomic_add_fetch(&os_errors, 1, __ATOMIC_RELAXED) <= atoi(os))
+        return CUDA_ERROR_OPERATING_SYSTEM;
     if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
         p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
