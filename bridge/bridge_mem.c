@@ -12,6 +12,7 @@
  * programs: vramio-run").
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #define VB_MAX_DEVICES 1024
 static atomic_uchar pool_off[VB_MAX_DEVICES];
 static atomic_ulong n_pool, n_driver, n_freed;
+static pthread_once_t pinnable_once = PTHREAD_ONCE_INIT;
+static atomic_int unpinnable;          /* no backend could pin the pool's memory here */
 
 __attribute__((constructor)) static void bridge_init(void)
 {
@@ -70,6 +73,24 @@ static int turn_off(CUdevice dev)
     return dev >= 0 && dev < VB_MAX_DEVICES && !atomic_exchange(&pool_off[dev], 1);
 }
 
+/* Whether the pool's memory can be pinned here at all. Without the vulkan backend (no Vulkan
+ * loader, a driver without the VMM calls, VRAMIO_ENABLE_VULKAN=0 from the user) the pool
+ * would only add its costs (2 MiB slabs, a wait at every free, IPC through a socket): then
+ * the driver serves every allocation, as without vramio-run, and the program is told once.
+ * Only what costs nothing is asked (the libraries load; no Vulkan instance is made: the
+ * NVIDIA driver's exit handler would then break forked children of programs that never pin),
+ * so a loader without a Vulkan driver is found out at the first pin, not here. */
+static void check_pinnable(void)
+{
+    char why[256];
+
+    if (vramio_backend_probe(VRAMIO_BACKEND_VULKAN, why, sizeof(why)) == 0)
+        return;
+    atomic_store(&unpinnable, 1);
+    fprintf(stderr, "vramio-run: the vulkan backend cannot pin this program's memory (%s): "
+            "the CUDA driver serves every allocation, as without vramio-run\n", why);
+}
+
 /* size bytes from the pool on the current context's device: 1 when served. */
 static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, const char *who)
 {
@@ -80,6 +101,9 @@ static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, co
 
     if (!t->cuCtxGetDevice || t->cuCtxGetDevice(&dev) != CUDA_SUCCESS || off_on(dev))
         return 0; /* without a context the driver's function gives the right error */
+    pthread_once(&pinnable_once, check_pinnable);
+    if (atomic_load_explicit(&unpinnable, memory_order_relaxed))
+        return 0;
     rc = vramio_alloc((int)dev, size, &p);
     if (rc) {
         if (lasting(rc) && turn_off(dev))

@@ -141,6 +141,19 @@ expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the poo
     "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/bridge_client" bridged
 expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
     "${fk[@]}" "$run" "$run" --log "$dir/bridge_client" bridged
+# The user's VRAMIO_ENABLE_VULKAN=0 stands; with it nothing can be pinned, so the driver
+# serves every allocation (as without vramio-run), and the program is told once.
+expect user_vulkan_setting_kept 0 '^0$' \
+    env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 "$run" sh -c 'echo $VRAMIO_ENABLE_VULKAN'
+out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 timeout 60 "$run" \
+      "$dir/bridge_client" plain 2>&1)
+n=$(printf '%s\n' "$out" | grep -c "the vulkan backend cannot pin this program's memory")
+if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
+    t_ok bridge/run_nothing_pinnable_driver_serves_said_once
+else
+    t_fail bridge/run_nothing_pinnable_driver_serves_said_once \
+        "said $n times: $(printf '%s' "$out" | head -c 300)"
+fi
 # The directory removed under the program (logind removes XDG_RUNTIME_DIR at logout, tmp
 # cleaners old directories): the driver serves, and the program's libgdrapi says so once.
 out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$rundir/lost" timeout 60 "$run" \
