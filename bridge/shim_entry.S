@@ -17,7 +17,7 @@
 
 #if defined(__x86_64__)
     .text
-#define VB_ENTRY(exp, base, since, only, impl, ret, params, args)                            \
+#define VB_ENTRY(exp, base, since, until, only, impl, ret, params, args)                          \
     .globl exp; .type exp, @function;                                                        \
     .globl vb_entry_##exp; .hidden vb_entry_##exp; .type vb_entry_##exp, @function;          \
     .p2align 4;                                                                              \

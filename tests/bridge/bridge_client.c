@@ -10,7 +10,8 @@
  * serves, unchanged), plain (no bridge: the test's own control), noctx (no context: the
  * driver's error reaches the caller), multigpu (frees wait for the block's own GPU),
  * sync_error (a free whose wait fails keeps the block), per_device (one GPU's or one
- * call's failure leaves the pool on for the others). Pointer attributes: bridge_attr.c.
+ * call's failure leaves the pool on for the others), new_abi (a newer ABI of a replaced name
+ * stays the driver's). Pointer attributes: bridge_attr.c.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -302,6 +303,30 @@ static void per_device(void)
     rt.free(d2);
 }
 
+/* A newer driver with a new ABI of cuMemAlloc from version 14000 (FAKE_CUDA_NEW_ABI): asked
+ * for that version, the program gets the driver's new function; asked for 13000, or for
+ * cuMemFree at 14000 (its ABI unchanged), the bridge's entry. */
+static void new_abi(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    gpa2_fn gpa = h ? (gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+    void *ours = h ? dlsym(h, "cuMemAlloc_v2") : NULL;
+    void *ours_free = h ? dlsym(h, "cuMemFree_v2") : NULL;
+    void *at13 = NULL, *at14 = NULL, *free14 = NULL;
+    CUdriverProcAddressQueryResult st;
+
+    if (!gpa || !ours)
+        return;
+    gpa("cuMemAlloc", &at13, 13000, 0, &st);
+    gpa("cuMemAlloc", &at14, 14000, 0, &st);
+    gpa("cuMemFree", &free14, 14000, 0, &st);
+    t_check(at13 == ours && at14 && at14 != ours && free14 == ours_free,
+            "bridge/newer_abi_left_to_the_driver", "13000: %s, 14000: %s, cuMemFree 14000: %s",
+            at13 == ours ? "the bridge's" : "not the bridge's",
+            at14 == ours ? "the bridge's" : "the driver's",
+            free14 == ours_free ? "the bridge's" : "not the bridge's");
+}
+
 /* Every wait fails (FAKE_CUDA_SYNC_ERROR): nothing is freed that may still be in use. */
 static void sync_error(void)
 {
@@ -372,6 +397,8 @@ int main(int argc, char **argv)
         multigpu();
     else if (!strcmp(mode, "sync_error"))
         sync_error();
+    else if (!strcmp(mode, "new_abi"))
+        new_abi();
     else if (!strcmp(mode, "per_device"))
         per_device();
     else if (!strcmp(mode, "peers"))

@@ -38,6 +38,7 @@ client noctx FAKE_CUDA_NOCTX=1
 client peers FAKE_CUDA_DEVICES=4
 client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
 client multigpu FAKE_CUDA_DEVICES=2
+client new_abi FAKE_CUDA_NEW_ABI=cuMemAlloc:14000
 client per_device FAKE_CUDA_DEVICES=2 FAKE_CUDA_VMM_REFUSE=1 FAKE_CUDA_VMM_OS_ERRORS=1
 client sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 RUN=
@@ -91,6 +92,22 @@ for kind in shared static; do
     [ -z "$miss" ] && t_ok "bridge/runtime_${kind}_lookups_caught" ||
         t_fail "bridge/runtime_${kind}_lookups_caught" "not seen:$miss"
 done
+
+# Each row's ABI (bridge/bridge_routes.h) is the newest that the toolkit's cudaTypedefs.h has
+# for its base name (PFN_<base>_v<version>): a newer one means the row must follow it.
+td=${CUDA_HOME:-/usr/local/cuda}/include/cudaTypedefs.h
+if [ ! -e "$td" ]; then
+    t_skip bridge/routes_abi_is_the_toolkits_newest "no $td"
+else
+    bad=
+    while read -r base since until; do
+        newest=$(grep -oE "PFN_${base}_v[0-9]+\)" "$td" | grep -oE '[0-9]+' | sort -n | tail -n 1)
+        [ "$newest" = "$since" ] && [ "$until" -ge "$since" ] ||
+            bad="$bad $base (row $since-$until, header ${newest:-none})"
+    done < <(sed -nE 's/^ *X\(\w+, (\w+), ([0-9]+), ([0-9]+),.*/\1 \2 \3/p' bridge/bridge_routes.h)
+    [ -z "$bad" ] && t_ok bridge/routes_abi_is_the_toolkits_newest ||
+        t_fail bridge/routes_abi_is_the_toolkits_newest "$bad"
+fi
 
 # ---- vramio-run ------------------------------------------------------------------------
 expect() { # name want_rc want_regex cmd...
