@@ -43,13 +43,14 @@ static CUresult vb_not_ready(void)
     __attribute__((visibility("hidden"))) void *vb_slot_##exp = (void *)vb_not_ready;
 VB_ROUTES(VB_SLOT)
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 /* shim_entry.S */
 #define VB_ENTRY_DECL(exp, base, since, until, only, impl, ret, params, args)                     \
     __attribute__((visibility("hidden"))) void vb_entry_##exp(void);
 VB_ROUTES(VB_ENTRY_DECL)
 #else
-/* Elsewhere a C entry: UCM's bistro is x86_64 code only. */
+/* Elsewhere a C entry: UCM's bistro cannot hook the CUDA driver's functions there at all
+ * (on POWER it refuses every patch that must call the original: CUDA's hooks use reloc). */
 #define VB_ENTRY_C(exp, base, since, until, only, impl, ret, params, args)                        \
     VB_EXPORT ret exp params;                                                                 \
     VB_EXPORT ret exp params { return ((ret (*) params)vb_slot_##exp) args; }                 \

@@ -24,8 +24,11 @@ $(BUILD)/tests/bridge/runtime_static: RUNTIME_LINK = $(CUDA_LIB)/libcudart_stati
 $(BRIDGE_RUNTIME): tests/bridge/runtime_client.c
 	@mkdir -p $(dir $@)
 	$(call prog-link,-I$(CUDA_HOME)/include,$< $(RUNTIME_LINK))
-BRIDGE_RUNTIME_HERE := $(if $(wildcard $(CUDA_LIB)/libcudart.so),$(BUILD)/tests/bridge/runtime_shared) \
-                       $(if $(wildcard $(CUDA_LIB)/libcudart_static.a),$(BUILD)/tests/bridge/runtime_static)
+# Not when cross-compiling (tests/cross/): the toolkit's runtime is this machine's.
+BRIDGE_CROSS := $(filter-out $(shell uname -m)-%,$(shell $(CC) -dumpmachine 2>/dev/null))
+BRIDGE_RUNTIME_HERE := $(if $(BRIDGE_CROSS),,\
+    $(if $(wildcard $(CUDA_LIB)/libcudart.so),$(BUILD)/tests/bridge/runtime_shared) \
+    $(if $(wildcard $(CUDA_LIB)/libcudart_static.a),$(BUILD)/tests/bridge/runtime_static))
 
 # vramio-run against a second local user.
 USERS_CLIENT := $(BUILD)/tests/bridge/users_client
