@@ -180,9 +180,16 @@ static void substitute(const char *sym, int ver, cuuint64_t flags, void **pfn)
                 break;
         /* Not replaced, asked for an older ABI (before 3.2: 32-bit sizes), or a variant of
          * the name that the row leaves to the driver: the driver's. */
-        if (i == NROUTES || ver < routes[i].since ||
-            (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn))
+        if (i == NROUTES || ver < routes[i].since)
             return;
+        if (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn) {
+            /* Which copies the runtime gets from the driver this way: the log says. */
+            if (bridge_log)
+                bridge_log("cuGetProcAddress(\"%s\", %d, flags %#llx): the driver's (not its "
+                           "exported %s)", sym, ver, (unsigned long long)flags,
+                           routes[i].exported);
+            return;
+        }
         if (ver > routes[i].until && !same_abi(sym, routes[i].until, flags, *pfn)) {
             if (bridge_log)
                 bridge_log("cuGetProcAddress(\"%s\", %d): a newer ABI than the bridge's (up "
