@@ -12,7 +12,8 @@
 #                         load ($(BUILD)/tests/interpose/lib/)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
-$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) $(FAKE_DIR)/cuda-vmm/libcuda.so
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
+    $(FAKE_DIR)/cuda-vmm/libcuda.so
 	@mkdir -p $(dir $@)
 	$(call script-client,,$(FAKE_CUDA_VMM_LINK))
 

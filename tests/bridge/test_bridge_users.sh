@@ -12,11 +12,13 @@
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-[ "$(id -u)" = 0 ] || t_skip_all "needs root: it makes a second user (useradd) to attack vramio-run as"
+[ "$(id -u)" = 0 ] ||
+    t_skip_all "needs root: it makes a second user (useradd) to attack vramio-run as"
 for c in useradd userdel setpriv; do
     command -v "$c" >/dev/null || t_skip_all "no $c (Debian: passwd, util-linux)"
 done
-run=$(realpath "$B/bin/vramio-run" 2>/dev/null) || { t_fail users/built "no $B/bin/vramio-run"; exit 1; }
+run=$(realpath "$B/bin/vramio-run" 2>/dev/null) ||
+    { t_fail users/built "no $B/bin/vramio-run"; exit 1; }
 t_make users/build users-progs || exit 1
 
 user=vramio-t-other
@@ -37,7 +39,8 @@ chmod 755 "$T"
 mkdir -p "$T/bin" "$T/fake" "$T/tmp"
 chmod 1777 "$T/tmp"
 cp "$B/tests/bridge/users_client" "$B/tests/bridge/evil/libcuda.so.1" "$T/bin/"
-cp "$B/tests/fake/cuda-vmm/libcuda.so.1" "$B/tests/fake/vulkan/libvulkan.so.1" "$T/fake/" 2>/dev/null
+cp "$B/tests/fake/cuda-vmm/libcuda.so.1" "$B/tests/fake/vulkan/libvulkan.so.1" "$T/fake/" \
+    2>/dev/null
 chmod -R a+rX "$T/bin" "$T/fake"
 other() { setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- timeout 60 "$@"; }
 # Root with nothing but what each case gives it: a private TMPDIR, the stand-in driver.
@@ -61,7 +64,8 @@ attacked() { # name place base-in-place VAR=VALUE: root's program, the swap at i
     local name=$1 place=$2 base=$3 out
     shift 3
     out=$(victim "$@" timeout 60 "$run" sh -c 'd=${LD_LIBRARY_PATH%%:*}
-        setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- sh "$T/bin/swap.sh" "$1" "$2" "${d##*/}"
+        setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- \
+            sh "$T/bin/swap.sh" "$1" "$2" "${d##*/}"
         exec "$T/bin/users_client" load' sh "$place" "$base" 2>&1)
     if printf '%s\n' "$out" | grep -q EVIL || ! printf '%s\n' "$out" | grep -qx shim; then
         t_fail "users/$name" "$(printf '%s' "$out" | tr '\n' ' ' | head -c 300)"
@@ -101,11 +105,12 @@ expect run_dir_in_a_sticky_directory_used 0 '^shim$' \
 # ---- /tmp: ${TMPDIR}/vramio-0 made first by the other user -------------------------------
 rm -rf "$T/tmp"/vramio-0*
 other mkdir "$T/tmp/vramio-0"
-first=$(victim "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"; exec "$0" load' "$T/bin/users_client" 2>&1)
+first=$(victim "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"; exec "$0" load' \
+        "$T/bin/users_client" 2>&1)
 again=$(victim "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"' 2>&1)
 dir1=$(printf '%s\n' "$first" | head -n 1)
-if printf '%s\n' "$first" | grep -qx shim && case $dir1 in "$T/tmp/vramio-0."*/cuda-*) true ;; *) false ;; esac &&
-   [ "$again" = "$dir1" ]; then
+case $dir1 in "$T/tmp/vramio-0."*/cuda-*) private=1 ;; *) private= ;; esac
+if printf '%s\n' "$first" | grep -qx shim && [ -n "$private" ] && [ "$again" = "$dir1" ]; then
     t_ok users/tmp_name_taken_by_another_user_private_dir_used
 else
     t_fail users/tmp_name_taken_by_another_user_private_dir_used \
@@ -137,7 +142,8 @@ else
     out=$(victim VRAMIO_BRIDGE_LOG=1 timeout 60 "$run" "$T/bin/users_client" open "$h" 2>&1)
     kill "$squat" 2>/dev/null; wait "$squat" 2>/dev/null
     if ! grep -q ready "$T/squat.out"; then
-        t_fail users/ipc_answer_of_another_user_refused "the squatter did not start: $(head -c 200 "$T/squat.out")"
+        t_fail users/ipc_answer_of_another_user_refused \
+            "the squatter did not start: $(head -c 200 "$T/squat.out")"
     elif printf '%s\n' "$out" | grep -q '^refused ' &&
          printf '%s\n' "$out" | grep -q "answered by uid $ouid"; then
         t_ok users/ipc_answer_of_another_user_refused

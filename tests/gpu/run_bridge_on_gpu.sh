@@ -69,7 +69,7 @@ results() { # log: the result lines into the summary
         grep -m3 'vramio-bridge: cuGetProcAddress' "$OUT/cudart_$k.tmp"
         # Whether cudart's cudaMemcpy/cudaMemset reach the VB_EXACT rows (the SYNC_MEMOPS
         # wait): what it was handed for each copy and memset name, the bridge's or the driver's.
-        grep -E 'vramio-bridge: cuGetProcAddress\("cuMem(cpy|cpyHtoD|cpyDtoD|setD8|setD16|setD32)(_v2)?"' \
+        grep -E 'cuGetProcAddress\("cuMem(cpy|cpyHtoD|cpyDtoD|setD8|setD16|setD32)(_v2)?"' \
             "$OUT/cudart_$k.tmp" | sort | uniq -c | sed "s/^/# $k exact rows: /"
         rm -f "$OUT/cudart_$k.tmp"
     done
@@ -116,7 +116,8 @@ results "$OUT/bench.log"
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout $(tmo 90) "$RUN" --log "$PY" \
         tests/gpu/bridge/torch_bridge.py expandable 2> "$OUT/torch_expandable.err"
     echo "exit $?"
-    echo "# expandable: $(grep -c 'from the pool' "$OUT/torch_expandable.err") allocations from the pool"
+    n=$(grep -c 'from the pool' "$OUT/torch_expandable.err")
+    echo "# expandable: $n allocations from the pool"
     a=$(timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     b=$(timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     echo "# torch step time: plain ${a:-?}, under the bridge ${b:-?}"
