@@ -46,6 +46,6 @@ $(BRIDGE_SHIM): $(SHIM_OBJS) $(SHIM_STUB) bridge/bridge.mk
 # Where distributions put libraries (x86_64-linux-gnu): one of the places vramio-run looks.
 OBJ_CFLAGS_bridge/vramio_run := -DVRAMIO_MULTIARCH='"$(shell $(CC) -print-multiarch 2>/dev/null)"'
 
-$(BRIDGE_RUN): $(BUILD)/obj/bridge/vramio_run.o $(UTIL_LIB)
+$(BRIDGE_RUN): $(BUILD)/obj/bridge/vramio_run.o $(BUILD)/obj/bridge/run_dir.o $(UTIL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl

@@ -20,6 +20,7 @@
  * The records live from the bridge's allocation of a block to its free; a block the bridge
  * did not hand out (vramio_alloc called by the program) gets one at its first attribute call.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -131,17 +132,29 @@ int vb_block_ctx(CUdeviceptr base, CUcontext *ctx)
     return r != NULL;
 }
 
-/* The pool block holding ptr: 1 with its start and size. */
+/* The pool block holding ptr: 1 with its start and size; 0 when the pool does not know ptr;
+ * FREED when ptr lies in a freed block of a slab the pool still holds. */
+#define FREED (-1)
 static int block_of(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
 {
     unsigned long long b = 0;
     size_t s = 0;
+    int rc = ptr ? vramio_alloc_range(ptr, &b, &s) : EINVAL;
 
-    if (!ptr || vramio_alloc_range(ptr, &b, &s))
-        return 0;
+    if (rc)
+        return rc == EFAULT ? FREED : 0;
     *base = (CUdeviceptr)b;
     *size = s;
     return 1;
+}
+
+/* The address to ask the driver about for ptr: a freed block would get the driver's answer
+ * for the live slab around it (success, the slab's range) where cuMemGetAddressRange says
+ * CUDA_ERROR_NOT_FOUND; NULL, an address that nothing is allocated at, gets what the driver
+ * says of a freed allocation. */
+static CUdeviceptr driver_view(CUdeviceptr ptr, int where)
+{
+    return where == FREED ? 0 : ptr;
 }
 
 /* Our answer for attribute a of the block at base: 1 when it is ours to give. */
@@ -184,11 +197,14 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
     CUdeviceptr base;
     size_t size;
 
+    int where;
+
     if (!t || !t->cuPointerGetAttribute)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (data && block_of(ptr, &base, &size) && answer(attr, data, base, size))
+    where = block_of(ptr, &base, &size);
+    if (data && where == 1 && answer(attr, data, base, size))
         return CUDA_SUCCESS;
-    return t->cuPointerGetAttribute(data, attr, ptr);
+    return t->cuPointerGetAttribute(data, attr, driver_view(ptr, where));
 }
 
 CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
@@ -199,12 +215,14 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
     size_t size;
     unsigned int i;
     CUresult r;
+    int where;
 
     if (!t || !t->cuPointerGetAttributes)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* The driver checks the arguments and fills in every attribute; ours replace its. */
-    r = t->cuPointerGetAttributes(n, attrs, data, ptr);
-    if (r != CUDA_SUCCESS || !attrs || !data || !block_of(ptr, &base, &size))
+    where = block_of(ptr, &base, &size);
+    r = t->cuPointerGetAttributes(n, attrs, data, driver_view(ptr, where));
+    if (r != CUDA_SUCCESS || !attrs || !data || where != 1)
         return r;
     for (i = 0; i < n; i++)
         if (data[i])
@@ -218,12 +236,13 @@ CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, C
     CUdeviceptr base;
     size_t size;
     struct rec *r;
-    int on;
+    int on, where;
 
     if (!t || !t->cuPointerSetAttribute)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS || !value || !block_of(ptr, &base, &size))
-        return t->cuPointerSetAttribute(value, attr, ptr);
+    where = block_of(ptr, &base, &size);
+    if (attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS || !value || where != 1)
+        return t->cuPointerSetAttribute(value, attr, driver_view(ptr, where));
     on = *(const unsigned int *)value != 0;
     pthread_once(&fork_once, fork_register);
     lock_take();
@@ -245,7 +264,7 @@ static int sync_block(CUdeviceptr d)
     struct rec *r;
     int on = 0;
 
-    if (!block_of(d, &base, &size))
+    if (block_of(d, &base, &size) != 1)
         return 0;
     lock_take();
     r = find(base);

@@ -10,6 +10,8 @@
  * a network namespace, as CUDA's own IPC needs them on one machine. The socket is in the
  * abstract namespace (no file left behind), named by uid, pid and a random nonce that the
  * handle carries, and it serves only processes of the same user (or root): SO_PEERCRED.
+ * The opener checks the other end the same way: the answer must come from the uid and pid
+ * that the handle names (another user may bind the name once the exporter has exited).
  *
  * One thread per exporting process, started at its first export, with every signal blocked
  * (the program's handlers run in its own threads). Every wait is bounded: a peer that stops
@@ -230,7 +232,8 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
                         .msg_controllen = sizeof(cbuf) };
     struct sockaddr_un a;
     struct cmsghdr *cm;
-    socklen_t alen = sock_name(&a, uid, pid, nonce);
+    socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
+    struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
     int s, rc, got = -1;
     ssize_t n;
 
@@ -238,8 +241,21 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     if (s < 0)
         return errno;
     set_timeouts(s);
-    if (connect(s, (struct sockaddr *)&a, alen) ||
-        send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+    if (connect(s, (struct sockaddr *)&a, alen)) {
+        rc = errno;
+        close(s);
+        return rc;
+    }
+    /* The name is free once the exporter has exited, and any local user can bind it and
+     * hand over memory of their own: only the process the handle names may answer. */
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.uid != uid ||
+        (uint32_t)cred.pid != pid) {
+        vb_log("ipc: the handle's socket (process %u, uid %u) was answered by uid %u "
+               "process %u: refused", pid, uid, (unsigned)cred.uid, (unsigned)cred.pid);
+        close(s);
+        return EACCES;
+    }
+    if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
         rc = errno;
         close(s);
         return rc;

@@ -6,11 +6,13 @@
  *
  * The bridge must never break a program: whenever the pool cannot serve a request (no
  * context current, no VMM support, out of memory in the pool) the driver's own function
- * serves it, and a failure that will not go away (VMM unsupported) stops further attempts.
+ * serves it, and a failure that will not go away (VMM unsupported on a GPU) stops further
+ * attempts on that GPU alone.
  * What cannot stay identical to cuMemAlloc memory is listed in README.md ("Unchanged CUDA
  * programs: vramio-run").
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,8 +21,13 @@
 #include "bridge.h"
 #include "vramio.h"
 
-static atomic_int pool_off;            /* the pool failed for good: the driver serves all */
+/* Per GPU: the pool failed for good there, the driver serves its allocations. Ordinals past
+ * the table keep no switch (each request asks the pool, which answers at once). */
+#define VB_MAX_DEVICES 1024
+static atomic_uchar pool_off[VB_MAX_DEVICES];
 static atomic_ulong n_pool, n_driver, n_freed;
+static pthread_once_t pinnable_once = PTHREAD_ONCE_INIT;
+static atomic_int unpinnable;          /* no backend could pin the pool's memory here */
 
 __attribute__((constructor)) static void bridge_init(void)
 {
@@ -45,10 +52,43 @@ __attribute__((destructor)) static void bridge_fini(void)
            st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
 }
 
-/* Errors after which the pool will never work in this process. */
+/* Errors after which the pool will never work on that GPU in this process: the driver lacks
+ * the VMM calls, the GPU has no VMM or no POSIX-fd handles, or the pool has no such GPU (past
+ * its table). Not EPERM: CUDA_ERROR_NOT_PERMITTED and CUDA_ERROR_OPERATING_SYSTEM map to it,
+ * and the latter comes from passing conditions (out of descriptors) as well. */
 static int lasting(int rc)
 {
-    return rc == ENOSYS || rc == EOPNOTSUPP || rc == ENOTSUP || rc == ENODEV || rc == EPERM;
+    return rc == ENOSYS || rc == EOPNOTSUPP || rc == ENOTSUP || rc == ENODEV;
+}
+
+static int off_on(CUdevice dev)
+{
+    return dev >= 0 && dev < VB_MAX_DEVICES &&
+           atomic_load_explicit(&pool_off[dev], memory_order_relaxed);
+}
+
+/* Turn the pool off on dev: 1 the first time. */
+static int turn_off(CUdevice dev)
+{
+    return dev >= 0 && dev < VB_MAX_DEVICES && !atomic_exchange(&pool_off[dev], 1);
+}
+
+/* Whether the pool's memory can be pinned here at all. Without the vulkan backend (no Vulkan
+ * loader, a driver without the VMM calls, VRAMIO_ENABLE_VULKAN=0 from the user) the pool
+ * would only add its costs (2 MiB slabs, a wait at every free, IPC through a socket): then
+ * the driver serves every allocation, as without vramio-run, and the program is told once.
+ * Only what costs nothing is asked (the libraries load; no Vulkan instance is made: the
+ * NVIDIA driver's exit handler would then break forked children of programs that never pin),
+ * so a loader without a Vulkan driver is found out at the first pin, not here. */
+static void check_pinnable(void)
+{
+    char why[256];
+
+    if (vramio_backend_probe(VRAMIO_BACKEND_VULKAN, why, sizeof(why)) == 0)
+        return;
+    atomic_store(&unpinnable, 1);
+    fprintf(stderr, "vramio-run: the vulkan backend cannot pin this program's memory (%s): "
+            "the CUDA driver serves every allocation, as without vramio-run\n", why);
 }
 
 /* size bytes from the pool on the current context's device: 1 when served. */
@@ -59,14 +99,16 @@ static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, co
     CUdevice dev;
     int rc;
 
-    if (atomic_load_explicit(&pool_off, memory_order_relaxed) || !t->cuCtxGetDevice ||
-        t->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+    if (!t->cuCtxGetDevice || t->cuCtxGetDevice(&dev) != CUDA_SUCCESS || off_on(dev))
         return 0; /* without a context the driver's function gives the right error */
+    pthread_once(&pinnable_once, check_pinnable);
+    if (atomic_load_explicit(&unpinnable, memory_order_relaxed))
+        return 0;
     rc = vramio_alloc((int)dev, size, &p);
     if (rc) {
-        if (lasting(rc) && !atomic_exchange(&pool_off, 1))
-            vb_log("the pool cannot work here (%s): the driver serves every allocation",
-                   vramio_last_error());
+        if (lasting(rc) && turn_off(dev))
+            vb_log("the pool cannot work on GPU %d (%s): the driver serves its allocations",
+                   (int)dev, vramio_last_error());
         vb_log("%s(%zu): not from the pool (%s), from the driver", who, size,
                vramio_strerror(rc));
         return 0;

@@ -82,7 +82,7 @@ static const struct impl {
     const char *name;
     void *fn;
 } impls[] = {
-#define VB_IMPL(exp, base, since, only, impl, ret, params, args)                              \
+#define VB_IMPL(exp, base, since, until, only, impl, ret, params, args)                           \
     { #exp, (void *)(ret (*) params)impl },
     VB_ROUTES(VB_IMPL)
 };

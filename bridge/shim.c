@@ -39,18 +39,19 @@ static CUresult vb_not_ready(void)
 {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
-#define VB_SLOT(exp, base, since, only, impl, ret, params, args)                              \
+#define VB_SLOT(exp, base, since, until, only, impl, ret, params, args)                           \
     __attribute__((visibility("hidden"))) void *vb_slot_##exp = (void *)vb_not_ready;
 VB_ROUTES(VB_SLOT)
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 /* shim_entry.S */
-#define VB_ENTRY_DECL(exp, base, since, only, impl, ret, params, args)                        \
+#define VB_ENTRY_DECL(exp, base, since, until, only, impl, ret, params, args)                     \
     __attribute__((visibility("hidden"))) void vb_entry_##exp(void);
 VB_ROUTES(VB_ENTRY_DECL)
 #else
-/* Elsewhere a C entry: UCM's bistro is x86_64 code only. */
-#define VB_ENTRY_C(exp, base, since, only, impl, ret, params, args)                           \
+/* Elsewhere a C entry: UCM's bistro cannot hook the CUDA driver's functions there at all
+ * (on POWER it refuses every patch that must call the original: CUDA's hooks use reloc). */
+#define VB_ENTRY_C(exp, base, since, until, only, impl, ret, params, args)                        \
     VB_EXPORT ret exp params;                                                                 \
     VB_EXPORT ret exp params { return ((ret (*) params)vb_slot_##exp) args; }                 \
     extern __typeof__(exp) vb_entry_##exp __attribute__((alias(#exp), visibility("hidden")));
@@ -59,13 +60,13 @@ VB_ROUTES(VB_ENTRY_C)
 
 static struct route {
     const char *exported, *base;
-    int since, only;
+    int since, until, only;
     void **slot;
     void *entry;
     void *driver_fn; /* the driver's exported function of that name (VB_EXACT's test) */
 } routes[] = {
-#define VB_ROW(exp, base, since, only, impl, ret, params, args)                               \
-    { #exp, #base, since, only, &vb_slot_##exp, (void *)vb_entry_##exp, NULL },
+#define VB_ROW(exp, base, since, until, only, impl, ret, params, args)                            \
+    { #exp, #base, since, until, only, &vb_slot_##exp, (void *)vb_entry_##exp, NULL },
     VB_ROUTES(VB_ROW)
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -151,8 +152,22 @@ static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags);
 static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                        CUdriverProcAddressQueryResult *status);
 
+/* Whether the driver gives fn for sym at version until as well: the ABI the replacement
+ * implements, asked for under a newer version. */
+static int same_abi(const char *sym, int until, cuuint64_t flags, void *fn)
+{
+    CUdriverProcAddressQueryResult st;
+    void *old = NULL;
+
+    if (real_gpa_v2)
+        real_gpa_v2(sym, &old, until, flags, &st);
+    else if (real_gpa_v1)
+        real_gpa_v1(sym, &old, until, flags);
+    return old == fn;
+}
+
 /* After the driver answered cuGetProcAddress(sym, ver): ours where we replace it. */
-static void substitute(const char *sym, int ver, void **pfn)
+static void substitute(const char *sym, int ver, cuuint64_t flags, void **pfn)
 {
     size_t i;
 
@@ -165,9 +180,22 @@ static void substitute(const char *sym, int ver, void **pfn)
                 break;
         /* Not replaced, asked for an older ABI (before 3.2: 32-bit sizes), or a variant of
          * the name that the row leaves to the driver: the driver's. */
-        if (i == NROUTES || ver < routes[i].since ||
-            (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn))
+        if (i == NROUTES || ver < routes[i].since)
             return;
+        if (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn) {
+            /* Which copies the runtime gets from the driver this way: the log says. */
+            if (bridge_log)
+                bridge_log("cuGetProcAddress(\"%s\", %d, flags %#llx): the driver's (not its "
+                           "exported %s)", sym, ver, (unsigned long long)flags,
+                           routes[i].exported);
+            return;
+        }
+        if (ver > routes[i].until && !same_abi(sym, routes[i].until, flags, *pfn)) {
+            if (bridge_log)
+                bridge_log("cuGetProcAddress(\"%s\", %d): a newer ABI than the bridge's (up "
+                           "to %d): the driver's", sym, ver, routes[i].until);
+            return;
+        }
         *pfn = routes[i].entry;
     }
     if (bridge_log)
@@ -183,7 +211,7 @@ static CUresult gpa_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
         return CUDA_ERROR_NOT_FOUND;
     rc = real_gpa_v2(sym, pfn, ver, flags, status);
     if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
-        substitute(sym, ver, pfn);
+        substitute(sym, ver, flags, pfn);
     return rc;
 }
 
@@ -195,7 +223,7 @@ static CUresult gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
         return CUDA_ERROR_NOT_FOUND;
     rc = real_gpa_v1(sym, pfn, ver, flags);
     if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
-        substitute(sym, ver, pfn);
+        substitute(sym, ver, flags, pfn);
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_entry.S - the libcuda.so.1 shim's entry points for the replaced driver functions
- * (bridge_routes.h), on x86_64: each jumps through its slot (shim.c) to the replacement.
+ * (bridge_routes.h), on x86_64 and AArch64: each jumps through its slot (shim.c) to the
+ * replacement.
  *
  * Why assembly: UCX's memory hooks (UCM, default mode "bistro") patch the first bytes of the
  * function that dlsym returns for cuMemAlloc_v2 & co. with a jump to their hook, after
@@ -17,13 +18,38 @@
 
 #if defined(__x86_64__)
     .text
-#define VB_ENTRY(exp, base, since, only, impl, ret, params, args)                            \
+#define VB_ENTRY(exp, base, since, until, only, impl, ret, params, args)                          \
     .globl exp; .type exp, @function;                                                        \
     .globl vb_entry_##exp; .hidden vb_entry_##exp; .type vb_entry_##exp, @function;          \
     .p2align 4;                                                                              \
 exp: ; vb_entry_##exp: ;                                                                     \
     push %rbp; mov %rsp, %rbp; push %rbx; push %r12; mov $0, %eax; mov $0, %eax;             \
     pop %r12; pop %rbx; pop %rbp; jmp *vb_slot_##exp(%rip);                                  \
+    .size exp, .-exp; .size vb_entry_##exp, .-vb_entry_##exp;
+
+VB_ROUTES(VB_ENTRY)
+
+#elif defined(__aarch64__)
+/*
+ * AArch64 (Grace): UCM's bistro writes a 16-byte indirect jump (ldr x15, literal; br x15;
+ * the address) over the entry and relocates the instructions it covers into its trampoline:
+ * stp of x registers, cmp, movz/movk, mov of registers, add #0, ldr of immediate offsets,
+ * adrp, and nothing else (bistro_aarch64.c: no br, no ldr literal, no hint such as bti).
+ * Its adrp translation adds the page offset to the instruction's own address, not to its
+ * page, which is only right for an adrp at the start of a page; so none goes in the first
+ * 16 bytes: four movz of x17 (IP1, free at a call; the bridge's code never reads it) that
+ * move anywhere, then the real jump through the slot in x16 (IP0, the register that a BTI
+ * landing pad of the target accepts for a br). The trampoline keeps x9-x15 for its own jump
+ * back. No BTI note: bistro could not move a bti, and the shim's own code needs none.
+ */
+    .text
+#define VB_ENTRY(exp, base, since, until, only, impl, ret, params, args)                         \
+    .globl exp; .type exp, %function;                                                        \
+    .globl vb_entry_##exp; .hidden vb_entry_##exp; .type vb_entry_##exp, %function;          \
+    .p2align 4;                                                                              \
+exp: ; vb_entry_##exp: ;                                                                     \
+    movz x17, 0; movz x17, 0; movz x17, 0; movz x17, 0;                                      \
+    adrp x16, vb_slot_##exp; ldr x16, [x16, :lo12:vb_slot_##exp]; br x16;                    \
     .size exp, .-exp; .size vb_entry_##exp, .-vb_entry_##exp;
 
 VB_ROUTES(VB_ENTRY)

@@ -16,7 +16,9 @@
  * else relative to this program: the private directory of an install (../lib/vramio,
  * ../lib64/vramio, ../lib/<multiarch>/vramio; see packaging/install.mk), or ../lib in the
  * build tree. The directory: VRAMIO_RUN_DIR, else $XDG_RUNTIME_DIR/vramio, else
- * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, else /tmp/vramio-UID; the first that is ours.
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, else ${TMPDIR:-/tmp}/vramio-UID (or a private name
+ * beside it); the first whose every directory only this user or root can change
+ * (run_dir.c says why and how).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bridge.h"
+#include "run_dir.h"
 #include "cuda_loader.h"    /* util/: vr_cuda_dlopen */
 
 #define SHIM_NAME "libvramio_cuda.so"
@@ -47,9 +50,10 @@ static void usage(FILE *f)
             "cudaMalloc/cuMemAlloc memory becomes CUDA VMM memory from vramio's pool, which\n"
             "libgdrapi's vulkan backend can pin, map and copy without the gdrdrv kernel\n"
             "module; every other driver function is the driver's own. Sets\n"
-            "VRAMIO_ENABLE_VULKAN=1.\n"
+            "VRAMIO_ENABLE_VULKAN=1 unless it is set.\n"
             "\n"
-            "  --log      print what the bridge intercepts (VRAMIO_BRIDGE_LOG=1)\n"
+            "  --log      print what the bridge intercepts (VRAMIO_BRIDGE_LOG=1) and the\n"
+            "             directories passed over\n"
             "  --help     this text\n"
             "  --version  the vramio version\n"
             "\n"
@@ -68,18 +72,6 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return 127;
-}
-
-/* snprintf that says whether the whole text fit (a cut path must never be used). */
-__attribute__((format(printf, 3, 4))) static int put(char *buf, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-    return n >= 0 && (size_t)n < len;
 }
 
 /* The bridge: VRAMIO_BRIDGE_LIB or beside this program; its real path, or 0. */
@@ -159,146 +151,13 @@ static int find_driver(char *out, char *why, size_t len)
     return 1;
 }
 
-/* A path LD_LIBRARY_PATH can hold as one entry: no separator, no $ORIGIN-style token. */
-static int path_ok(const char *p)
+static int log_on;
+
+/* With --log: the bases passed over, and why. */
+static void note(const char *line)
 {
-    return p[0] == '/' && !strpbrk(p, ":;$");
-}
-
-/* base exists (made if missing, 0700), is a directory of ours that others cannot write. */
-static int our_dir(const char *base)
-{
-    char tmp[PATH_MAX];
-    struct stat st;
-    char *s;
-
-    if (!put(tmp, sizeof(tmp), "%s", base))
-        return 0;
-    for (s = tmp + 1; (s = strchr(s, '/')); s++) {
-        *s = '\0';
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return 0;
-        *s = '/';
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return 0;
-    return lstat(base, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
-           !(st.st_mode & (S_IWGRP | S_IWOTH));
-}
-
-static const char *const link_names[] = { "libcuda.so.1", "libcuda.so", VB_REAL_DRIVER };
-
-/* dir's links point where they should. */
-static int links_right(const char *dir, const char *shim, const char *driver)
-{
-    char path[PATH_MAX + 32], target[PATH_MAX];
-    size_t i;
-    ssize_t n;
-
-    for (i = 0; i < 3; i++) {
-        if (!put(path, sizeof(path), "%s/%s", dir, link_names[i]))
-            return 0;
-        n = readlink(path, target, sizeof(target) - 1);
-        if (n <= 0)
-            return 0;
-        target[n] = '\0';
-        if (strcmp(target, i < 2 ? shim : driver))
-            return 0;
-    }
-    return 1;
-}
-
-/* FNV-1a of the two targets: one directory per pair, shared by every run that needs it. */
-static uint64_t pair_hash(const char *a, const char *b)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    const char *s;
-
-    for (s = a; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    h = (h ^ 0xff) * 0x100000001b3ull;
-    for (s = b; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-/* Make (or find) base/cuda-HASH with the three links, made whole before it appears. */
-static int make_links(const char *base, const char *shim, const char *driver, char *out,
-                      char *why, size_t len)
-{
-    char tmp[PATH_MAX], path[PATH_MAX + 32];
-    size_t i;
-
-    if (!put(out, PATH_MAX, "%s/cuda-%016llx", base,
-             (unsigned long long)pair_hash(shim, driver)) ||
-        !put(tmp, sizeof(tmp), "%s/.new-XXXXXX", base)) {
-        put(why, len, "%s: too long a path", base);
-        return 0;
-    }
-    if (links_right(out, shim, driver))
-        return 1;
-    if (!mkdtemp(tmp)) {
-        put(why, len, "cannot make a directory in %s: %s", base, strerror(errno));
-        return 0;
-    }
-    for (i = 0; i < 3; i++) {
-        put(path, sizeof(path), "%s/%s", tmp, link_names[i]);
-        if (symlink(i < 2 ? shim : driver, path) != 0) {
-            put(why, len, "cannot make %s: %s", path, strerror(errno));
-            break;
-        }
-    }
-    if (i == 3 && rename(tmp, out) == 0)
-        return 1;
-    /* Another run made it first (rename onto a full directory fails), or we failed. */
-    for (i = 0; i < 3; i++) {
-        put(path, sizeof(path), "%s/%s", tmp, link_names[i]);
-        unlink(path);
-    }
-    rmdir(tmp);
-    if (links_right(out, shim, driver))
-        return 1;
-    if (!*why)
-        put(why, len, "%s exists with other contents", out);
-    return 0;
-}
-
-/* The shim's directory for this pair, in the first usable base; 0 with the reasons. */
-static int shim_dir(const char *shim, const char *driver, char *out, char *why, size_t len)
-{
-    const char *env = getenv("VRAMIO_RUN_DIR"), *xdg = getenv("XDG_RUNTIME_DIR"),
-               *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char bases[4][PATH_MAX], one[PATH_MAX + 64];
-    size_t i, n = 0, used = 0;
-
-    if (env && *env) {
-        n += (size_t)put(bases[n], PATH_MAX, "%s", env);
-    } else {
-        if (xdg && *xdg)
-            n += (size_t)put(bases[n], PATH_MAX, "%s/vramio", xdg);
-        if (cache && *cache)
-            n += (size_t)put(bases[n], PATH_MAX, "%s/vramio", cache);
-        else if (home && *home)
-            n += (size_t)put(bases[n], PATH_MAX, "%s/.cache/vramio", home);
-        n += (size_t)put(bases[n], PATH_MAX, "/tmp/vramio-%u", (unsigned)getuid());
-    }
-    why[0] = '\0';
-    for (i = 0; i < n; i++) {
-        one[0] = '\0';
-        if (!path_ok(bases[i]))
-            put(one, sizeof(one), "%s: LD_LIBRARY_PATH cannot hold it (':', ';', '$' or "
-                "not absolute)", bases[i]);
-        else if (!our_dir(bases[i]))
-            put(one, sizeof(one), "%s: not a directory of this user that only it can write",
-                bases[i]);
-        else if (make_links(bases[i], shim, driver, out, one, sizeof(one)))
-            return 1;
-        used += (size_t)snprintf(why + used, used < len ? len - used : 0, "%s%s",
-                                 used ? "; " : "", one);
-        if (used >= len)
-            used = len - 1;
-    }
-    return 0;
+    if (log_on && line && *line)
+        fprintf(stderr, "vramio-run: passed over %s\n", line);
 }
 
 int main(int argc, char **argv)
@@ -306,8 +165,17 @@ int main(int argc, char **argv)
     char bridge[PATH_MAX], shim[PATH_MAX + 32], driver[PATH_MAX], dir[PATH_MAX],
          why[4 * PATH_MAX], *path, *slash;
     const char *old;
-    int i = 1, log = 0;
+    int i = 1;
     size_t need;
+
+    /* Set-user-ID or set-group-ID: the directory would be made with privileges from an
+     * environment the caller chose. The loader ignores LD_LIBRARY_PATH for such programs
+     * anyway, so vramio-run has nothing to offer them (README: they run unbridged). */
+    if (getuid() != geteuid() || getgid() != getegid())
+        return fail("refusing to run set-user-ID or set-group-ID (real uid %u, effective %u)",
+                    (unsigned)getuid(), (unsigned)geteuid());
+    /* The mark of an outer vramio-run: its directory is checked afresh here. */
+    unsetenv(VR_RUN_MARK);
 
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--")) {
@@ -320,7 +188,7 @@ int main(int argc, char **argv)
             printf("vramio-run (vramio) %s\n", VRAMIO_VERSION_STRING);
             return 0;
         } else if (!strcmp(argv[i], "--log")) {
-            log = 1;
+            log_on = 1;
         } else {
             fprintf(stderr, "vramio-run: unknown option '%s' (see vramio-run --help)\n", argv[i]);
             return 2;
@@ -343,7 +211,7 @@ int main(int argc, char **argv)
         return fail("the shim %s cannot be read: %s", shim, strerror(errno));
     if (!find_driver(driver, why, sizeof(why)))
         return fail("no CUDA driver to run the program with: %s", why);
-    if (!shim_dir(shim, driver, dir, why, sizeof(why)))
+    if (!vr_run_dir(shim, driver, dir, why, sizeof(why), note))
         return fail("no directory for the shim of libcuda.so.1: %s", why);
     /* Ours first, then whatever the user's path holds already (an empty entry would mean
      * the current directory: none is added). */
@@ -353,8 +221,11 @@ int main(int argc, char **argv)
     if (!path)
         return fail("out of memory");
     snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
-    if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("VRAMIO_ENABLE_VULKAN", "1", 1) ||
-        (log && setenv("VRAMIO_BRIDGE_LOG", "1", 1))) {
+    /* The user's VRAMIO_ENABLE_VULKAN stands (with 0 the bridge says that nothing can be
+     * pinned and leaves every allocation to the driver); VR_RUN_MARK lets libgdrapi say
+     * when the program's libcuda.so.1 is not the shim after all (the directory removed). */
+    if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("VRAMIO_ENABLE_VULKAN", "1", 0) ||
+        setenv(VR_RUN_MARK, dir, 1) || (log_on && setenv("VRAMIO_BRIDGE_LOG", "1", 1))) {
         free(path);
         return fail("cannot set the environment: %s", strerror(errno));
     }

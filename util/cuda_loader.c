@@ -5,13 +5,37 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct vr_cuda cuda_table;
 static const struct vr_cuda *cuda_loaded;
 static char cuda_load_error[256];
 static pthread_once_t cuda_load_once = PTHREAD_ONCE_INIT;
+
+static atomic_int shim_missing_said;
+
+/* Under vramio-run without its shim: the bridge is gone without a sound otherwise (logind
+ * removes XDG_RUNTIME_DIR at logout, tmp cleaners remove old directories). */
+static void say_shim_missing(void)
+{
+    const char *dir = getenv(VR_RUN_MARK);
+    char shim[4096 + 16];
+    int gone;
+
+    if (!dir || !*dir || atomic_exchange(&shim_missing_said, 1))
+        return;
+    snprintf(shim, sizeof(shim), "%s/libcuda.so.1", dir);
+    gone = access(shim, F_OK) != 0;
+    fprintf(stderr, "vramio: this process runs under vramio-run, but its libcuda.so.1 is not "
+            "vramio's shim (%s%s): the CUDA driver serves its allocations, which libgdrapi "
+            "cannot pin without the gdrdrv module or a dma-buf capable driver\n", shim,
+            gone ? " is gone: run the program again" : " was passed over: a driver loaded "
+            "by full path or DT_RPATH, or a set-user-ID program");
+}
 
 void *vr_cuda_dlopen(void)
 {
@@ -24,6 +48,8 @@ void *vr_cuda_dlopen(void)
      * functions; every copy of the library (shared, static, loaded by path) must use the
      * driver's own, so that address ranges and allocation handles agree. */
     *(void **)&driver = dlsym(lib, "vramio_cuda_shim_driver");
+    if (!driver)
+        say_shim_missing();
     return driver ? driver() : lib;
 }
 

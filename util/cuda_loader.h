@@ -22,8 +22,12 @@ struct vr_cuda {
 };
 
 /* dlopen of the CUDA driver: libcuda.so.1, or the real driver behind vramio-run's shim of it
- * (bridge/shim.c). NULL when it cannot be loaded (dlerror says why). */
+ * (bridge/shim.c). NULL when it cannot be loaded (dlerror says why). In a process that
+ * vramio-run started (VR_RUN_MARK set to its directory) whose libcuda.so.1 is not the shim
+ * (the directory removed since, the driver loaded by full path or DT_RPATH, a set-user-ID
+ * program), it says so on stderr once: the driver, not vramio's pool, serves that process. */
 void *vr_cuda_dlopen(void);
+#define VR_RUN_MARK "VRAMIO_RUN_SHIM"
 
 /* Which driver vr_cuda_load gives: the library (which leaves this undefined) gets the real
  * driver behind vramio-run's shim, so that the pool and pins see real allocation ranges; a

@@ -5,11 +5,15 @@
 #   make bridge-progs     tests/bridge/test_bridge.sh's clients (bridge_client.c, ipc_client.c),
 #                         and its clients of NVIDIA's runtime where the CUDA toolkit has it
 #                         (shared and static)
+#   make users-progs      tests/bridge/test_bridge_users.sh's: users_client.c (no libcuda
+#                         link: it dlopens what the loader gives) and the library that the
+#                         second user plants (evil_cuda.c)
 #   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
 #                         load ($(BUILD)/tests/interpose/lib/)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
-$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c $(SCRIPT_CLIENT_DEPS) $(FAKE_DIR)/cuda-vmm/libcuda.so
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
+    $(FAKE_DIR)/cuda-vmm/libcuda.so
 	@mkdir -p $(dir $@)
 	$(call script-client,,$(FAKE_CUDA_VMM_LINK))
 
@@ -21,8 +25,23 @@ $(BUILD)/tests/bridge/runtime_static: RUNTIME_LINK = $(CUDA_LIB)/libcudart_stati
 $(BRIDGE_RUNTIME): tests/bridge/runtime_client.c
 	@mkdir -p $(dir $@)
 	$(call prog-link,-I$(CUDA_HOME)/include,$< $(RUNTIME_LINK))
-BRIDGE_RUNTIME_HERE := $(if $(wildcard $(CUDA_LIB)/libcudart.so),$(BUILD)/tests/bridge/runtime_shared) \
-                       $(if $(wildcard $(CUDA_LIB)/libcudart_static.a),$(BUILD)/tests/bridge/runtime_static)
+# Not when cross-compiling (tests/cross/): the toolkit's runtime is this machine's.
+BRIDGE_CROSS := $(filter-out $(shell uname -m)-%,$(shell $(CC) -dumpmachine 2>/dev/null))
+BRIDGE_RUNTIME_HERE := $(if $(BRIDGE_CROSS),,\
+    $(if $(wildcard $(CUDA_LIB)/libcudart.so),$(BUILD)/tests/bridge/runtime_shared) \
+    $(if $(wildcard $(CUDA_LIB)/libcudart_static.a),$(BUILD)/tests/bridge/runtime_static))
+
+# vramio-run against a second local user.
+USERS_CLIENT := $(BUILD)/tests/bridge/users_client
+USERS_EVIL   := $(BUILD)/tests/bridge/evil/libcuda.so.1
+$(USERS_CLIENT): tests/bridge/users_client.c tests/bridge/hex.h tests/fake/fake_gpu.h
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CUDA_CPPFLAGS) -Itests/fake,$< -ldl)
+$(USERS_EVIL): tests/bridge/evil_cuda.c
+$(USERS_EVIL): SO_FLAGS = -Wl,-soname,libcuda.so.1
+$(USERS_EVIL):
+	@mkdir -p $(dir $@)
+	$(test-so)
 
 # vramio-run against interposers, plugins, UCX's hooks and a second copy of the library.
 INTERPOSE_DIR   := $(BUILD)/tests/interpose
@@ -61,7 +80,9 @@ $(INTERPOSE_LIBS):
 	@mkdir -p $(dir $@)
 	$(test-so)
 
-.PHONY: bridge-progs interpose-progs
+.PHONY: bridge-progs interpose-progs users-progs
+users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
 bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
-SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS)
+SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) \
+                $(USERS_CLIENT) $(USERS_EVIL)

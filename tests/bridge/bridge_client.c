@@ -9,7 +9,9 @@
  * Modes: bridged (the pool serves everything), fallback (the pool cannot: the driver
  * serves, unchanged), plain (no bridge: the test's own control), noctx (no context: the
  * driver's error reaches the caller), multigpu (frees wait for the block's own GPU),
- * sync_error (a free whose wait fails keeps the block). Pointer attributes: bridge_attr.c.
+ * sync_error (a free whose wait fails keeps the block), per_device (one GPU's or one
+ * call's failure leaves the pool on for the others), new_abi (a newer ABI of a replaced name
+ * stays the driver's). Pointer attributes: bridge_attr.c.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -136,20 +138,44 @@ static void attributes(CUdeviceptr a, CUdeviceptr b)
             fake_legacy_syncs() - legacy);
 }
 
-/* A freed block's range fails as a freed allocation's does, while its slab lives on. */
+/* A freed block's range fails as a freed allocation's does, while its slab lives on; its
+ * pointer attributes too: the same answers as for an allocation of the driver's own, freed. */
 static void freed_range(void)
 {
-    CUdeviceptr a = 0, b = 0, base = 0;
+    typedef CUresult (*get_fn)(void *, CUpointer_attribute, CUdeviceptr);
+    typedef CUresult (*gets_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUdeviceptr a = 0, b = 0, base = 0, plain = 0, start = 7;
+    CUpointer_attribute which = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *data = &start;
+    get_fn get = h ? (get_fn)dlsym(h, "cuPointerGetAttribute") : NULL;
+    gets_fn gets = h ? (gets_fn)dlsym(h, "cuPointerGetAttributes") : NULL;
+    CUdriverProcAddressQueryResult st;
+    alloc_fn drv_alloc = NULL;
+    free_fn drv_free = NULL;
     size_t size = 0;
-    CUresult r;
+    CUresult r, rp, rb, rps, rbs;
 
-    if (rt.alloc(&a, 4096) || rt.alloc(&b, 4096))
+    if (!get || !gets || rt.alloc(&a, 4096) || rt.alloc(&b, 4096))
         return;
     rt.free(b);
     r = rt.range(&base, &size, b + 10);
     t_check(r == CUDA_ERROR_NOT_FOUND, "bridge/range_of_freed_block_fails",
             "result %d base %#llx size %zu (live block %#llx)", (int)r,
             (unsigned long long)base, size, (unsigned long long)a);
+    /* The driver's own allocation, freed: what it says of such a pointer. */
+    ((gpa2_fn)fake_gpa_v2())("cuMemAlloc", (void **)&drv_alloc, 13000, 0, &st);
+    ((gpa2_fn)fake_gpa_v2())("cuMemFree", (void **)&drv_free, 13000, 0, &st);
+    if (drv_alloc && drv_free && !drv_alloc(&plain, 4096) && !drv_free(plain)) {
+        rp = get(&start, which, plain + 10);
+        rb = get(&start, which, b + 10);
+        rps = gets(1, &which, &data, plain + 10);
+        rbs = gets(1, &which, &data, b + 10);
+        t_check(rb == rp && rb != CUDA_SUCCESS && rbs == rps,
+                "bridge/attributes_of_freed_block_as_of_freed_allocation",
+                "cuPointerGetAttribute %d (freed allocation: %d), cuPointerGetAttributes %d "
+                "(%d), start %#llx", (int)rb, (int)rp, (int)rbs, (int)rps,
+                (unsigned long long)start);
+    }
     rt.free(a);
 }
 
@@ -248,6 +274,59 @@ static void multigpu(void)
             fake_syncs_on(1) - s1);
 }
 
+/* Two GPUs, the second without VMM (FAKE_CUDA_VMM_REFUSE=1), and the first cuMemCreate an
+ * operating-system error (FAKE_CUDA_VMM_OS_ERRORS=1): the driver serves those requests, and
+ * neither turns the pool off for GPU 0. */
+static void per_device(void)
+{
+    CUcontext c0, c1;
+    CUdeviceptr d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+
+    runtime_resolve();
+    if (cuDevicePrimaryCtxRetain(&c0, 0) || cuDevicePrimaryCtxRetain(&c1, 1)) {
+        t_fail("bridge/per_device_setup", "no contexts");
+        return;
+    }
+    cuCtxSetCurrent(c0);
+    t_check(rt.alloc(&d0, 4096) == CUDA_SUCCESS && !from_pool(d0),
+            "bridge/os_error_served_by_the_driver", "from the pool: %d", from_pool(d0));
+    t_check(rt.alloc(&d1, 4096) == CUDA_SUCCESS && from_pool(d1),
+            "bridge/os_error_not_lasting", "the next allocation is not from the pool");
+    cuCtxSetCurrent(c1);
+    t_check(rt.alloc(&d2, 4096) == CUDA_SUCCESS && !from_pool(d2),
+            "bridge/gpu_without_vmm_served_by_the_driver", "from the pool: %d", from_pool(d2));
+    cuCtxSetCurrent(c0);
+    t_check(rt.alloc(&d3, 3 << 20) == CUDA_SUCCESS && from_pool(d3),
+            "bridge/other_gpu_keeps_the_pool", "GPU 0's next slab is not from the pool");
+    rt.free(d0), rt.free(d1), rt.free(d3);
+    cuCtxSetCurrent(c1);
+    rt.free(d2);
+}
+
+/* A newer driver with a new ABI of cuMemAlloc from version 14000 (FAKE_CUDA_NEW_ABI): asked
+ * for that version, the program gets the driver's new function; asked for 13000, or for
+ * cuMemFree at 14000 (its ABI unchanged), the bridge's entry. */
+static void new_abi(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    gpa2_fn gpa = h ? (gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+    void *ours = h ? dlsym(h, "cuMemAlloc_v2") : NULL;
+    void *ours_free = h ? dlsym(h, "cuMemFree_v2") : NULL;
+    void *at13 = NULL, *at14 = NULL, *free14 = NULL;
+    CUdriverProcAddressQueryResult st;
+
+    if (!gpa || !ours)
+        return;
+    gpa("cuMemAlloc", &at13, 13000, 0, &st);
+    gpa("cuMemAlloc", &at14, 14000, 0, &st);
+    gpa("cuMemFree", &free14, 14000, 0, &st);
+    t_check(at13 == ours && at14 && at14 != ours && free14 == ours_free,
+            "bridge/newer_abi_left_to_the_driver", "13000: %s, 14000: %s, cuMemFree 14000: %s",
+            at13 == ours ? "the bridge's" : "not the bridge's",
+            at14 == ours ? "the bridge's" : "the driver's",
+            free14 == ours_free ? "the bridge's" : "not the bridge's");
+}
+
 /* Every wait fails (FAKE_CUDA_SYNC_ERROR): nothing is freed that may still be in use. */
 static void sync_error(void)
 {
@@ -318,6 +397,10 @@ int main(int argc, char **argv)
         multigpu();
     else if (!strcmp(mode, "sync_error"))
         sync_error();
+    else if (!strcmp(mode, "new_abi"))
+        new_abi();
+    else if (!strcmp(mode, "per_device"))
+        per_device();
     else if (!strcmp(mode, "peers"))
         peers(mode, 4);
     else if (!strcmp(mode, "peers_refused"))

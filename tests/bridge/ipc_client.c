@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cuda.h>
 
+#include "hex.h"
 #include "t.h"
 #include "vramio.h"
 
@@ -27,31 +28,6 @@ int fake_imports(void);
 
 #define SMALL 4096u
 #define LARGE (3u << 20)
-
-static void to_hex(const void *p, size_t n, char *out)
-{
-    const unsigned char *b = p;
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        sprintf(out + 2 * i, "%02x", b[i]);
-}
-
-static int from_hex(const char *s, void *p, size_t n)
-{
-    unsigned char *b = p;
-    unsigned v;
-    size_t i;
-
-    if (!s || strlen(s) != 2 * n)
-        return -1;
-    for (i = 0; i < n; i++) {
-        if (sscanf(s + 2 * i, "%2x", &v) != 1)
-            return -1;
-        b[i] = (unsigned char)v;
-    }
-    return 0;
-}
 
 static int all_are(CUdeviceptr p, size_t n, unsigned char v)
 {

@@ -38,6 +38,8 @@ client noctx FAKE_CUDA_NOCTX=1
 client peers FAKE_CUDA_DEVICES=4
 client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
 client multigpu FAKE_CUDA_DEVICES=2
+client new_abi FAKE_CUDA_NEW_ABI=cuMemAlloc:14000
+client per_device FAKE_CUDA_DEVICES=2 FAKE_CUDA_VMM_REFUSE=1 FAKE_CUDA_VMM_OS_ERRORS=1
 client sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 RUN=
 client plain
@@ -91,6 +93,22 @@ for kind in shared static; do
         t_fail "bridge/runtime_${kind}_lookups_caught" "not seen:$miss"
 done
 
+# Each row's ABI (bridge/bridge_routes.h) is the newest that the toolkit's cudaTypedefs.h has
+# for its base name (PFN_<base>_v<version>): a newer one means the row must follow it.
+td=${CUDA_HOME:-/usr/local/cuda}/include/cudaTypedefs.h
+if [ ! -e "$td" ]; then
+    t_skip bridge/routes_abi_is_the_toolkits_newest "no $td"
+else
+    bad=
+    while read -r base since until; do
+        newest=$(grep -oE "PFN_${base}_v[0-9]+\)" "$td" | grep -oE '[0-9]+' | sort -n | tail -n 1)
+        [ "$newest" = "$since" ] && [ "$until" -ge "$since" ] ||
+            bad="$bad $base (row $since-$until, header ${newest:-none})"
+    done < <(sed -nE 's/^ *X\(\w+, (\w+), ([0-9]+), ([0-9]+),.*/\1 \2 \3/p' bridge/bridge_routes.h)
+    [ -z "$bad" ] && t_ok bridge/routes_abi_is_the_toolkits_newest ||
+        t_fail bridge/routes_abi_is_the_toolkits_newest "$bad"
+fi
+
 # ---- vramio-run ------------------------------------------------------------------------
 expect() { # name want_rc want_regex cmd...
     local name=$1 want=$2 re=$3 out rc
@@ -140,6 +158,29 @@ expect path_with_colon_and_space 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the poo
     "${fk[@]}" "$inst/bin/vramio-run" --log "$dir/bridge_client" bridged
 expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
     "${fk[@]}" "$run" "$run" --log "$dir/bridge_client" bridged
+# The user's VRAMIO_ENABLE_VULKAN=0 stands; with it nothing can be pinned, so the driver
+# serves every allocation (as without vramio-run), and the program is told once.
+expect user_vulkan_setting_kept 0 '^0$' \
+    env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 "$run" sh -c 'echo $VRAMIO_ENABLE_VULKAN'
+out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 timeout 60 "$run" \
+      "$dir/bridge_client" plain 2>&1)
+n=$(printf '%s\n' "$out" | grep -c "the vulkan backend cannot pin this program's memory")
+if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
+    t_ok bridge/run_nothing_pinnable_driver_serves_said_once
+else
+    t_fail bridge/run_nothing_pinnable_driver_serves_said_once \
+        "said $n times: $(printf '%s' "$out" | head -c 300)"
+fi
+# The directory removed under the program (logind removes XDG_RUNTIME_DIR at logout, tmp
+# cleaners old directories): the driver serves, and the program's libgdrapi says so once.
+out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$rundir/lost" timeout 60 "$run" \
+      sh -c 'rm -rf "${LD_LIBRARY_PATH%%:*}"; exec "$0" plain' "$dir/bridge_client" 2>&1)
+n=$(printf '%s\n' "$out" | grep -c "libcuda.so.1 is not vramio's shim (.*/lost/cuda-[0-9a-f]*/libcuda.so.1 is gone")
+if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
+    t_ok bridge/run_lost_directory_said_once
+else
+    t_fail bridge/run_lost_directory_said_once "said $n times: $(printf '%s' "$out" | head -c 300)"
+fi
 # The shim without its bridge says so, and the driver serves the program unchanged.
 shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
 expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \

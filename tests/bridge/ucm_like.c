@@ -4,10 +4,12 @@
  * done by a program of our own against the stand-in driver under vramio-run: the hooks must
  * install, fire on every allocation and free, and the memory must still come from the pool.
  *   bistro  find cuMemAlloc_v2 and cuMemFree_v2 by name (dlsym, as UCM does), check that
- *           their first bytes are instructions that can be moved (the forms UCM's x86_64
- *           relocator knows: push reg, mov %rsp,%rbp, sub $imm,%rsp, mov $imm32,%reg), copy
- *           them into a trampoline that jumps back, and overwrite them with an absolute jump
- *           to a hook that counts and calls the trampoline;
+ *           their first bytes are instructions that can be moved (the forms UCM's relocator
+ *           knows: on x86_64 push reg, mov %rsp,%rbp, sub $imm,%rsp, mov $imm32,%reg; on
+ *           AArch64 those of UCX's bistro_aarch64.c, with its handling of adrp and of the
+ *           register for the jump back), copy them into a trampoline that jumps back, and
+ *           overwrite them with an absolute jump to a hook that counts and calls the
+ *           trampoline;
  *   reloc   rewrite every loaded object's GOT entries for those names (dl_iterate_phdr,
  *           DT_JMPREL and DT_RELA) with the hook; the original is what dlsym finds.
  * Then it allocates and frees through each path a program has: a direct call (linked with
@@ -117,6 +119,118 @@ static int bistro(const char *name, void *fn, void *hook, void **orig)
     t_ok(name);
     return 1;
 }
+#elif defined(__aarch64__)
+/* UCX's aarch64 bistro (src/ucm/bistro/bistro_aarch64.c, UCX 1.20 and later) overwrites the
+ * first 16 bytes with "ldr x15, 8; br x15; .quad hook" and moves the instructions they held
+ * into a trampoline, which then jumps back through a register of x9-x15 that none of them
+ * wrote. It moves these forms only (A64 encodings), refusing the function otherwise. */
+#define PATCH_LEN 16
+#define X9_X15 0xfe00u
+
+struct moved { uint32_t code[4]; int n; };
+
+/* One instruction at pc as UCX moves it (into m), the registers it writes added to *used:
+ * 0 when UCX refuses it, with why. */
+static int move_insn(const uint32_t *pc, struct moved *m, uint32_t *used, const char **why)
+{
+    uint32_t i = *pc, rd = i & 31, rn = (i >> 5) & 31;
+    uint64_t imm, v;
+
+    m->n = 1;
+    m->code[0] = i;
+    switch (i & 0xffc00000) {
+    case 0xa8800000: /* stp Xt1, Xt2, [Xn], #imm (post-index) */
+    case 0xa9800000: /* stp Xt1, Xt2, [Xn, #imm]! (pre-index) */
+    case 0xa9000000: /* stp Xt1, Xt2, [Xn, #imm] */
+        *used |= 1u << rn;
+        return 1;
+    }
+    if ((i & 0x7fc0001f) == 0x6b00001f) /* cmp (shifted or extended register) */
+        return 1;
+    if ((i & 0x7f800000) == 0x72800000 || /* movk */
+        (i & 0x7f800000) == 0x52800000 || /* movz */
+        (i & 0x7fe0ffe0) == 0x2a0003e0 || /* mov Rd, Rm (orr with the zero register) */
+        (i & 0x7ffffc00) == 0x11000000 || /* mov to or from sp (add #0) */
+        (i & 0xbfe00400) == 0xb8400400 || /* ldr Rt, [Xn, #imm]! or [Xn], #imm */
+        (i & 0xbfc00000) == 0xb9400000) { /* ldr Rt, [Xn, #imm] */
+        *used |= 1u << rd;
+        return 1;
+    }
+    if ((i & 0x9f000000) == 0x90000000) { /* adrp: becomes movz/movk of the address */
+        /* UCX adds the page offset to the instruction's own address, not to its page: the
+         * moved copy is right only for an adrp at the start of a page. */
+        if ((uintptr_t)pc & 0xfff) {
+            *why = "an adrp that UCX would move to a wrong address (not at a page start)";
+            return 0;
+        }
+        imm = ((uint64_t)((i >> 5) & 0x7ffff) << 2 | ((i >> 29) & 3)) << 12;
+        v = (uint64_t)(uintptr_t)pc + (uint64_t)((int64_t)(imm << 31) >> 31);
+        m->code[0] = 0xd2e00000 | (uint32_t)((v >> 48) & 0xffff) << 5 | rd;
+        m->code[1] = 0xf2c00000 | (uint32_t)((v >> 32) & 0xffff) << 5 | rd;
+        m->code[2] = 0xf2a00000 | (uint32_t)((v >> 16) & 0xffff) << 5 | rd;
+        m->code[3] = 0xf2800000 | (uint32_t)(v & 0xffff) << 5 | rd;
+        m->n = 4;
+        *used |= 1u << rd;
+        return 1;
+    }
+    *why = "an instruction form that UCX does not move";
+    return 0;
+}
+
+/* ldr xR, 8; br xR; .quad to */
+static uint32_t *put_jump(uint32_t *at, unsigned r, const void *to)
+{
+    uint64_t a = (uint64_t)(uintptr_t)to;
+
+    at[0] = 0x58000040 | r;
+    at[1] = 0xd61f0000 | r << 5;
+    memcpy(at + 2, &a, 8);
+    return at + 4;
+}
+
+static int bistro(const char *name, void *fn, void *hook, void **orig)
+{
+    uint32_t *f = fn, *tramp, *o, used = 0, free_regs;
+    const char *why = NULL;
+    struct moved m;
+    size_t n;
+    int r;
+
+    tramp = mmap(NULL, 256, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+    if (tramp == MAP_FAILED) {
+        t_fail(name, "cannot map a trampoline");
+        return 0;
+    }
+    for (n = 0, o = tramp; n < PATCH_LEN / 4; n++) {
+        if (!move_insn(f + n, &m, &used, &why)) {
+            t_fail(name, "instruction %#010x at +%zu of the function dlsym gives: %s", f[n],
+                   4 * n, why);
+            return 0;
+        }
+        memcpy(o, m.code, 4 * (size_t)m.n);
+        o += m.n;
+    }
+    free_regs = X9_X15 & ~used;
+    if (!free_regs) {
+        t_fail(name, "no register of x9-x15 left for the jump back");
+        return 0;
+    }
+    for (r = 9; !(free_regs & (1u << r)); r++)
+        ;
+    o = put_jump(o, (unsigned)r, f + PATCH_LEN / 4);
+    __builtin___clear_cache((char *)tramp, (char *)o);
+    if (set_prot(f, PATCH_LEN, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+        t_fail(name, "cannot unprotect the code");
+        return 0;
+    }
+    put_jump(f, 15, hook);
+    __builtin___clear_cache((char *)f, (char *)(f + PATCH_LEN / 4));
+    set_prot(f, PATCH_LEN, PROT_READ | PROT_EXEC);
+    *orig = tramp;
+    t_ok(name);
+    return 1;
+}
 #endif
 
 /* reloc: every GOT slot of every object bound to name now holds hook. */
@@ -216,13 +330,15 @@ int main(int argc, char **argv)
         ok = reloc("cuMemAlloc_v2", (void *)hook_alloc, (void **)&orig_alloc) &
              reloc("cuMemFree_v2", (void *)hook_free, (void **)&orig_free);
     } else {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
         ok = bistro("ucm/bistro_cuMemAlloc_v2_patched", dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"),
                     (void *)hook_alloc, (void **)&orig_alloc) &
              bistro("ucm/bistro_cuMemFree_v2_patched", dlsym(RTLD_DEFAULT, "cuMemFree_v2"),
                     (void *)hook_free, (void **)&orig_free);
 #else
-        t_skip("ucm/bistro", "UCM's bistro patches x86_64 code only here");
+        /* POWER: UCX's bistro refuses every patch that must call the original (the CUDA
+         * hooks' kind): UCX hooks the driver by reloc alone there. */
+        t_skip("ucm/bistro", "UCX's bistro hooks no CUDA function on this architecture");
         return t_status();
 #endif
     }

@@ -3,7 +3,8 @@
 # tests/cross/cross_user.sh ARCH - builds the library, the tools and the unit tests (black-box,
 # white-box and the copy engine's) with Debian's cross compiler for ARCH (aarch64 or ppc64le)
 # and runs them under qemu-user, so each architecture's copy kernels, store fences and
-# per-architecture build gating run on x86 CI. Result names get an "ARCH/" prefix. Called by
+# per-architecture build gating run on x86 CI, and so does the allocation bridge
+# (tests/cross/bridge_user.sh). Result names get an "ARCH/" prefix. Called by
 # tests/cross/test_cross_<arch>.sh; skips (77) without the cross compiler or the emulator,
 # except under CI (CI set), which installs them (.ci/packages.d/cross.txt).
 #
@@ -83,6 +84,10 @@ done
 # emulator: above all the coherent-platform case (Grace is AArch64).
 BUILD=$out CC=$cc DMABUF_EMU_QEMU=$qemu DMABUF_EMU_PREFIX=$arch/ \
     tests/dmabuf/test_dmabuf_emulated.sh || T_FAILED=1
+
+# vramio-run, its shim and the bridge for this architecture, under the emulator: the client
+# in each mode, CUDA IPC, and UCX's hooks (on AArch64 with UCX's relocation rules).
+tests/cross/bridge_user.sh "$arch" "$triplet" "$qemu" "$out" || T_FAILED=1
 
 # The tools start, and without a GPU say why they cannot run (exit 0, 1 or 2, never a signal;
 # pplat built without nvcc exits 77 saying so, as tests/tools/test_tools_nogpu.sh accepts).

@@ -15,7 +15,11 @@
  *
  * Environment: FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device
  * without VMM), FAKE_CUDA_NOCTX=1, FAKE_CUDA_DEVICES=N (N devices, all peers, at most
- * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device).
+ * FAKE_GPU_MAX), FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device),
+ * FAKE_CUDA_VMM_REFUSE=D (cuMemCreate on device D alone says CUDA_ERROR_NOT_SUPPORTED),
+ * FAKE_CUDA_VMM_OS_ERRORS=N (the first N cuMemCreate calls say CUDA_ERROR_OPERATING_SYSTEM),
+ * FAKE_CUDA_NEW_ABI=NAME:VERSION (cuGetProcAddress gives another function for NAME from
+ * VERSION on, as a driver with a new ABI of that name).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
@@ -297,8 +301,13 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     char name[32];
     int fd;
 
-    if (env_is("FAKE_CUDA_VMM", "0"))
+    static int os_errors;
+    const char *refuse = getenv("FAKE_CUDA_VMM_REFUSE"), *os = getenv("FAKE_CUDA_VMM_OS_ERRORS");
+
+    if (env_is("FAKE_CUDA_VMM", "0") || (p && refuse && atoi(refuse) == p->location.id))
         return CUDA_ERROR_NOT_SUPPORTED;
+    if (os && __atomic_add_fetch(&os_errors, 1, __ATOMIC_RELAXED) <= atoi(os))
+        return CUDA_ERROR_OPERATING_SYSTEM;
     if (!size || size % GRAN || !p || p->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
         p->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
@@ -633,8 +642,16 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t fl
 CUresult fake_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)
     __asm__("cuGetProcAddress");
 
+/* A newer ABI of a name (FAKE_CUDA_NEW_ABI=name:version): what the driver hands out for it
+ * from that version on. Never called. */
+static CUresult fake_new_abi(void)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 static void *lookup(const char *sym, int ver, cuuint64_t flags)
 {
+    const char *abi = getenv("FAKE_CUDA_NEW_ABI"), *colon = abi ? strchr(abi, ':') : NULL;
     static const struct { const char *name; void *fn; } table[] = {
         { "cuInit", (void *)cuInit }, { "cuDriverGetVersion", (void *)cuDriverGetVersion },
         { "cuCtxGetDevice", (void *)cuCtxGetDevice },
@@ -654,6 +671,9 @@ static void *lookup(const char *sym, int ver, cuuint64_t flags)
 
     if (strcmp(sym, "cuGetProcAddress") == 0)
         return ver >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)fake_gpa_v1;
+    if (colon && strlen(sym) == (size_t)(colon - abi) && !strncmp(sym, abi, strlen(sym)) &&
+        ver >= atoi(colon + 1))
+        return (void *)fake_new_abi;
     if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && !strcmp(sym, "cuMemcpyHtoD"))
         return (void *)cuMemcpyHtoD_v2_ptds;
     for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)

@@ -3,8 +3,10 @@
 # tests/gpu/run_bridge_on_gpu.sh - the allocation bridge on a GPU machine, from the repository
 # root, in about 7 minutes (every step has a timeout): builds the library, tools and bridge and
 # the programs of tests/gpu/bridge/, then runs the CUDA runtime program with shared and static
-# cudart (and once without the bridge as the control), the driver probe (driver_probe.c:
-# pointer attributes and SYNC_MEMOPS ordering, plain and under vramio-run), the stress, the
+# cudart (and once without the bridge as the control; which copy and memset entry points
+# cudart gets from the bridge), the driver probe (driver_probe.c: pointer attributes and
+# SYNC_MEMOPS ordering, plain and under vramio-run), the free probe (free_probe.c: interior
+# and double frees, a freed block's attributes, compared with the driver's), the stress, the
 # speed figures, PyTorch (with a tensor shared between processes by CUDA IPC),
 # CuPy, and gdrcopy_sanity under vramio-run (its cuda kind against the vmm-fd kind).
 # Logs go to $OUT (8 files); result lines and a summary to stdout. BUDGET (seconds, default
@@ -43,6 +45,9 @@ nv bench bridge_bench.cu &
 timeout $(tmo 60) "${CC:-cc}" -O1 -I/usr/local/cuda/include -Itests/lib -Iinclude -o "$G/probe" \
     tests/gpu/bridge/driver_probe.c tests/lib/t.c -L/usr/local/cuda/lib64/stubs -lcuda >> "$OUT/build.log" 2>&1 ||
     say "not ok bridge_gpu/build_probe: cc failed (see build.log)" &
+timeout $(tmo 60) "${CC:-cc}" -O1 -I/usr/local/cuda/include -o "$G/free_probe" \
+    tests/gpu/bridge/free_probe.c -L/usr/local/cuda/lib64/stubs -lcuda >> "$OUT/build.log" 2>&1 ||
+    say "not ok bridge_gpu/build_free_probe: cc failed (see build.log)" &
 wait
 if ! timeout $(tmo 30) nvidia-smi -L >/dev/null 2>&1; then
     say "skip bridge_gpu/all: no NVIDIA GPU here (the programs were built)"; exit 0
@@ -62,11 +67,27 @@ results() { # log: the result lines into the summary
         grep -E '^(ok|not ok|#)' "$OUT/cudart_$k.tmp" | sed "s#^ok cudart/#ok cudart_$k/#; s#^not ok cudart/#not ok cudart_$k/#"
         echo "# $k: $(grep -c 'vulkan: imported' "$OUT/cudart_$k.tmp") imports; $(grep -c 'the bridge' "$OUT/cudart_$k.tmp") bridge hand-outs; $(grep -c 'from the pool' "$OUT/cudart_$k.tmp") pool allocations"
         grep -m3 'vramio-bridge: cuGetProcAddress' "$OUT/cudart_$k.tmp"
+        # Whether cudart's cudaMemcpy/cudaMemset reach the VB_EXACT rows (the SYNC_MEMOPS
+        # wait): what it was handed for each copy and memset name, the bridge's or the driver's.
+        grep -E 'cuGetProcAddress\("cuMem(cpy|cpyHtoD|cpyDtoD|setD8|setD16|setD32)(_v2)?"' \
+            "$OUT/cudart_$k.tmp" | sort | uniq -c | sed "s/^/# $k exact rows: /"
         rm -f "$OUT/cudart_$k.tmp"
     done
     echo "== the driver's answers (plain) and the bridge's (under vramio-run)"
     timeout $(tmo 60) "$G/probe" 2>&1 | sed 's#probe/#probe_driver/#'
     timeout $(tmo 60) "$RUN" "$G/probe" 2>&1 | sed 's#probe/#probe_bridge/#'
+    echo "== frees and freed blocks: the driver's answers (plain) against the bridge's"
+    timeout $(tmo 30) "$G/free_probe" > "$OUT/free_plain.tmp" 2>&1
+    timeout $(tmo 30) "$RUN" "$G/free_probe" > "$OUT/free_bridged.tmp" 2>&1
+    sed 's/^= /# free_probe plain: /' "$OUT/free_plain.tmp"
+    sed 's/^= /# free_probe bridged: /' "$OUT/free_bridged.tmp"
+    for k in small_interior_free small_double_free small_freed_attribute small_freed_attributes \
+             large_interior_free large_double_free large_freed_attribute large_freed_attributes; do
+        a=$(grep "^= $k " "$OUT/free_plain.tmp") b=$(grep "^= $k " "$OUT/free_bridged.tmp")
+        [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok free_probe/${k}_as_the_driver" ||
+            echo "not ok free_probe/${k}_as_the_driver: driver '${a#= }', bridge '${b#= }'"
+    done
+    rm -f "$OUT/free_plain.tmp" "$OUT/free_bridged.tmp"
     echo "== control: shared cudart without the bridge (pins refused)"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 60) "$G/cudart_shared" --control 2>&1 | sed 's#cudart/#cudart_control/#'
 } > "$OUT/cudart.log" 2>&1
@@ -83,14 +104,20 @@ results "$OUT/stress.log"
 results "$OUT/bench.log"
 
 # 4. PyTorch: default allocator under the bridge, the pluggable allocator, the control, a
-# tensor shared with another process (CUDA IPC) under the bridge and without it, and the step
-# time with and without the bridge.
+# tensor shared with another process (CUDA IPC) under the bridge and without it, what pins
+# with expandable_segments:True, and the step time with and without the bridge.
 {
     timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py default; echo "exit $?"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py pluggable; echo "exit $?"
     VRAMIO_ENABLE_VULKAN=1 timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py control; echo "exit $?"
     timeout $(tmo 120) "$RUN" "$PY" tests/gpu/bridge/torch_ipc.py bridged; echo "exit $?"
     timeout $(tmo 120) "$PY" tests/gpu/bridge/torch_ipc.py control; echo "exit $?"
+    # expandable_segments: PyTorch calls cuMemCreate itself (not the pool); prints what pins.
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout $(tmo 90) "$RUN" --log "$PY" \
+        tests/gpu/bridge/torch_bridge.py expandable 2> "$OUT/torch_expandable.err"
+    echo "exit $?"
+    n=$(grep -c 'from the pool' "$OUT/torch_expandable.err")
+    echo "# expandable: $n allocations from the pool"
     a=$(timeout $(tmo 90) "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     b=$(timeout $(tmo 90) "$RUN" "$PY" tests/gpu/bridge/torch_bridge.py steptime | sed -n 's/^# steptime //p')
     echo "# torch step time: plain ${a:-?}, under the bridge ${b:-?}"

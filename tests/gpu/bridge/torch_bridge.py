@@ -8,6 +8,9 @@
   python3 torch_bridge.py pluggable   the same with vramio.torch_allocator() installed
   python3 torch_bridge.py control     without the bridge: the pin is refused (as before)
   python3 torch_bridge.py steptime    median step time of a larger model (printed only)
+  python3 torch_bridge.py expandable  with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True:
+                                       PyTorch maps its own cuMemCreate memory (the pool serves
+                                       none of it); prints, per size, whether its tensors pin
 """
 import sys
 import time
@@ -40,6 +43,20 @@ if mode == "steptime":
         times.append(time.perf_counter() - t)
     times = sorted(times[10:])
     print("# steptime %.3f ms" % (times[len(times) // 2] * 1e3))
+    sys.exit(0)
+
+if mode == "expandable":
+    for n in (4096, 16 << 20):
+        t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        try:
+            with vramio.pin(t) as p:
+                p.copy_to(bytes([7]) * n)
+                s = int(t.to(torch.int64).sum().item())
+                print("# expandable pin_%d: pinned, kernel sees the CPU write: %s"
+                      % (n, s == 7 * n), flush=True)
+        except vramio.VramioError as e:
+            print("# expandable pin_%d: refused: %s" % (n, e), flush=True)
     sys.exit(0)
 
 # A CPU write through the mapping, seen by a kernel; a kernel's write seen by the CPU.

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/bridge/test_bridge_users.sh - vramio-run against another local user, the attacks done
+# as that user: a second user (made with useradd, removed at the end) owns the HOME or the
+# XDG_RUNTIME_DIR that root runs vramio-run with, and swaps the directory for one holding a
+# libcuda.so.1 of theirs while root's program starts (bridge/run_dir.c must have refused
+# those bases); makes ${TMPDIR}/vramio-0 first (vramio-run must still work); runs a
+# set-user-ID copy of vramio-run (refused); squats the IPC socket name of an exporter that
+# has exited and answers with memory of their own (bridge_ipc_server.c must refuse the
+# answer). Needs root (to make the user and to be the victim): skips otherwise. Programs:
+# users_client.c and evil_cuda.c (tests/bridge/bridge.mk), copied where the user can read.
+set -u
+. "$(dirname "$0")/../lib/t.sh"
+B=${BUILD:-build}
+[ "$(id -u)" = 0 ] ||
+    t_skip_all "needs root: it makes a second user (useradd) to attack vramio-run as"
+for c in useradd userdel setpriv; do
+    command -v "$c" >/dev/null || t_skip_all "no $c (Debian: passwd, util-linux)"
+done
+run=$(realpath "$B/bin/vramio-run" 2>/dev/null) ||
+    { t_fail users/built "no $B/bin/vramio-run"; exit 1; }
+t_make users/build users-progs || exit 1
+
+user=vramio-t-other
+made_user=
+if ! id -u "$user" >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$user" ||
+        { t_fail users/useradd "useradd $user failed"; exit 1; }
+    made_user=1
+fi
+ouid=$(id -u "$user") ogid=$(id -g "$user")
+T=$(mktemp -d /tmp/vramio-users.XXXXXX)
+cleanup() {
+    rm -rf "$T"
+    [ -n "$made_user" ] && userdel "$user" 2>/dev/null
+}
+trap cleanup EXIT
+chmod 755 "$T"
+mkdir -p "$T/bin" "$T/fake" "$T/tmp"
+chmod 1777 "$T/tmp"
+cp "$B/tests/bridge/users_client" "$B/tests/bridge/evil/libcuda.so.1" "$T/bin/"
+cp "$B/tests/fake/cuda-vmm/libcuda.so.1" "$B/tests/fake/vulkan/libvulkan.so.1" "$T/fake/" \
+    2>/dev/null
+chmod -R a+rX "$T/bin" "$T/fake"
+other() { setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- timeout 60 "$@"; }
+# Root with nothing but what each case gives it: a private TMPDIR, the stand-in driver.
+victim() {
+    env -u VRAMIO_RUN_DIR -u XDG_RUNTIME_DIR -u XDG_CACHE_HOME -u HOME -u VRAMIO_BRIDGE_LOG \
+        -u VRAMIO_ENABLE_VULKAN TMPDIR="$T/tmp" LD_LIBRARY_PATH="$T/fake" "$@"
+}
+export T ouid ogid
+
+# ---- a base in another user's directory: swapped while root's program starts -----------
+# What the other user does the moment root's program runs (the race, made certain): rename
+# away the directory that vramio-run would have used in a place they own, and plant
+# BASE/cuda-HASH/libcuda.so.1 in a new one (swap.sh PLACE BASE-IN-PLACE cuda-HASH).
+cat >"$T/bin/swap.sh" <<'EOS'
+top=${2%%/*}
+mv "$1/$top" "$1/$top.old" 2>/dev/null
+mkdir -p "$1/$2/$3" && cp "$T/bin/libcuda.so.1" "$1/$2/$3/libcuda.so.1"
+EOS
+chmod 755 "$T/bin/swap.sh"
+attacked() { # name place base-in-place VAR=VALUE: root's program, the swap at its start
+    local name=$1 place=$2 base=$3 out
+    shift 3
+    out=$(victim "$@" timeout 60 "$run" sh -c 'd=${LD_LIBRARY_PATH%%:*}
+        setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- \
+            sh "$T/bin/swap.sh" "$1" "$2" "${d##*/}"
+        exec "$T/bin/users_client" load' sh "$place" "$base" 2>&1)
+    if printf '%s\n' "$out" | grep -q EVIL || ! printf '%s\n' "$out" | grep -qx shim; then
+        t_fail "users/$name" "$(printf '%s' "$out" | tr '\n' ' ' | head -c 300)"
+    else
+        t_ok "users/$name"
+    fi
+}
+home=$T/home
+mkdir -p "$home" && chown "$ouid:$ogid" "$home"
+attacked home_of_another_user_passed_over "$home" .cache/vramio HOME="$home"
+xdg=$T/run-other
+mkdir -p "$xdg" && chown "$ouid:$ogid" "$xdg" && chmod 700 "$xdg"
+attacked runtime_dir_of_another_user_passed_over "$xdg" vramio XDG_RUNTIME_DIR="$xdg"
+
+expect() { # name want_rc want_regex cmd...
+    local name=$1 want=$2 re=$3 out rc
+    shift 3
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -eq "$want" ] && printf '%s\n' "$out" | grep -qE -- "$re"; then
+        t_ok "users/$name"
+    else
+        t_fail "users/$name" "exit $rc (want $want): $(printf '%s' "$out" | head -c 300)"
+    fi
+}
+expect run_dir_in_another_users_directory_refused 127 "$home: owned by uid $ouid" \
+    victim VRAMIO_RUN_DIR="$home/mine" timeout 60 "$run" "$T/bin/users_client" load
+mkdir -p "$T/open" && chmod 777 "$T/open"
+expect run_dir_under_a_world_writable_parent_refused 127 "$T/open: other users can write" \
+    victim VRAMIO_RUN_DIR="$T/open/mine" timeout 60 "$run" "$T/bin/users_client" load
+# A symlink that the other user controls is resolved first: the target is what is checked.
+other ln -s "$home" "$T/tmp/link-to-home"
+expect run_dir_through_a_symlink_checked_at_its_target 127 "$home: owned by uid $ouid" \
+    victim VRAMIO_RUN_DIR="$T/tmp/link-to-home/mine" timeout 60 "$run" "$T/bin/users_client" load
+expect run_dir_in_a_sticky_directory_used 0 '^shim$' \
+    victim VRAMIO_RUN_DIR="$T/tmp/mine" timeout 60 "$run" "$T/bin/users_client" load
+
+# ---- /tmp: ${TMPDIR}/vramio-0 made first by the other user -------------------------------
+rm -rf "$T/tmp"/vramio-0*
+other mkdir "$T/tmp/vramio-0"
+first=$(victim "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"; exec "$0" load' \
+        "$T/bin/users_client" 2>&1)
+again=$(victim "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"' 2>&1)
+dir1=$(printf '%s\n' "$first" | head -n 1)
+case $dir1 in "$T/tmp/vramio-0."*/cuda-*) private=1 ;; *) private= ;; esac
+if printf '%s\n' "$first" | grep -qx shim && [ -n "$private" ] && [ "$again" = "$dir1" ]; then
+    t_ok users/tmp_name_taken_by_another_user_private_dir_used
+else
+    t_fail users/tmp_name_taken_by_another_user_private_dir_used \
+        "$(printf '%s' "$first" | tr '\n' ' ' | head -c 200); again: $again"
+fi
+rm -rf "$T/tmp"/vramio-0*
+other ln -s "$home" "$T/tmp/vramio-0"
+expect tmp_name_a_symlink_of_another_user_passed_over 0 '^shim$' \
+    victim timeout 60 "$run" "$T/bin/users_client" load
+
+# ---- set-user-ID ----------------------------------------------------------------------
+mkdir -p "$T/suid"
+cp "$run" "$T/suid/vramio-run" && chmod 4755 "$T/suid/vramio-run"
+if findmnt -no OPTIONS -T "$T" | grep -qw nosuid; then
+    t_skip users/set_user_id_refused "$T is on a nosuid mount"
+else
+    expect set_user_id_refused 127 'refusing to run set-user-ID' \
+        other "$T/suid/vramio-run" true
+fi
+
+# ---- IPC: the exporter gone, the other user answers on its socket name ---------------
+h=$(victim timeout 60 "$run" "$T/bin/users_client" export 2>/dev/null | tail -n 1)
+if ! printf '%s' "$h" | grep -qE '^[0-9a-f]{128}$'; then
+    t_fail users/ipc_answer_of_another_user_refused "no handle from the exporter: $h"
+else
+    other "$T/bin/users_client" serve "$h" >"$T/squat.out" 2>&1 &
+    squat=$!
+    for _ in $(seq 100); do grep -q ready "$T/squat.out" && break; sleep 0.1; done
+    out=$(victim VRAMIO_BRIDGE_LOG=1 timeout 60 "$run" "$T/bin/users_client" open "$h" 2>&1)
+    kill "$squat" 2>/dev/null; wait "$squat" 2>/dev/null
+    if ! grep -q ready "$T/squat.out"; then
+        t_fail users/ipc_answer_of_another_user_refused \
+            "the squatter did not start: $(head -c 200 "$T/squat.out")"
+    elif printf '%s\n' "$out" | grep -q '^refused ' &&
+         printf '%s\n' "$out" | grep -q "answered by uid $ouid"; then
+        t_ok users/ipc_answer_of_another_user_refused
+    else
+        t_fail users/ipc_answer_of_another_user_refused \
+            "$(printf '%s' "$out" | grep -v '^vramio-bridge: cu' | tr '\n' ' ' | head -c 300)"
+    fi
+fi
+t_done
