@@ -12,16 +12,9 @@
 # Logs go to $OUT (8 files); result lines and a summary to stdout. BUDGET (seconds, default
 # 420) bounds the whole run: each step's timeout is cut to what is left of it.
 set -u
-start=$(date +%s)
-BUDGET=${BUDGET:-420}
-# tmo N: a timeout of N seconds, or what is left of the budget when that is less (at least 1).
-tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
-OUT=${OUT:-/tmp/vramio-bridge}
-mkdir -p "$OUT"
+. "$(dirname "$0")/gpu_script.sh"
+gpu_script_start /tmp/vramio-bridge 420 summary.log
 [ -f .gpu/env.sh ] && . .gpu/env.sh
-S=$OUT/summary.log
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 RUN=build/bin/vramio-run
 G=build/gpu/bridge

@@ -24,14 +24,8 @@
 # "UCM modules: < cuda >"; --enable-logging=trace_data keeps the data-level trace.) The GPU
 # machine's driver provides libnvidia-ml.so.1 and libcuda.so.1.
 set -u
-start=$(date +%s)
-BUDGET=${BUDGET:-300}
-tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
-OUT=${OUT:-/tmp/vramio-clients}
-mkdir -p "$OUT"
-S=$OUT/clients_summary.log
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
+. "$(dirname "$0")/gpu_script.sh"
+gpu_script_start /tmp/vramio-clients 300 clients_summary.log
 if [ -z "${UCX_PREFIX:-}" ] || [ ! -x "${UCX_PREFIX:-}/bin/ucx_perftest" ]; then
     say "skip clients_gpu/ucx: no UCX given (UCX_PREFIX=<a UCX built with --with-gdrcopy against this project>; see this script's header)"
     exit 0

@@ -16,14 +16,8 @@
 # /usr/local/cuda) and a GPU. Logs go to $OUT; result lines and figures to stdout. Every
 # step has a timeout; BUDGET (seconds, default 300) bounds the whole run.
 set -u
-start=$(date +%s)
-BUDGET=${BUDGET:-300}
-tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
-OUT=${OUT:-/tmp/vramio-gdrcopy}
-mkdir -p "$OUT"
-S=$OUT/gdrcopy_summary.log
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
+. "$(dirname "$0")/gpu_script.sh"
+gpu_script_start /tmp/vramio-gdrcopy 300 gdrcopy_summary.log
 G=${GDRCOPY_SRC:-}
 if [ -z "$G" ] || [ ! -f "$G/tests/sanity.cpp" ] || [ ! -f "$G/src/gdrapi_internal.h" ]; then
     say "skip gdrcopy_tests/all: set GDRCOPY_SRC to GDRCopy 2.6's source (see this script's header)"

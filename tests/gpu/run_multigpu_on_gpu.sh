@@ -16,18 +16,12 @@
 set -u
 part=${1:-all}
 case $part in tools|pins|nccl|all) ;; *) echo "usage: $0 [tools|pins|nccl|all]" >&2; exit 2 ;; esac
-start=$(date +%s)
-BUDGET=${BUDGET:-540}
-tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
-OUT=${OUT:-/tmp/vramio-multigpu}
-mkdir -p "$OUT"
+. "$(dirname "$0")/gpu_script.sh"
+gpu_script_start /tmp/vramio-multigpu 540 summary.log
 [ -f .gpu/env.sh ] && . .gpu/env.sh
 export NCCL_NVLS_ENABLE=0
 # CUDA ordinals in PCI order, as nvidia-smi numbers the GPUs: the UUID check relies on it.
 export CUDA_DEVICE_ORDER=PCI_BUS_ID
-S=$OUT/summary.log
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 PY=${PYTHON:-python3}
 
 { timeout 30 nvidia-smi -L; timeout 30 nvidia-smi --query-gpu=index,uuid,pci.bus_id,driver_version --format=csv;

@@ -19,15 +19,9 @@
 #     library, on cudaMalloc memory under vramio-run.
 # Logs go to $OUT (6 files); result lines and a summary to stdout.
 set -u
-start=$(date +%s)
-BUDGET=${BUDGET:-560}
-tmo() { local left=$((start + BUDGET - $(date +%s))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
-OUT=${OUT:-/tmp/vramio-reads}
-mkdir -p "$OUT"
+. "$(dirname "$0")/gpu_script.sh"
+gpu_script_start /tmp/vramio-reads 560 summary.log
 [ -f .gpu/env.sh ] && . .gpu/env.sh
-S=$OUT/summary.log
-: > "$S"
-say() { echo "$*" | tee -a "$S"; }
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 RUN=build/bin/vramio-run
