@@ -81,9 +81,14 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
 
         why[0] = '\0';
         info = (struct vr_pin_info){ 0 };
-        t0 = vr_cycles_now();
-        rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
-        took = vr_cycles_now() - t0;
+        /* A backend probed only now (backend.h, lazy) that is unusable declines the range. */
+        if (vr_active_ready(gdr, i, why, sizeof(why))) {
+            rc = ENOTSUP;
+        } else {
+            t0 = vr_cycles_now();
+            rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
+            took = vr_cycles_now() - t0;
+        }
         if (rc == 0)
             break;
         if (!first_rc)
@@ -113,8 +118,14 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
         free(pin);
         return vr_fail_err(rc, "%s: cannot register the pin: %s", fn, vramio_strerror(rc));
     }
-    vr_dbg("%s: 0x%llx+%llu pinned by %s as %#lx", fn, (unsigned long long)req->addr,
-           (unsigned long long)req->size, gdr->active[i].ops->name, handle->h);
+    /* Which backend serves which pin: said where it is not the one gdr_open chose first (whose
+     * answers gdr_get_attribute and gdr_driver_get_version give); vramio_handle_backend too. */
+    if (i > 0)
+        vr_info("%s: 0x%llx+%llu pinned by %s as %#lx (%s)", fn, (unsigned long long)req->addr,
+                (unsigned long long)req->size, gdr->active[i].ops->name, handle->h, all);
+    else
+        vr_dbg("%s: 0x%llx+%llu pinned by %s as %#lx", fn, (unsigned long long)req->addr,
+               (unsigned long long)req->size, gdr->active[i].ops->name, handle->h);
     return 0;
 }
 

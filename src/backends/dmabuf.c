@@ -467,6 +467,7 @@ const struct vr_backend_ops vr_backend_dmabuf = {
                      "never as device memory",
     .maps_whole_pin = 1,
     .untimed = 1,
+    .lazy = 1,                           /* cuInit only where gdrdrv refuses a pin */
     .probe = dmabuf_probe,               /* no per-gdr_t state: open and close left out */
     .pin = dmabuf_pin,
     .unpin = dmabuf_unpin,
