@@ -47,6 +47,7 @@ struct vr_pin {
     const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
     void *bpin;                            /* the backend's pin */
+    uint64_t addr;                         /* the address the caller pinned */
     struct vr_pin_info info;               /* what the backend's pin reported */
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */

@@ -33,7 +33,11 @@
  *   trial_transient a forced trial that fails for want of memory does not disable the
  *                  backend: the next gdr_open tries again and works;
  *   env_probe      the backend's own probe reads GDRCOPY_USE_DMABUF_MMAP as upstream does:
- *                  only exactly "1" runs the trial on a driver older than 13.3.
+ *                  only exactly "1" runs the trial on a driver older than 13.3;
+ *   upstream_alignment  with VRAMIO_UPSTREAM_ALIGNMENT=1, gdr_map refuses what GDRCopy 2.6's
+ *                  sanity tests expect refused (an address not on a host page: its
+ *                  basic_unaligned_mapping and basic_small_buffers_mapping), and maps what its
+ *                  dma-buf path maps (a host-page-aligned pin); without it both map.
  */
 #include <cuda.h>
 #include <dirent.h>
@@ -490,6 +494,33 @@ static void mode_env_probe(void)
     unsetenv("GDRCOPY_USE_DMABUF_MMAP");
 }
 
+static void mode_upstream_alignment(void)
+{
+    CUdeviceptr d = alloc(0, 1 << 20);
+    int strict = getenv("VRAMIO_UPSTREAM_ALIGNMENT") != NULL, rc;
+    gdr_t g = gdr_open();
+    gdr_mh_t small[2], page;
+    void *m[2] = { NULL, NULL }, *mp = NULL;
+
+    if (!t_check(g && d, "open", "%s", vramio_last_error()))
+        return;
+    /* basic_small_buffers_mapping: two 8-byte buffers in one GPU page. */
+    rc = gdr_pin_buffer(g, d, 8, 0, 0, &small[0]);
+    rc = rc ? rc : gdr_pin_buffer(g, d + 8, 8, 0, 0, &small[1]);
+    rc = rc ? rc : gdr_map(g, small[0], &m[0], 8);
+    t_check(rc == 0, "aligned_small_buffer_maps", "rc %d %s", rc, vramio_last_error());
+    rc = gdr_map(g, small[1], &m[1], 8);
+    if (strict)
+        t_check(rc == EINVAL && strstr(vramio_last_error(), "aligned"), "unaligned_map_refused",
+                "rc %d '%s'", rc, vramio_last_error());
+    else
+        t_check(rc == 0, "unaligned_map_maps", "rc %d '%s'", rc, vramio_last_error());
+    rc = gdr_pin_buffer(g, d + 3 * host_page(), host_page(), 0, 0, &page);
+    rc = rc ? rc : gdr_map(g, page, &mp, host_page());
+    t_check(rc == 0, "host_page_aligned_maps", "rc %d %s", rc, vramio_last_error());
+    gdr_close(g);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; void (*fn)(void); } modes[] = {
@@ -500,6 +531,7 @@ int main(int argc, char **argv)
         { "cloexec_fork", mode_cloexec_fork }, { "fork_closes_exports", mode_fork_closes_exports },
         { "ctx_pin", mode_ctx_pin }, { "ctx_open_null", mode_ctx_open_null },
         { "trial_transient", mode_trial_transient }, { "env_probe", mode_env_probe },
+        { "upstream_alignment", mode_upstream_alignment },
     };
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     size_t i;

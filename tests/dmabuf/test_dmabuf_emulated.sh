@@ -70,6 +70,8 @@ run_upstream() { # label prog
     run_client "$label/ctx_open_null" "$prog" ctx_open_null "$@" FAKE_CUDA_NO_CTX=1
     run_client "$label/trial_transient" "$prog" trial_transient "$@" FAKE_CUDA_INTEGRATED=1
     run_client "$label/env_probe" "$prog" env_probe FAKE_CUDA_VERSION=13000 FAKE_CUDA_INTEGRATED=1
+    run_client "$label/default_alignment" "$prog" upstream_alignment $v
+    run_client "$label/upstream_alignment" "$prog" upstream_alignment $v VRAMIO_UPSTREAM_ALIGNMENT=1
 }
 
 run_modes() { # label build: the clients of that build, against its library
