@@ -620,6 +620,46 @@ static CUresult fake_async(void *dst, const void *src, size_t n, const void *hos
     return CUDA_SUCCESS;
 }
 
+/* Synchronous copies and the rest of what tests/gpu/dmabuf_r610_checks.c calls, so that its
+ * logic can be tried here (it settles nothing against a stand-in). */
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)d, h, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
+{
+    if (d < 0 || d >= ndevs())
+        return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = refs[d] > 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s)
 {
     if (find(d) < 0)
