@@ -299,6 +299,7 @@ static void mode_multidev(void)
 static void mode_exports(void)
 {
     CUdeviceptr a = alloc(0, 2 << 20), b = alloc(0, 1 << 20), c = alloc(0, 768 << 10);
+    CUdeviceptr e = alloc(0, 512 << 10);
     void *host = aligned_alloc(65536, 65536);
     gdr_t g = gdr_open();
     gdr_mh_t mh;
@@ -315,6 +316,10 @@ static void mode_exports(void)
         bad = pin_map_copy(g, b - 65536, 131072, 0, 0, &mh, &info, &rc);
         t_check(!bad, "two_allocations", "%s rc %d %s", bad ? bad : "-", rc, vramio_last_error());
     }
+    /* Laid out as 580 lays out cuMemAlloc's: in whole 1 MiB units, one after the other. */
+    t_check(c == b + (1 << 20) && e == c + (1 << 20), "allocations_1mib_apart",
+            "b %#llx c %#llx e %#llx", (unsigned long long)b, (unsigned long long)c,
+            (unsigned long long)e);
     bad = pin_map_copy(g, c + (768 << 10) - 65536, 131072, 0, 0, &mh, &info, &rc);
     t_check(!bad, "past_end_inside_block", "%s rc %d %s", bad ? bad : "-", rc,
             vramio_last_error());

@@ -82,8 +82,9 @@ run_modes() { # label build: the clients of that build, against its library
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
     run_client "$label/refuse" "$prog" refuse FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse
+    # 580: its exports' mmap refused (the stand-in's rule below 13.3, no FAKE_CUDA_MMAP).
     run_client "$label/forced_refuse" "$prog" forced_refuse FAKE_CUDA_VERSION=13000 \
-        FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1
+        GDRCOPY_USE_DMABUF_MMAP=1
     run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 \
         GDRCOPY_USE_DMABUF_MMAP=1 FAKE_CUDA_INTEGRATED=1
     # The _auto copies (src/dma/) against the same stand-in.
