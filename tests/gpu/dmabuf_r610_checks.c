@@ -171,7 +171,9 @@ static int coherent_platform(void)
     return coherent;
 }
 
-/* How many descriptors of this process are open, and how many name a /dev/nvidia* file. */
+/* How many descriptors of this process name a dma-buf (an export: "anon_inode:dmabuf" or
+ * "/dmabuf:..."), and in *nvidia how many a /dev/nvidia* file (the driver's, opened by cuInit
+ * and contexts, some kept by the driver after a context is gone). */
 static int count_fds(int *nvidia)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -185,11 +187,11 @@ static int count_fds(int *nvidia)
 
         if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
             continue;
-        n++;
         snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
         k = readlink(path, target, sizeof(target) - 1);
         target[k > 0 ? k : 0] = '\0';
         *nvidia += strncmp(target, "/dev/nvidia", 11) == 0;
+        n += strstr(target, "dmabuf") != NULL;
     }
     if (d)
         closedir(d);
@@ -292,7 +294,7 @@ static void check_refused(int v)
     t_check(!g && strstr(vramio_last_error(), "13.3"), "refused/forced_open_says_why", "%s",
             g ? "gdr_open worked" : vramio_last_error());
     t_check(active <= 0 && fds1 == fds0, "refused/nothing_left_behind",
-            "GPU 0 primary context active %d, descriptors %d -> %d", active, fds0, fds1);
+            "GPU 0 primary context active %d, dma-buf descriptors %d -> %d", active, fds0, fds1);
     if (g)
         gdr_close(g);
     /* What this driver answers to the PCIE flag (580: 801). */
