@@ -96,6 +96,11 @@ run_modes() { # label build: the clients of that build, against its library
 }
 
 run_modes plain "$B"
+# gdr_open with a usable gdrdrv (a fake one) calls no cuInit; the real dmabuf backend is probed
+# at the first pin gdrdrv refuses (tests/unit/wb_lazy_probe.c, its part with the stand-in).
+if [ -z "$QEMU" ] && t_make "${PFX}lazy/build" "$B/tests/wb_lazy_probe"; then
+    run_client lazy "$B/tests/wb_lazy_probe" -
+fi
 # The same clients of the ASan build ('make check' has built them: SCRIPT_ASAN_PROGS).
 if [ -z "$QEMU" ] && [ -e "$B/asan/lib/libgdrapi.so" ] &&
    t_make "${PFX}asan/build" BUILD="$B/asan" SANITIZE=asan \

@@ -10,7 +10,13 @@
  * so); a failed deferred probe is said in the pin's error and not repeated; gdr_get_attribute
  * answers for gdrdrv; chosen by name, or alone, dmabuf is probed by gdr_open; eight threads
  * whose first pins gdrdrv refuses at once probe it once.
+ *
+ * Then the real dmabuf backend behind the fake gdrdrv, where the stand-in libcuda.so.1
+ * (tests/fake/fake_cuda_dmabuf.c) is on the library path (test_dmabuf_emulated.sh runs this
+ * program so; elsewhere that part is a skip): gdr_open calls no cuInit, the first pin of its
+ * device memory does, and dmabuf pins it.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -116,6 +122,41 @@ static vramio_backend_t served_by(gdr_t g, gdr_mh_t mh)
     return b;
 }
 
+static void real_dmabuf_behind_gdrdrv(void)
+{
+    static const struct vr_backend_ops *const real[VRAMIO_BACKEND_COUNT] = {
+        [VRAMIO_BACKEND_GDRDRV] = &fg, [VRAMIO_BACKEND_DMABUF] = &vr_backend_dmabuf,
+        [VRAMIO_BACKEND_VULKAN] = &fv,
+    };
+    void *l = dlopen("libcuda.so.1", RTLD_NOW);
+    int (*inits)(void) = l ? (int (*)(void))dlsym(l, "fake_cuda_inits") : NULL;
+    int (*alloc_on)(int, unsigned long long *, size_t) =
+        l ? (int (*)(int, unsigned long long *, size_t))dlsym(l, "fake_cuda_alloc_on") : NULL;
+    unsigned long long d = 0;
+    struct vr_gdr *gdr;
+    gdr_mh_t mh;
+    int rc, at_open;
+
+    if (!inits || !alloc_on) {
+        t_skip("wb_lazy/real_dmabuf_no_cuinit_at_open", "the stand-in libcuda.so.1 is not on "
+               "the library path (tests/dmabuf/test_dmabuf_emulated.sh runs this part)");
+        return;
+    }
+    gdrdrv_rc = 0;
+    rc = vr_instance_open(real, &gdr);
+    at_open = inits();
+    t_check(rc == 0 && at_open == 0, "wb_lazy/real_dmabuf_no_cuinit_at_open",
+            "gdr_open %d, %d cuInit calls", rc, at_open);
+    if (rc || alloc_on(0, &d, 1 << 20) != 0)
+        return;
+    rc = pin((gdr_t)(uintptr_t)gdr->token, (unsigned long)d, &mh);
+    t_check(rc == 0 && inits() > 0 &&
+                served_by((gdr_t)(uintptr_t)gdr->token, mh) == VRAMIO_BACKEND_DMABUF,
+            "wb_lazy/real_dmabuf_pins_what_gdrdrv_refuses", "rc %d (%s), %d cuInit calls", rc,
+            vramio_last_error(), inits());
+    gdr_close((gdr_t)(uintptr_t)gdr->token);
+}
+
 static void *pin_refused(void *arg)
 {
     gdr_mh_t mh;
@@ -212,5 +253,6 @@ int main(void)
     t_check(live_pins == 0 && live_ctx == 0,
             "wb_lazy/nothing_left", "%d pins, %d ctx", (int)live_pins,
             (int)live_ctx);
+    real_dmabuf_behind_gdrdrv();
     return t_status();
 }
