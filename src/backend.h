@@ -72,6 +72,11 @@ struct vr_backend_ops {
      * GDRCOPY_USE_DMABUF_MMAP), makes this the only backend gdr_open considers; NULL: none.
      * vr_backend_forced() reads it, for the core and the backend alike. */
     const char *force_env;
+    /* 1: where a backend before it in the order is usable, gdr_open does not probe this one
+     * (its probe starts a driver the program may never have asked for: cuInit); it is probed
+     * at the first pin those refuse as not theirs (ENOTSUP), once per gdr_t, and then serves
+     * what they refuse. Alone, or chosen by name or force_env, it is probed by gdr_open. */
+    int lazy;
 
     /* ---- static capabilities (data) ---- */
 

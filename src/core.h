@@ -7,6 +7,7 @@
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "backend.h"
@@ -15,10 +16,15 @@
 #include "log.h"
 #include "pins.h"
 
-/* One usable backend of an open gdr_t: ops is one of the instance's merged tables. */
+/* One usable backend of an open gdr_t: ops is one of the instance's merged tables. state:
+ * VR_ACTIVE_READY, or for a lazy backend (backend.h) not probed yet VR_ACTIVE_DEFERRED, then
+ * READY or VR_ACTIVE_FAILED once its first pin probed it (vr_active_ready); ctx is set before
+ * state becomes READY (read and written with __atomic, acquire / release). */
+enum { VR_ACTIVE_READY, VR_ACTIVE_DEFERRED, VR_ACTIVE_FAILED };
 struct vr_active {
     const struct vr_backend_ops *ops;
     void *ctx;
+    int state;
 };
 
 /* What a gdr_t names. Freed only by gdr_close, after every call using it has returned. */
@@ -33,6 +39,7 @@ struct vr_gdr {
     struct vr_backend_ops ops[VRAMIO_BACKEND_COUNT];
     int status[VRAMIO_BACKEND_COUNT];
     char why[VRAMIO_BACKEND_COUNT][VR_REASON_LEN];
+    pthread_mutex_t lazy_lock;             /* a deferred probe, and status / why of it */
 };
 
 /* What a pin handle names; every field is under the pin slot's lock. */
@@ -40,6 +47,7 @@ struct vr_pin {
     const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
     void *bpin;                            /* the backend's pin */
+    uint64_t addr;                         /* the address the caller pinned */
     struct vr_pin_info info;               /* what the backend's pin reported */
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
@@ -67,6 +75,9 @@ void vr_gdr_put(struct vr_gdr *gdr);
  */
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                        struct vr_gdr *gdr, int open, char *reason, size_t len);
+/* gdr->active[i] ready to pin: 0, probing and opening a deferred backend first (once, under
+ * gdr->lazy_lock). An errno with why when its probe or open failed (then or before). */
+int vr_active_ready(struct vr_gdr *gdr, int i, char *why, size_t len);
 
 /*
  * ---- instance.c: the gdr_t object ----

@@ -28,10 +28,28 @@ static void primary_fork_register(void)
     vr_fork_on_child(primary_fork_child);
 }
 
-static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *why, size_t len)
+/* One more reference on the primary context of device dev, in *out. */
+static int primary_retain(const struct vr_cuda *cu, int dev, CUcontext *out, char *why,
+                          size_t len)
 {
     CUdevice d;
-    CUresult r;
+    CUresult r = cu->cuDeviceGet(&d, dev);
+
+    if (r == CUDA_SUCCESS)
+        r = cu->cuDevicePrimaryCtxRetain(out, d);
+    if (r != CUDA_SUCCESS) {
+        *out = NULL;
+        snprintf(why, len, "cannot retain the primary context of CUDA device %d: %s", dev,
+                 vr_cuda_errstr(r));
+        return vr_cuda_errno(r);
+    }
+    return 0;
+}
+
+/* The primary context of dev, retained once per process and kept. */
+static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *why, size_t len)
+{
+    int rc = 0;
 
     if (dev < 0 || dev >= VR_MAX_CUDA_DEVICES) {
         snprintf(why, len, "CUDA device ordinal %d out of range", dev);
@@ -39,22 +57,19 @@ static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *
     }
     pthread_once(&primary_fork_once, primary_fork_register);
     pthread_mutex_lock(&primary_lock);
-    r = CUDA_SUCCESS;
-    if (!primary[dev]) {
-        r = cu->cuDeviceGet(&d, dev);
-        if (r == CUDA_SUCCESS)
-            r = cu->cuDevicePrimaryCtxRetain(&primary[dev], d);
-        if (r != CUDA_SUCCESS)
-            primary[dev] = NULL;
-    }
+    if (!primary[dev])
+        rc = primary_retain(cu, dev, &primary[dev], why, len);
     *out = primary[dev];
     pthread_mutex_unlock(&primary_lock);
-    if (r != CUDA_SUCCESS) {
-        snprintf(why, len, "cannot retain the primary context of CUDA device %d: %s", dev,
-                 vr_cuda_errstr(r));
-        return vr_cuda_errno(r);
-    }
-    return 0;
+    return rc;
+}
+
+void vr_cuda_primary_release(const struct vr_cuda *cu, int dev)
+{
+    CUdevice d;
+
+    if (dev >= 0 && cu->cuDeviceGet(&d, dev) == CUDA_SUCCESS)
+        cu->cuDevicePrimaryCtxRelease(d);
 }
 
 int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guard *g,
@@ -65,6 +80,7 @@ int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guar
     int rc;
 
     g->pushed = 0;
+    g->retained = -1;
     if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
         return 0;
     rc = primary_get(cu, dev, &ctx, why, len);
@@ -79,8 +95,9 @@ int vr_cuda_ctx_enter(const struct vr_cuda *cu, int dev, struct vr_cuda_ctx_guar
     return 0;
 }
 
-int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, CUcontext owner,
-                             struct vr_cuda_ctx_guard *g, char *why, size_t len)
+/* enter_device and borrow_device: scoped, a primary context needed is the guard's own. */
+static int enter_device(const struct vr_cuda *cu, int dev, CUcontext owner, int scoped,
+                        struct vr_cuda_ctx_guard *g, char *why, size_t len)
 {
     CUcontext cur = NULL, ctx = owner;
     CUdevice cd = -1;
@@ -88,21 +105,37 @@ int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, CUcontext owner,
     int rc;
 
     g->pushed = 0;
+    g->retained = -1;
     if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
         cu->cuCtxGetDevice(&cd) == CUDA_SUCCESS && cd == dev)
         return 0;
     if (!ctx) {
-        rc = primary_get(cu, dev, &ctx, why, len);
+        rc = scoped ? primary_retain(cu, dev, &ctx, why, len)
+                    : primary_get(cu, dev, &ctx, why, len);
         if (rc)
             return rc;
+        g->retained = scoped ? dev : -1;
     }
     r = cu->cuCtxPushCurrent(ctx);
     if (r != CUDA_SUCCESS) {
         snprintf(why, len, "cuCtxPushCurrent (device %d) failed: %s", dev, vr_cuda_errstr(r));
+        vr_cuda_ctx_leave(cu, g);
         return vr_cuda_errno(r);
     }
     g->pushed = 1;
     return 0;
+}
+
+int vr_cuda_ctx_enter_device(const struct vr_cuda *cu, int dev, CUcontext owner,
+                             struct vr_cuda_ctx_guard *g, char *why, size_t len)
+{
+    return enter_device(cu, dev, owner, 0, g, why, len);
+}
+
+int vr_cuda_ctx_borrow_device(const struct vr_cuda *cu, int dev, CUcontext owner,
+                              struct vr_cuda_ctx_guard *g, char *why, size_t len)
+{
+    return enter_device(cu, dev, owner, 1, g, why, len);
 }
 
 void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g)
@@ -112,4 +145,13 @@ void vr_cuda_ctx_leave(const struct vr_cuda *cu, struct vr_cuda_ctx_guard *g)
     if (g->pushed)
         cu->cuCtxPopCurrent(&popped);
     g->pushed = 0;
+    vr_cuda_primary_release(cu, vr_cuda_ctx_keep(g));
+}
+
+int vr_cuda_ctx_keep(struct vr_cuda_ctx_guard *g)
+{
+    int dev = g->retained;
+
+    g->retained = -1;
+    return dev;
 }

@@ -4,6 +4,10 @@
  * the registry of live gdr_t values with the reference every call holds, closing, and what an
  * instance says about its backends.
  *
+ * A lazy backend (backend.h: dmabuf, whose probe calls cuInit) behind a usable one is not
+ * probed by gdr_open: where upstream's module opens, upstream never touches CUDA, and neither
+ * does gdr_open here. Its probe runs at the first pin the backends before it refuse.
+ *
  * A gdr_t is a token of the vr_gdrs table, not a pointer: a stale or made-up value is
  * rejected without being dereferenced. Every call on a gdr_t holds a reference for its
  * duration, and gdr_close waits for those to drain before tearing anything down, so a close
@@ -97,7 +101,7 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
     void *ctx[VRAMIO_BACKEND_COUNT] = { 0 };
     int ok[VRAMIO_BACKEND_COUNT] = { 0 };
     unsigned mask;
-    int b, broad = 0;
+    int b, broad = 0, deferred[VRAMIO_BACKEND_COUNT] = { 0 }, before = 0;
 
     if (allowed_backends(table, &mask, off, sizeof(off))) {
         vr_copy_reason(reason, len, off);
@@ -108,10 +112,20 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
         const struct vr_backend_ops *ops = &gdr->ops[b];
 
+        if (open && ops->lazy && before && (mask & (1u << b))) {
+            deferred[b] = 1;
+            gdr->status[b] = EAGAIN;
+            snprintf(gdr->why[b], VR_REASON_LEN, "not probed: %s serves this gdr_t; probed at "
+                     "the first pin %s refuses", gdr->ops[before - 1].name,
+                     gdr->ops[before - 1].name);
+            continue;
+        }
         gdr->status[b] = consider_backend(ops, mask, off, open ? &ctx[b] : NULL, gdr->why[b],
                                           VR_REASON_LEN);
         ok[b] = gdr->status[b] == 0;
         broad |= ok[b] && !ops->opt_in_env;
+        if (ok[b] && !before)
+            before = b + 1;
     }
     /* A narrow backend alone would make gdr_open promise pins it cannot keep: without an
      * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
@@ -131,9 +145,44 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
     }
     gdr->nactive = 0;
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
-        if (ok[b] && open)
-            gdr->active[gdr->nactive++] = (struct vr_active){ &gdr->ops[b], ctx[b] };
+        if ((ok[b] || deferred[b]) && open)
+            gdr->active[gdr->nactive++] = (struct vr_active){
+                &gdr->ops[b], ctx[b], deferred[b] ? VR_ACTIVE_DEFERRED : VR_ACTIVE_READY };
     return 0;
+}
+
+int vr_active_ready(struct vr_gdr *gdr, int i, char *why, size_t len)
+{
+    struct vr_active *a = &gdr->active[i];
+    int id = a->ops->id, st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE), rc;
+    void *ctx = NULL;
+
+    if (st == VR_ACTIVE_READY)
+        return 0;
+    pthread_mutex_lock(&gdr->lazy_lock);
+    st = a->state;
+    if (st == VR_ACTIVE_DEFERRED) {
+        rc = consider_backend(a->ops, ~0u, "", &ctx, gdr->why[id], VR_REASON_LEN);
+        gdr->status[id] = rc;
+        a->ctx = ctx;
+        st = rc ? VR_ACTIVE_FAILED : VR_ACTIVE_READY;
+        __atomic_store_n(&a->state, st, __ATOMIC_RELEASE);
+        vr_info("gdr_open: backend %s, probed at the first pin %s refused: %s", a->ops->name,
+                gdr->active[0].ops->name, gdr->why[id]);
+    }
+    rc = st == VR_ACTIVE_READY ? 0 : gdr->status[id];
+    if (rc)
+        snprintf(why, len, "%s", gdr->why[id]);
+    pthread_mutex_unlock(&gdr->lazy_lock);
+    return rc;
+}
+
+/* Close the contexts of the instance's backends that made one. */
+static void close_active(struct vr_gdr *gdr)
+{
+    for (int i = 0; i < gdr->nactive; i++)
+        if (gdr->active[i].state == VR_ACTIVE_READY)
+            gdr->active[i].ops->close(gdr->active[i].ctx);
 }
 
 int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT],
@@ -150,6 +199,7 @@ int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
         return vr_fail_err(EINVAL, "gdr_open: %s", off);
     }
     gdr->pid = vr_self_pid();
+    pthread_mutex_init(&gdr->lazy_lock, NULL);
     /* Why each backend is unusable: an error when that leaves none, else a detail. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
         if (gdr->status[b])
@@ -167,8 +217,7 @@ int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
     }
     rc = vr_slot_alloc(&vr_gdrs, gdr, 0, &gdr->token);
     if (rc) {
-        for (b = 0; b < gdr->nactive; b++)
-            gdr->active[b].ops->close(gdr->active[b].ctx);
+        close_active(gdr);
         free(gdr);
         return vr_fail_err(rc, "gdr_open: cannot register the instance: %s", vramio_strerror(rc));
     }
@@ -246,10 +295,9 @@ int vr_instance_close_begin(gdr_t g, struct vr_gdr **out)
 void vr_instance_free(struct vr_gdr *gdr)
 {
     struct vr_slot *s = gdr->slot;
-    int i;
 
-    for (i = 0; i < gdr->nactive; i++)
-        gdr->active[i].ops->close(gdr->active[i].ctx);
+    close_active(gdr);
+    pthread_mutex_destroy(&gdr->lazy_lock);
     pthread_mutex_lock(&s->lock);
     vr_slot_free_locked(&vr_gdrs, s);
     free(gdr);
@@ -310,8 +358,10 @@ int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t l
         vr_copy_reason(reason, len, vramio_last_error());
         return rc;
     }
+    pthread_mutex_lock(&gdr->lazy_lock);
     vr_copy_reason(reason, len, gdr->why[backend]);
     rc = gdr->status[backend];
+    pthread_mutex_unlock(&gdr->lazy_lock);
     vr_gdr_put(gdr);
     return rc;
 }

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "arch/cycles.h"
 #include "core.h"
 
@@ -81,9 +82,14 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
 
         why[0] = '\0';
         info = (struct vr_pin_info){ 0 };
-        t0 = vr_cycles_now();
-        rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
-        took = vr_cycles_now() - t0;
+        /* A backend probed only now (backend.h, lazy) that is unusable declines the range. */
+        if (vr_active_ready(gdr, i, why, sizeof(why))) {
+            rc = ENOTSUP;
+        } else {
+            t0 = vr_cycles_now();
+            rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
+            took = vr_cycles_now() - t0;
+        }
         if (rc == 0)
             break;
         if (!first_rc)
@@ -102,7 +108,8 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     pin = calloc(1, sizeof(*pin));
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .info = info, .pin_cycles = took,
+                                .bpin = bpin, .addr = req->addr, .info = info,
+                                .pin_cycles = took,
                                 .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
     } else {
@@ -113,8 +120,14 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
         free(pin);
         return vr_fail_err(rc, "%s: cannot register the pin: %s", fn, vramio_strerror(rc));
     }
-    vr_dbg("%s: 0x%llx+%llu pinned by %s as %#lx", fn, (unsigned long long)req->addr,
-           (unsigned long long)req->size, gdr->active[i].ops->name, handle->h);
+    /* Which backend serves which pin: said where it is not the one gdr_open chose first (whose
+     * answers gdr_get_attribute and gdr_driver_get_version give); vramio_handle_backend too. */
+    if (i > 0)
+        vr_info("%s: 0x%llx+%llu pinned by %s as %#lx (%s)", fn, (unsigned long long)req->addr,
+                (unsigned long long)req->size, gdr->active[i].ops->name, handle->h, all);
+    else
+        vr_dbg("%s: 0x%llx+%llu pinned by %s as %#lx", fn, (unsigned long long)req->addr,
+               (unsigned long long)req->size, gdr->active[i].ops->name, handle->h);
     return 0;
 }
 
@@ -275,16 +288,41 @@ struct map_args {
     gdr_mapping_type_t want;
 };
 
+/*
+ * Upstream's gdr_map refuses a pin whose address is not aligned: gdrdrv's mmap one not on a GPU
+ * page (64 KiB), its dma-buf path one not on a host page (GDRCopy 2.6's sanity tests
+ * basic_unaligned_mapping and basic_small_buffers_mapping assert it). No client relies on the
+ * refusal (UCX, libfabric, NCCL and mscclpp pin GPU-page-aligned addresses; docs/dmabuf.md), so
+ * every backend that can maps such a pin, at map + (addr - info.va). VRAMIO_UPSTREAM_ALIGNMENT=1
+ * asks for upstream's refusal, on every backend alike: the pinned address must be a multiple
+ * of the pin's page size, or of 64 KiB where that is larger. Where the kernel module refuses
+ * by itself this changes nothing. The alignment required, or 0 when none is.
+ */
+static uint64_t map_alignment(const struct vr_pin *pin)
+{
+    const char *e = getenv("VRAMIO_UPSTREAM_ALIGNMENT");
+    uint64_t page = pin->info.page_size;
+
+    if (!e || strcmp(e, "1") != 0)
+        return 0;
+    return page && page < GPU_PAGE_SIZE ? page : GPU_PAGE_SIZE;
+}
+
 static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
     struct map_args *a = arg;
     gdr_mapping_type_t granted = GDR_MAPPING_TYPE_NONE;
     char why[VR_REASON_LEN] = "";
+    uint64_t align = map_alignment(pin);
     void *ptr = NULL;
     int rc;
 
     if (pin_mapped_here(pin))
         rc = vr_fail(EAGAIN, "%s: the handle is already mapped", fn);
+    else if (align && (pin->addr & (align - 1)))
+        rc = vr_fail_err(EINVAL, "%s: the pinned address 0x%llx is not %llu-byte aligned, as "
+                         "GDRCopy's gdr_map requires (VRAMIO_UPSTREAM_ALIGNMENT=1)", fn,
+                         (unsigned long long)pin->addr, (unsigned long long)align);
     else if (a->size > pin->info.mapped_size)
         rc = vr_fail(EINVAL, "%s: size %zu exceeds the pinned %llu bytes", fn, a->size,
                      (unsigned long long)pin->info.mapped_size);

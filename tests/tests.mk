@@ -60,7 +60,7 @@ script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< 
 script-progs: $(SCRIPT_PROGS)
 script-progs-asan: $(SCRIPT_ASAN_PROGS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
-TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
+TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings $(BUILD)/tests/wb_lazy_probe,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
 KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-debug.sh \
                   tests/kernel/run-qemu-debug-proprietary.sh tests/kernel/run-qemu-arm64.sh)

@@ -6,14 +6,22 @@
  * pages, FORCE_PCIE passed as the export's PCIE mapping flag, CACHING on a coherent platform.
  *
  * gdr_open uses it when the driver says it can (version 13.3 or newer, cuInit, some device
- * with DMA_BUF_SUPPORTED), as upstream decides. Where the user forces it
- * (GDRCOPY_USE_DMABUF_MMAP=1) on an older driver, a trial export and mmap decides instead,
- * once per process, so gdr_open never promises what a 580 driver (exports, refuses every
- * mmap with errno 524) cannot keep. A buffer whose mmap alone is refused fails its gdr_map.
+ * with DMA_BUF_SUPPORTED), as upstream decides; where gdrdrv opened, not before a pin gdrdrv
+ * refuses (the table's lazy: CUDA is not touched behind a program that upstream would leave
+ * alone). Where the user forces it (GDRCOPY_USE_DMABUF_MMAP=1) on an older driver, a trial
+ * export and mmap decides instead, so gdr_open never promises what a 580 driver (exports,
+ * refuses every mmap with errno 524) cannot keep; its verdict is kept for the process only
+ * when the driver gave one (mapped, or refused), not after a failure that may pass (out of
+ * memory or descriptors). A buffer whose mmap alone is refused fails its gdr_map.
+ *
+ * A primary context it has to retain (a thread with no context of the memory's device, memory
+ * no context owns) is held by the pin that needed it and released at unpin; the trial's is
+ * released at once. Nothing of CUDA but cuInit stays behind a gdr_open that fails.
  *
  * Unlike upstream it asserts nothing, answers the driver version and the legacy get_info,
  * maps unaligned pins, exports in the memory's device even when another device's context is
- * current, and keeps its fds and mappings out of forked and exec'd children (docs/dmabuf.md).
+ * current, and keeps its fds and mappings out of forked and exec'd children: the fds are
+ * close-on-exec, and closed in a forked child as it starts (docs/dmabuf.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +44,9 @@ struct dmabuf_pin {
     int fd;
     uint64_t va, len;                /* the exported range, whole host pages */
     gdr_mapping_type_t type;         /* what a mapping of it is */
+    int ctx_dev;                     /* the device whose primary context it holds, or -1 */
+    const struct vr_cuda *cu;
+    struct dmabuf_pin *prev, *next;  /* in live_pins, under export_lock */
 };
 
 typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
@@ -49,21 +60,37 @@ static char export_why[200];
 static pthread_once_t export_once = PTHREAD_ONCE_INIT;
 static const struct vr_cuda *export_cu;
 
-/* The forced probe's trial on a driver older than 13.3: 0 unknown, 1 maps, -1 refused. */
+/* The forced probe's trial on a driver older than 13.3: 0 unknown (or not settled: tried
+ * again), 1 maps, -1 refused. */
 static _Atomic int trial_state;
 static int trial_err;
 static char trial_why[320];
 static pthread_mutex_t trial_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Held from an export until its fd is close-on-exec, and by every fork (fork.h): a child forked
- * meanwhile, which might exec, cannot inherit the fd (and the GPU pages it holds). */
+/* Held from an export until its fd is close-on-exec and listed in live_pins, and by every fork
+ * (fork.h): a child forked meanwhile, which might exec, cannot inherit the fd (and the GPU
+ * pages it holds), and every fd a child inherits is in the list it closes. */
 static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static struct dmabuf_pin *live_pins;
+
+/* In a forked child, before it runs on: the pins are the parent's (every call on them is
+ * refused here), but their fds would keep the exports, and the GPU pages, alive for as long as
+ * the child lives. Closed, so that the parent's unpin frees them. */
+static void fork_child_close_exports(void)
+{
+    for (struct dmabuf_pin *p = live_pins; p; p = p->next) {
+        close(p->fd);
+        p->fd = -1;
+    }
+    live_pins = NULL;
+}
 
 static void fork_register(void)
 {
     vr_fork_protect_mutex(&trial_lock);
     vr_fork_protect_mutex(&export_lock);
+    vr_fork_on_child(fork_child_close_exports);
 }
 
 static int driver_version(const struct vr_cuda *cu)
@@ -121,7 +148,8 @@ static int dmabuf_device(const struct vr_cuda *cu, int *dev, char *why, size_t l
     CUresult r = cu->cuDeviceGetCount(&n);
 
     if (r != CUDA_SUCCESS || n <= 0) {
-        snprintf(why, len, "no CUDA device (%s)", r == CUDA_SUCCESS ? "count 0" : vr_cuda_errstr(r));
+        snprintf(why, len, "no CUDA device (%s)",
+                 r == CUDA_SUCCESS ? "count 0" : vr_cuda_errstr(r));
         return ENODEV;
     }
     for (i = 0; i < n; i++) {
@@ -146,13 +174,15 @@ static int mmap_trial(const struct vr_cuda *cu, export_fn fn, int dev, char *why
     const size_t sz = 2u << 20;
     void *m;
 
-    rc = vr_cuda_ctx_enter_device(cu, dev, NULL, &guard, why, len);
+    rc = vr_cuda_ctx_borrow_device(cu, dev, NULL, &guard, why, len);
     if (rc)
         return rc;
     r = cu->cuMemAlloc(&d, sz);
-    if (r == CUDA_SUCCESS)
-        r = fn(&fd, d, sz, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (r != CUDA_SUCCESS) {
+        snprintf(why, len, "the trial's allocation of %zu bytes on device %d failed: %s", sz, dev,
+                 vr_cuda_errstr(r));
+        rc = vr_cuda_errno(r);
+    } else if ((r = fn(&fd, d, sz, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)) != CUDA_SUCCESS) {
         snprintf(why, len, "the CUDA driver does not export device memory as dma-buf: %s",
                  vr_cuda_errstr(r));
         rc = vr_cuda_errno(r);
@@ -171,26 +201,29 @@ static int mmap_trial(const struct vr_cuda *cu, export_fn fn, int dev, char *why
     return rc;
 }
 
-/* The trial's outcome, learnt once per process. */
+/* The trial's outcome, learnt once per process where the driver settled it. */
 static int mmap_trial_once(const struct vr_cuda *cu, export_fn fn, int dev, char *why,
                            size_t len)
 {
-    int st;
+    int st, err = 0;
 
     pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&trial_lock);
     st = atomic_load_explicit(&trial_state, memory_order_relaxed);
     if (st == 0) {
-        trial_err = mmap_trial(cu, fn, dev, trial_why, sizeof(trial_why));
-        st = trial_err ? -1 : 1;
-        atomic_store_explicit(&trial_state, st, memory_order_release);
+        err = mmap_trial(cu, fn, dev, why, len);
+        if (vr_dmabuf_trial_settled(err)) {
+            trial_err = err;
+            snprintf(trial_why, sizeof(trial_why), "%s", err ? why : "");
+            st = err ? -1 : 1;
+            atomic_store_explicit(&trial_state, st, memory_order_release);
+        }
+    } else if (st < 0) {
+        err = trial_err;
+        snprintf(why, len, "%s", trial_why);
     }
     pthread_mutex_unlock(&trial_lock);
-    if (st < 0) {
-        snprintf(why, len, "%s", trial_why);
-        return trial_err;
-    }
-    return 0;
+    return err;
 }
 
 /* The driver entry points this backend calls beyond cuInit. */
@@ -202,7 +235,8 @@ static int cuda_has_dmabuf(const struct vr_cuda *cu, char *why, size_t len)
     VR_NEED(cuGetProcAddress) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxGetDevice)
     VR_NEED(cuCtxPushCurrent) VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet)
     VR_NEED(cuDeviceGetCount) VR_NEED(cuDeviceGetAttribute) VR_NEED(cuPointerGetAttribute)
-    VR_NEED(cuDevicePrimaryCtxRetain) VR_NEED(cuMemAlloc) VR_NEED(cuMemFree)
+    VR_NEED(cuDevicePrimaryCtxRetain) VR_NEED(cuDevicePrimaryCtxRelease) VR_NEED(cuMemAlloc)
+    VR_NEED(cuMemFree)
 #undef VR_NEED
     return rc;
 }
@@ -265,9 +299,10 @@ static int export_refused(CUresult r, uint64_t va, uint64_t len, int dev, char *
     return rc;
 }
 
-/* Export [va, va + len) of device dev; the fd is close-on-exec before any fork can copy it. */
+/* Export [va, va + len) of device dev into p->fd; the fd is close-on-exec, and p listed for a
+ * forked child to close, before any fork can copy it. */
 static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags, int dev,
-                         int *fd, char *why, size_t wlen)
+                         struct dmabuf_pin *p, char *why, size_t wlen)
 {
     unsigned long long ef = vr_dmabuf_export_flags(flags);
     CUresult r;
@@ -275,12 +310,17 @@ static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags
 
     pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&export_lock);
-    r = fn(fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, ef);
+    r = fn(&p->fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, ef);
     if (r == CUDA_ERROR_NOT_SUPPORTED && vr_dmabuf_retry_without_pcie(ef))
-        r = fn(fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-    if (r == CUDA_SUCCESS && fcntl(*fd, F_SETFD, FD_CLOEXEC) != 0) {
+        r = fn(&p->fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (r == CUDA_SUCCESS && fcntl(p->fd, F_SETFD, FD_CLOEXEC) != 0) {
         err = errno;
-        close(*fd);
+        close(p->fd);
+    } else if (r == CUDA_SUCCESS) {
+        p->next = live_pins;
+        if (live_pins)
+            live_pins->prev = p;
+        live_pins = p;
     }
     pthread_mutex_unlock(&export_lock);
     if (r != CUDA_SUCCESS)
@@ -297,7 +337,7 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     const struct vr_cuda *cu;
     struct dmabuf_pin *p;
     uint64_t va, plen;
-    int rc, fd = -1, ord = -1, coherent;
+    int rc, ord = -1, coherent;
     CUcontext owner = NULL;
     CUdevice dev;
     CUresult r;
@@ -310,7 +350,8 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         rc = export_get(cu, &fn, why, len);
     if (rc)
         return rc;
-    r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)req->addr);
+    r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  (CUdeviceptr)req->addr);
     if (r == CUDA_SUCCESS)
         r = cu->cuDeviceGet(&dev, ord);
     if (r != CUDA_SUCCESS) {
@@ -326,21 +367,26 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     if (cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT,
                                   (CUdeviceptr)req->addr) != CUDA_SUCCESS)
         owner = NULL;
-    rc = vr_cuda_ctx_enter_device(cu, ord, owner, &guard, why, len);
-    if (rc)
-        return rc;
-    rc = dmabuf_export(fn, va, plen, req->flags, ord, &fd, why, len);
-    vr_cuda_ctx_leave(cu, &guard);
-    if (rc)
-        return rc;
     p = calloc(1, sizeof(*p));
     if (!p) {
-        close(fd);
         snprintf(why, len, "out of memory");
         return ENOMEM;
     }
-    *p = (struct dmabuf_pin){ .fd = fd, .va = va, .len = plen,
+    *p = (struct dmabuf_pin){ .fd = -1, .va = va, .len = plen, .ctx_dev = -1, .cu = cu,
                               .type = vr_dmabuf_map_type(coherent, req->flags) };
+    /* A primary context retained for this export (no context of the device current, memory
+     * no context owns) stays with the pin: the export was made in it. */
+    rc = vr_cuda_ctx_borrow_device(cu, ord, owner, &guard, why, len);
+    if (!rc) {
+        rc = dmabuf_export(fn, va, plen, req->flags, ord, p, why, len);
+        if (!rc)
+            p->ctx_dev = vr_cuda_ctx_keep(&guard);
+        vr_cuda_ctx_leave(cu, &guard);
+    }
+    if (rc) {
+        free(p);
+        return rc;
+    }
     /* tm_cycles and cycles_per_ms stay 0, as GDRCopy documents them here (untimed). */
     *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
                                   .page_size = (uint32_t)sysconf(_SC_PAGESIZE) };
@@ -352,7 +398,16 @@ static int dmabuf_unpin(void *ctx, void *pin)
 {
     struct dmabuf_pin *p = pin;
 
+    pthread_mutex_lock(&export_lock);
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        live_pins = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    pthread_mutex_unlock(&export_lock);
     close(p->fd);
+    vr_cuda_primary_release(p->cu, p->ctx_dev);
     free(p);
     return 0;
 }
@@ -412,6 +467,7 @@ const struct vr_backend_ops vr_backend_dmabuf = {
                      "never as device memory",
     .maps_whole_pin = 1,
     .untimed = 1,
+    .lazy = 1,                           /* cuInit only where gdrdrv refuses a pin */
     .probe = dmabuf_probe,               /* no per-gdr_t state: open and close left out */
     .pin = dmabuf_pin,
     .unpin = dmabuf_unpin,

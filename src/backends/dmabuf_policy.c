@@ -83,3 +83,9 @@ int vr_dmabuf_export_errno(int cuda_result, int fd_errno)
         return ENOMEM;
     return ENOTSUP;
 }
+
+int vr_dmabuf_trial_settled(int rc)
+{
+    return !(rc == ENOMEM || rc == EMFILE || rc == ENFILE || rc == EAGAIN || rc == EBUSY ||
+             rc == EINTR);
+}

@@ -48,4 +48,10 @@ int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *
  * ENOTSUP (memory this exporter does not serve: the next backend is offered it) otherwise. */
 int vr_dmabuf_export_errno(int cuda_result, int fd_errno);
 
+/* Whether the forced probe's trial (its result rc) ended with the driver's verdict, kept for
+ * the process: it mapped (0), or the export or its mmap was refused (ENOTSUP, EINVAL, ...).
+ * 0 for a failure that may pass (out of memory or descriptors, EAGAIN, EBUSY, EINTR): a later
+ * gdr_open tries again. */
+int vr_dmabuf_trial_settled(int rc);
+
 #endif /* VRAMIO_DMABUF_POLICY_H */

@@ -19,10 +19,25 @@
  *                  without DMA_BUF_SUPPORTED refused per pin; the export entry point found
  *                  through cuGetProcAddress at 13.3;
  *   exports        what driver 580 exports (a sub-range, a range spanning two allocations, one
- *                  running past an allocation's end inside its 2 MiB block) maps the right
+ *                  running past an allocation's end inside its last 1 MiB unit) maps the right
  *                  bytes; host memory falls through;
  *   cloexec_fork   no export fd is ever visible without FD_CLOEXEC to a child forked while
- *                  another thread pins.
+ *                  another thread pins;
+ *   fork_closes_exports  a forked child holds none of the parent's export fds (they would
+ *                  keep the exports, and the GPU pages, alive after the parent unpins);
+ *   ctx_pin        a primary context retained for a pin (no context current, memory that no
+ *                  context owns) is held while the pin lives and released by its unpin or
+ *                  by gdr_close;
+ *   ctx_open_null  a forced gdr_open that fails (580: the trial's mmap refused) leaves no
+ *                  primary context retained;
+ *   trial_transient a forced trial that fails for want of memory does not disable the
+ *                  backend: the next gdr_open tries again and works;
+ *   env_probe      the backend's own probe reads GDRCOPY_USE_DMABUF_MMAP as upstream does:
+ *                  only exactly "1" runs the trial on a driver older than 13.3;
+ *   upstream_alignment  with VRAMIO_UPSTREAM_ALIGNMENT=1, gdr_map refuses what GDRCopy 2.6's
+ *                  sanity tests expect refused (an address not on a host page: its
+ *                  basic_unaligned_mapping and basic_small_buffers_mapping), and maps what its
+ *                  dma-buf path maps (a host-page-aligned pin); without it both map.
  */
 #include <cuda.h>
 #include <dirent.h>
@@ -41,6 +56,8 @@
 
 static CUresult (*alloc_on)(int, CUdeviceptr *, size_t);
 static int (*refuse_mmap)(CUdeviceptr), (*retains)(int), (*gpa_version)(void);
+static int (*primary_refs)(int);
+static void (*fail_allocs)(int);
 static CUresult (*push_ctx)(CUcontext), (*pop_ctx)(CUcontext *), (*retain)(CUcontext *, CUdevice);
 
 static CUdeviceptr alloc(int dev, size_t n)
@@ -281,7 +298,8 @@ static void mode_multidev(void)
 
 static void mode_exports(void)
 {
-    CUdeviceptr a = alloc(0, 2 << 20), b = alloc(0, 1 << 20);
+    CUdeviceptr a = alloc(0, 2 << 20), b = alloc(0, 1 << 20), c = alloc(0, 768 << 10);
+    CUdeviceptr e = alloc(0, 512 << 10);
     void *host = aligned_alloc(65536, 65536);
     gdr_t g = gdr_open();
     gdr_mh_t mh;
@@ -289,7 +307,7 @@ static void mode_exports(void)
     const char *bad;
     int rc = 0;
 
-    if (!t_check(g && a && b && host, "open", "%s", vramio_last_error()))
+    if (!t_check(g && a && b && c && host, "open", "%s", vramio_last_error()))
         return;
     bad = pin_map_copy(g, a + 65536, 4096, 0, 0, &mh, &info, &rc);
     t_check(!bad, "sub_range", "%s rc %d %s", bad ? bad : "-", rc, vramio_last_error());
@@ -298,7 +316,11 @@ static void mode_exports(void)
         bad = pin_map_copy(g, b - 65536, 131072, 0, 0, &mh, &info, &rc);
         t_check(!bad, "two_allocations", "%s rc %d %s", bad ? bad : "-", rc, vramio_last_error());
     }
-    bad = pin_map_copy(g, b + (1 << 20) - 65536, 131072, 0, 0, &mh, &info, &rc);
+    /* Laid out as 580 lays out cuMemAlloc's: in whole 1 MiB units, one after the other. */
+    t_check(c == b + (1 << 20) && e == c + (1 << 20), "allocations_1mib_apart",
+            "b %#llx c %#llx e %#llx", (unsigned long long)b, (unsigned long long)c,
+            (unsigned long long)e);
+    bad = pin_map_copy(g, c + (768 << 10) - 65536, 131072, 0, 0, &mh, &info, &rc);
     t_check(!bad, "past_end_inside_block", "%s rc %d %s", bad ? bad : "-", rc,
             vramio_last_error());
     rc = gdr_pin_buffer_v2(g, (unsigned long)host, 65536, 0, &mh);
@@ -311,26 +333,29 @@ static void mode_exports(void)
 /* The descriptors open before the pins began (inherited ones may lack FD_CLOEXEC). */
 static unsigned char fd_before[4096];
 
-/* 1 when this process holds a descriptor opened since fd_before without FD_CLOEXEC: an exec
- * now would pass it (an export, and the GPU pages it holds) on. */
-static int leaked_fd(int snapshot)
+/* snapshot: note the descriptors open now in fd_before, 0. Else how many this process holds
+ * that were opened since (inheritable: only those without FD_CLOEXEC, which an exec now would
+ * pass on with the export, and the GPU pages it holds). */
+static int new_fds(int snapshot, int inheritable)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
-    int fd, leak = 0;
+    int fd, n = 0;
 
+    if (snapshot)
+        memset(fd_before, 0, sizeof(fd_before));
     while (d && (e = readdir(d))) {
         fd = atoi(e->d_name);
         if (e->d_name[0] == '.' || fd == dirfd(d) || fd < 0 || fd >= 4096)
             continue;
         if (snapshot)
             fd_before[fd] = 1;
-        else if (!fd_before[fd] && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
-            leak = 1;
+        else if (!fd_before[fd] && (!inheritable || !(fcntl(fd, F_GETFD) & FD_CLOEXEC)))
+            n++;
     }
     if (d)
         closedir(d);
-    return leak;
+    return n;
 }
 
 static volatile int pinning = 1;
@@ -355,14 +380,14 @@ static void mode_cloexec_fork(void)
     int forks = 0, leaks = 0, status;
     pid_t pid;
 
-    leaked_fd(1);
+    new_fds(1, 0);
     if (!t_check(g && pthread_create(&t, NULL, pin_loop, g) == 0, "open", "%s",
                  vramio_last_error()))
         return;
     while (pinning && forks < 2000) {
         pid = fork();
         if (pid == 0)
-            _exit(leaked_fd(0));
+            _exit(new_fds(0, 1) != 0);
         forks++;
         if (pid < 0 || t_wait_bounded(pid, &status, 30) || !WIFEXITED(status))
             break;
@@ -374,6 +399,133 @@ static void mode_cloexec_fork(void)
     gdr_close(g);
 }
 
+static void mode_fork_closes_exports(void)
+{
+    CUdeviceptr d = alloc(0, 1 << 20);
+    gdr_t g = gdr_open();
+    gdr_mh_t mh[3];
+    int i, rc = 0, status = -1, added;
+    pid_t pid;
+
+    if (!t_check(g && d, "open", "%s", vramio_last_error()))
+        return;
+    new_fds(1, 0);
+    for (i = 0; i < 3 && rc == 0; i++)
+        rc = gdr_pin_buffer_v2(g, d + (unsigned long)i * 65536, 65536, 0, &mh[i]);
+    added = new_fds(0, 0);
+    if (!t_check(rc == 0 && added == 3, "three_exports_open", "rc %d, %d new fds", rc, added))
+        return;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0)
+        _exit(new_fds(0, 0));
+    rc = pid < 0 ? errno : t_wait_bounded(pid, &status, 30);
+    t_check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child_holds_no_export",
+            "rc %d, the child held %d of the parent's export fds", rc,
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    added = new_fds(0, 0);
+    t_check(added == 3, "parent_keeps_its_exports", "%d of 3 export fds left", added);
+    gdr_close(g);
+}
+
+static void mode_ctx_pin(void)
+{
+    CUdeviceptr d = alloc(0, 1 << 20);
+    gdr_t g = gdr_open();
+    gdr_mh_t mh, mh2;
+    int rc, held, after;
+
+    if (!t_check(g && d && primary_refs(0) == 0, "open", "%s, %d refs", vramio_last_error(),
+                 primary_refs(0)))
+        return;
+    rc = gdr_pin_buffer_v2(g, d, 65536, 0, &mh);
+    held = primary_refs(0);
+    rc = rc ? rc : gdr_unpin_buffer(g, mh);
+    after = primary_refs(0);
+    t_check(rc == 0 && held == 1 && after == 0, "held_by_pin_released_by_unpin",
+            "rc %d (%s), %d references while pinned, %d after unpin", rc, vramio_last_error(),
+            held, after);
+    rc = gdr_pin_buffer_v2(g, d, 65536, 0, &mh);
+    rc = rc ? rc : gdr_pin_buffer_v2(g, d + 65536, 65536, 0, &mh2);
+    held = primary_refs(0);
+    gdr_close(g);
+    t_check(rc == 0 && held == 2 && primary_refs(0) == 0, "released_by_gdr_close",
+            "rc %d, %d references with two pins, %d after gdr_close", rc, held, primary_refs(0));
+}
+
+static void mode_ctx_open_null(void)
+{
+    gdr_t g = gdr_open();
+
+    t_check(!g && primary_refs(0) == 0, "failed_open_leaves_no_context",
+            "gdr_open %p, %d references on GPU 0's primary context after it (%s)", (void *)g,
+            primary_refs(0), vramio_last_error());
+    if (g)
+        gdr_close(g);
+}
+
+static void mode_trial_transient(void)
+{
+    gdr_t g;
+
+    fail_allocs(1);
+    g = gdr_open();
+    t_check(!g, "trial_out_of_memory_refused", "gdr_open %p", (void *)g);
+    if (g)
+        gdr_close(g);
+    g = gdr_open();
+    t_check(g != NULL, "next_gdr_open_tries_again", "%s", vramio_last_error());
+    if (g)
+        gdr_close(g);
+}
+
+static void mode_env_probe(void)
+{
+    static const char *const values[] = { "01", "2", "true", " 1", "", "1" };
+    char why[256];
+    size_t i;
+
+    for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        int forced = strcmp(values[i], "1") == 0, rc;
+        char name[64];
+
+        setenv("GDRCOPY_USE_DMABUF_MMAP", values[i], 1);
+        why[0] = 0;
+        rc = vramio_backend_probe(VRAMIO_BACKEND_DMABUF, why, sizeof(why));
+        snprintf(name, sizeof(name), forced ? "trial_run_for_1" : "no_trial_for_value_%zu", i);
+        t_check((rc == 0) == forced, name,
+                "GDRCOPY_USE_DMABUF_MMAP='%s' on 13.0: probe %d '%s'", values[i], rc, why);
+    }
+    unsetenv("GDRCOPY_USE_DMABUF_MMAP");
+}
+
+static void mode_upstream_alignment(void)
+{
+    CUdeviceptr d = alloc(0, 1 << 20);
+    int strict = getenv("VRAMIO_UPSTREAM_ALIGNMENT") != NULL, rc;
+    gdr_t g = gdr_open();
+    gdr_mh_t small[2], page;
+    void *m[2] = { NULL, NULL }, *mp = NULL;
+
+    if (!t_check(g && d, "open", "%s", vramio_last_error()))
+        return;
+    /* basic_small_buffers_mapping: two 8-byte buffers in one GPU page. */
+    rc = gdr_pin_buffer(g, d, 8, 0, 0, &small[0]);
+    rc = rc ? rc : gdr_pin_buffer(g, d + 8, 8, 0, 0, &small[1]);
+    rc = rc ? rc : gdr_map(g, small[0], &m[0], 8);
+    t_check(rc == 0, "aligned_small_buffer_maps", "rc %d %s", rc, vramio_last_error());
+    rc = gdr_map(g, small[1], &m[1], 8);
+    if (strict)
+        t_check(rc == EINVAL && strstr(vramio_last_error(), "aligned"), "unaligned_map_refused",
+                "rc %d '%s'", rc, vramio_last_error());
+    else
+        t_check(rc == 0, "unaligned_map_maps", "rc %d '%s'", rc, vramio_last_error());
+    rc = gdr_pin_buffer(g, d + 3 * host_page(), host_page(), 0, 0, &page);
+    rc = rc ? rc : gdr_map(g, page, &mp, host_page());
+    t_check(rc == 0, "host_page_aligned_maps", "rc %d %s", rc, vramio_last_error());
+    gdr_close(g);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; void (*fn)(void); } modes[] = {
@@ -381,7 +533,10 @@ int main(int argc, char **argv)
         { "refuse_one", mode_refuse_one }, { "rounding", mode_rounding },
         { "env_rule", mode_env_rule }, { "fd_exhaustion", mode_fd_exhaustion },
         { "multidev", mode_multidev }, { "exports", mode_exports },
-        { "cloexec_fork", mode_cloexec_fork },
+        { "cloexec_fork", mode_cloexec_fork }, { "fork_closes_exports", mode_fork_closes_exports },
+        { "ctx_pin", mode_ctx_pin }, { "ctx_open_null", mode_ctx_open_null },
+        { "trial_transient", mode_trial_transient }, { "env_probe", mode_env_probe },
+        { "upstream_alignment", mode_upstream_alignment },
     };
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     size_t i;
@@ -390,6 +545,8 @@ int main(int argc, char **argv)
     if (argc != 2 || !SYM(alloc_on, "fake_cuda_alloc_on") ||
         !SYM(refuse_mmap, "fake_cuda_refuse_mmap") || !SYM(retains, "fake_cuda_retains") ||
         !SYM(gpa_version, "fake_cuda_gpa_version") || !SYM(push_ctx, "cuCtxPushCurrent_v2") ||
+        !SYM(primary_refs, "fake_cuda_primary_refs") ||
+        !SYM(fail_allocs, "fake_cuda_fail_allocs") ||
         !SYM(pop_ctx, "cuCtxPopCurrent_v2") || !SYM(retain, "cuDevicePrimaryCtxRetain")) {
         t_fail("setup", "libcuda.so.1 is not the stand-in driver, or no mode given");
         return 1;

@@ -63,6 +63,15 @@ run_upstream() { # label prog
     run_client "$label/env_rule" "$prog" env_rule $v
     run_client "$label/fd_exhaustion" "$prog" fd_exhaustion $v
     run_client "$label/cloexec_fork" "$prog" cloexec_fork $v FAKE_CUDA_EXPORT_DELAY_US=2000
+    run_client "$label/fork_closes_exports" "$prog" fork_closes_exports $v
+    run_client "$label/ctx_pin" "$prog" ctx_pin $v FAKE_CUDA_NO_CTX=1 FAKE_CUDA_NO_OWNER=1
+    # Driver 580: exports, refuses their mmap; the forced trial finds it out.
+    set -- FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
+    run_client "$label/ctx_open_null" "$prog" ctx_open_null "$@" FAKE_CUDA_NO_CTX=1
+    run_client "$label/trial_transient" "$prog" trial_transient "$@" FAKE_CUDA_INTEGRATED=1
+    run_client "$label/env_probe" "$prog" env_probe FAKE_CUDA_VERSION=13000 FAKE_CUDA_INTEGRATED=1
+    run_client "$label/default_alignment" "$prog" upstream_alignment $v
+    run_client "$label/upstream_alignment" "$prog" upstream_alignment $v VRAMIO_UPSTREAM_ALIGNMENT=1
 }
 
 run_modes() { # label build: the clients of that build, against its library
@@ -73,9 +82,11 @@ run_modes() { # label build: the clients of that build, against its library
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
     run_client "$label/refuse" "$prog" refuse FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse
+    # 580: its exports' mmap refused (the stand-in's rule below 13.3, no FAKE_CUDA_MMAP).
     run_client "$label/forced_refuse" "$prog" forced_refuse FAKE_CUDA_VERSION=13000 \
-        FAKE_CUDA_MMAP=refuse GDRCOPY_USE_DMABUF_MMAP=1
-    run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1
+        GDRCOPY_USE_DMABUF_MMAP=1
+    run_client "$label/forced_ok" "$prog" forced_ok FAKE_CUDA_VERSION=13000 \
+        GDRCOPY_USE_DMABUF_MMAP=1 FAKE_CUDA_INTEGRATED=1
     # The _auto copies (src/dma/) against the same stand-in.
     set -- FAKE_CUDA_VERSION=13030 VRAMIO_DMA_CROSSOVER_READ=8K VRAMIO_DMA_CROSSOVER_WRITE=8192
     run_client "$label/auto_set" "$auto" set "$@"
@@ -87,6 +98,11 @@ run_modes() { # label build: the clients of that build, against its library
 }
 
 run_modes plain "$B"
+# gdr_open with a usable gdrdrv (a fake one) calls no cuInit; the real dmabuf backend is probed
+# at the first pin gdrdrv refuses (tests/unit/wb_lazy_probe.c, its part with the stand-in).
+if [ -z "$QEMU" ] && t_make "${PFX}lazy/build" "$B/tests/wb_lazy_probe"; then
+    run_client lazy "$B/tests/wb_lazy_probe" -
+fi
 # The same clients of the ASan build ('make check' has built them: SCRIPT_ASAN_PROGS).
 if [ -z "$QEMU" ] && [ -e "$B/asan/lib/libgdrapi.so" ] &&
    t_make "${PFX}asan/build" BUILD="$B/asan" SANITIZE=asan \

@@ -5,31 +5,40 @@
  * loaded by name through LD_LIBRARY_PATH exactly as the real driver would be.
  *
  * "Device memory" from cuMemAlloc is a memfd mapped into the process, so its device address
- * is also a host address the test can read directly. Each allocation takes whole 2 MiB blocks
- * of one reserved arena, one after the other, as cudaMalloc's do: the bytes past its end up to
- * the end of its block are mapped too, and two allocations made in a row are adjacent.
+ * is also a host address the test can read directly. Allocations are laid out as driver 580
+ * lays out cuMemAlloc's: each takes whole 1 MiB units of one reserved arena, one after the
+ * other, so the bytes past its end up to the end of its last unit are mapped too, and two
+ * allocations made in a row are adjacent (two of 1 MiB or less are 1 MiB apart).
  *
  * cuMemGetHandleForAddressRange is as unkind as driver 580 was: it exports any whole-page range
- * whose every block belongs to a live allocation of the current context's device, so a
+ * whose every unit belongs to a live allocation of the current context's device, so a
  * sub-range, a range spanning two allocations and a range past an allocation's end inside its
- * block all export. An export that starts at an allocation's base is a dup of its memfd (it
+ * unit all export. An export that starts at an allocation's base is a dup of its memfd (it
  * maps from the exported start, as a real export does); any other is an empty memfd whose name
  * says what it exports, which only fake_mmap.c (preloaded) knows how to map: without it such
  * exports are refused with CUDA_ERROR_INVALID_VALUE, as before. A refused mmap is an export
- * that is a pipe (mmap fails; with fake_mmap.c, with the driver's errno 524). Running out of
- * descriptors gives CUDA_ERROR_OPERATING_SYSTEM, as 580 does. The PCIE mapping flag is refused
- * with CUDA_ERROR_NOT_SUPPORTED except on a coherent device, as the x86 driver does.
+ * that is a pipe (mmap fails; with fake_mmap.c, with the driver's errno 524): every export of a
+ * driver that reports a version below 13.3 is one (discrete GPUs), unless FAKE_CUDA_INTEGRATED=1
+ * (an integrated GPU, whose exports older drivers map). Running out of descriptors gives
+ * CUDA_ERROR_OPERATING_SYSTEM, as 580 does. The PCIE mapping flag is refused with
+ * CUDA_ERROR_NOT_SUPPORTED except on a coherent device, as the x86 driver does.
+ * cuGetProcAddress refuses a version above the one cuDriverGetVersion reports, as 580 refuses
+ * 13030 (the CUresult it gives is not recorded: CUDA_ERROR_NOT_FOUND here).
  *
  * Environment: FAKE_CUDA_VERSION (cuDriverGetVersion, default 13030); FAKE_CUDA_INIT=<CUresult>
  * (cuInit fails); FAKE_CUDA_DEVICES=<n> (default 1); FAKE_CUDA_DMABUF and FAKE_CUDA_COHERENT,
  * colon-separated per device (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, default 1, and
- * ..._PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, default 0); FAKE_CUDA_MMAP=refuse (every
- * export's mmap is refused); FAKE_CUDA_EXPORT_DELAY_US (the export sleeps with its new fd open).
+ * ..._PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, default 0); FAKE_CUDA_INTEGRATED=1 (see
+ * above); FAKE_CUDA_MMAP=refuse (every export's mmap is refused); FAKE_CUDA_EXPORT_DELAY_US (the
+ * export sleeps with its new fd open); FAKE_CUDA_NO_OWNER=1 (CU_POINTER_ATTRIBUTE_CONTEXT fails
+ * for device memory, as for VMM memory that no context owns).
  * Exported for the tests: fake_cuda_exports() counts successful exports; fake_cuda_alloc_on()
  * allocates on a device; fake_cuda_refuse_mmap() makes one allocation's exports unmappable;
- * fake_cuda_retains() counts primary-context retains per device; fake_cuda_gpa_version() is the
- * version cuGetProcAddress was asked for cuMemGetHandleForAddressRange at; fake_cuda_piece() is
- * for fake_mmap.c.
+ * fake_cuda_retains() counts primary-context retains per device and fake_cuda_primary_refs()
+ * the references held now; fake_cuda_inits() counts cuInit calls; fake_cuda_fail_allocs(n)
+ * makes the next n cuMemAlloc calls fail with CUDA_ERROR_OUT_OF_MEMORY; fake_cuda_gpa_version()
+ * is the version cuGetProcAddress was last asked for cuMemGetHandleForAddressRange at;
+ * fake_cuda_piece() is for fake_mmap.c.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -43,7 +52,7 @@
 
 #define MAX_ALLOCS 256
 #define MAX_DEVS 8
-#define BLOCK ((size_t)2 << 20)
+#define BLOCK ((size_t)1 << 20)   /* the unit of the layout */
 #define ARENA ((size_t)8 << 30)
 
 static struct {
@@ -52,12 +61,15 @@ static struct {
     int fd, dev, nommap;
 } allocs[MAX_ALLOCS];
 static uintptr_t arena, arena_next;
-static int exports, retains[MAX_DEVS], gpa_version;
+static int exports, retains[MAX_DEVS], refs[MAX_DEVS], gpa_version, inits, fail_allocs;
 static int ctxs[MAX_DEVS];   /* the primary context of device i is &ctxs[i] */
 
 int fake_cuda_exports(void) { return exports; }
 int fake_cuda_retains(int dev) { return dev >= 0 && dev < MAX_DEVS ? retains[dev] : -1; }
 int fake_cuda_gpa_version(void) { return gpa_version; }
+int fake_cuda_primary_refs(int dev) { return dev >= 0 && dev < MAX_DEVS ? refs[dev] : -1; }
+int fake_cuda_inits(void) { return inits; }
+void fake_cuda_fail_allocs(int n) { fail_allocs = n; }
 
 static int env_int(const char *name, int dflt)
 {
@@ -89,6 +101,7 @@ static int dev_attr(const char *name, int dev, int dflt)
 
 CUresult cuInit(unsigned int flags)
 {
+    inits++;
     return (CUresult)env_int("FAKE_CUDA_INIT", CUDA_SUCCESS);
 }
 
@@ -102,7 +115,8 @@ CUresult cuGetErrorName(CUresult r, const char **s)
 {
     *s = r == CUDA_ERROR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED" :
          r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" :
-         r == CUDA_ERROR_OPERATING_SYSTEM ? "CUDA_ERROR_OPERATING_SYSTEM" : "CUDA_ERROR_FAKE";
+         r == CUDA_ERROR_OPERATING_SYSTEM ? "CUDA_ERROR_OPERATING_SYSTEM" :
+         r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE";
     return CUDA_SUCCESS;
 }
 
@@ -220,14 +234,16 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
     if (d < 0 || d >= ndevs())
         return CUDA_ERROR_INVALID_DEVICE;
     retains[d]++;
+    refs[d]++;
     *c = (CUcontext)&ctxs[d];
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice d)
 {
-    if (d < 0 || d >= ndevs() || retains[d] == 0)
+    if (d < 0 || d >= ndevs() || refs[d] == 0)
         return CUDA_ERROR_INVALID_DEVICE;
+    refs[d]--;
     return CUDA_SUCCESS;
 }
 
@@ -274,6 +290,10 @@ CUresult fake_cuda_alloc_on(int dev, CUdeviceptr *d, size_t size)
 
 CUresult cuMemAlloc(CUdeviceptr *d, size_t size)
 {
+    if (fail_allocs > 0) {
+        fail_allocs--;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     return fake_cuda_alloc_on(ctx_current() ? ctx_device(ctx_now()) : 0, d, size);
 }
 
@@ -373,7 +393,7 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
                                        CUmemRangeHandleType type, unsigned long long flags)
 {
     const char *mode = getenv("FAKE_CUDA_MMAP");
-    int i, first = find_block(d), dev, nommap = mode && strcmp(mode, "refuse") == 0, pfd[2];
+    int i, first = find_block(d), dev, nommap = mode && strcmp(mode, "refuse") == 0, pfd[2], v;
     CUdeviceptr p;
     char name[64];
 
@@ -393,6 +413,9 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
     if ((flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) &&
         !dev_attr("FAKE_CUDA_COHERENT", dev, 0))
         return CUDA_ERROR_NOT_SUPPORTED;
+    /* Drivers before 13.3 map exports of integrated GPUs only. */
+    cuDriverGetVersion(&v);
+    nommap |= v < 13030 && env_int("FAKE_CUDA_INTEGRATED", 0) != 1;
     if (nommap) {
         if (pipe(pfd))
             return export_fd(-1, (int *)handle);
@@ -407,16 +430,20 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
     return export_fd(memfd_create(name, 0), (int *)handle);
 }
 
-/* cuGetProcAddress (the _v2 ABI of CUDA 12 on): only what the dma-buf backend resolves here. */
+/* cuGetProcAddress (the _v2 ABI of CUDA 12 on): only what the dma-buf backend resolves here,
+ * and only at versions this driver has: from the entry point's (11.7) to the driver's own. */
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *status)
 {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    int have = 0;
 
     *pfn = NULL;
+    cuDriverGetVersion(&have);
     if (strcmp(sym, "cuMemGetHandleForAddressRange") == 0) {
         gpa_version = ver;
-        st = ver >= 11070 ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        st = ver >= 11070 && ver <= have ? CU_GET_PROC_ADDRESS_SUCCESS
+                                         : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         if (st == CU_GET_PROC_ADDRESS_SUCCESS)
             *pfn = (void *)cuMemGetHandleForAddressRange;
     }
@@ -536,7 +563,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
         *(int *)data = allocs[find(p)].dev;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        if (!dev && !host)
+        if ((!dev && !host) || (dev && env_int("FAKE_CUDA_NO_OWNER", 0) == 1))
             return CUDA_ERROR_INVALID_VALUE;
         /* FAKE_CUDA_OTHER_CTX=1: device memory of a context that is not the primary one */
         *(CUcontext *)data = dev && getenv("FAKE_CUDA_OTHER_CTX") ? (CUcontext)&event_dummy
@@ -599,6 +626,46 @@ static CUresult fake_async(void *dst, const void *src, size_t n, const void *hos
     memcpy(dst, src, n);
     dma_calls++;
     dma_bytes += n;
+    return CUDA_SUCCESS;
+}
+
+/* Synchronous copies and the rest of what tests/gpu/dmabuf_r610_checks.c calls, so that its
+ * logic can be tried here (it settles nothing against a stand-in). */
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)d, h, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n)
+{
+    if (find(d) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    return ctx_current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
+{
+    if (d < 0 || d >= ndevs())
+        return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = refs[d] > 0;
     return CUDA_SUCCESS;
 }
 

@@ -14,7 +14,8 @@ mkdir -p "$dir"
 t_make python/build_fake_cuda "$B/tests/fake/cuda-dmabuf/libcuda.so.1" || exit 1
 fake=$(cd "$B/tests/fake/cuda-dmabuf" && pwd)
 env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP VRAMIO_LIB="$lib" LD_LIBRARY_PATH="$fake" \
-    FAKE_CUDA_VERSION=13000 GDRCOPY_USE_DMABUF_MMAP=1 VRAMIO_TEST_FAKE_CUDA="$fake/libcuda.so.1" \
+    FAKE_CUDA_VERSION=13000 FAKE_CUDA_INTEGRATED=1 GDRCOPY_USE_DMABUF_MMAP=1 \
+    VRAMIO_TEST_FAKE_CUDA="$fake/libcuda.so.1" \
     PYTHONDONTWRITEBYTECODE=1 timeout 120 python3 python/tests/run.py 2>"$dir/stderr.log"
 rc=$?
 [ $rc -eq 0 ] || tail -n 20 "$dir/stderr.log"

@@ -99,5 +99,9 @@ int main(void)
     rc = vr_dmabuf_mmap_error(VR_KERNEL_ENOTSUPP, 13030, why, sizeof(why));
     t_check(rc == ENOTSUP && strstr(why, "13.3") && strstr(why, "this buffer"),
             "wb_dmabuf/mmap_524_on_13_3_is_this_buffers", "rc %d why '%s'", rc, why);
+    t_check(vr_dmabuf_trial_settled(0) && vr_dmabuf_trial_settled(ENOTSUP) &&
+                vr_dmabuf_trial_settled(EINVAL) && !vr_dmabuf_trial_settled(ENOMEM) &&
+                !vr_dmabuf_trial_settled(EMFILE) && !vr_dmabuf_trial_settled(EAGAIN),
+            "wb_dmabuf/trial_kept_only_when_settled", "wrong verdict");
     return t_status();
 }
