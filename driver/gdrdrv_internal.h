@@ -109,6 +109,7 @@ struct gdrdrv_pin {
 	u64 gpu_page_size;               /* from the page table: 4, 64 or 128 KiB */
 	u64 tm_cycles;                   /* time spent in get_pages */
 	struct nvidia_p2p_page_table *table;
+	unsigned long cb_id;             /* names it to its free callback; 0: persistent */
 
 	/* Under lock. */
 	struct mutex lock;
