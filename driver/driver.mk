@@ -43,5 +43,7 @@ dkms-source: driver-version-check
 TEST_PROGS += driver/tests/test_driver_builds.sh
 # A DKMS-style build of the dkms-source tree generates its own gdrdrv_conftest.h.
 TEST_PROGS += driver/tests/test_dkms_conftest.sh
+# checkpatch --strict, sparse (C=2) and a clang build of the module: clean.
+TEST_PROGS += driver/tests/test_kernel_checks.sh
 # The syzkaller description (driver/syzkaller/gdrdrv.txt) agrees with uapi/gdrdrv.h.
 TEST_PROGS += driver/tests/test_syzkaller_desc.sh

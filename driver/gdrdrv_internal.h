@@ -16,8 +16,9 @@
  *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
  * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
- * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_wc.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
- * running free callback, and the callback takes pin->lock.
+ * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_wc.c). Never hold pin->lock
+ * while calling nvidia_p2p_put_pages*(): put_pages waits for a running free callback, and
+ * the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
 #define GDRDRV_INTERNAL_H
@@ -57,7 +58,7 @@
 
 /* Pins are made in 64 KiB GPU pages, whatever page size the page table reports. */
 #define GDRDRV_GPU_PAGE_SHIFT 16
-#define GDRDRV_GPU_PAGE_SIZE  (1ULL << GDRDRV_GPU_PAGE_SHIFT)
+#define GDRDRV_GPU_PAGE_SIZE  BIT_ULL(GDRDRV_GPU_PAGE_SHIFT)
 #define GDRDRV_GPU_PAGE_MASK  (~(GDRDRV_GPU_PAGE_SIZE - 1))
 
 /* Module parameters (gdrdrv_main.c). */
@@ -70,24 +71,32 @@ extern u32 gdrdrv_abi;                   /* the ABI presented: major << 16 | min
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
 #define gdr_err(fmt, ...)  pr_err_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__)
-#define gdr_info(fmt, ...) \
-	do { if (READ_ONCE(gdrdrv_info_enabled)) pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); } while (0)
-#define gdr_dbg(fmt, ...)  \
-	do { if (READ_ONCE(gdrdrv_dbg_enabled)) pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); } while (0)
+#define gdr_info(fmt, ...)						\
+	do {								\
+		if (READ_ONCE(gdrdrv_info_enabled))			\
+			pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); \
+	} while (0)
+#define gdr_dbg(fmt, ...)						\
+	do {								\
+		if (READ_ONCE(gdrdrv_dbg_enabled))			\
+			pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); \
+	} while (0)
 
 /* One open file of /dev/gdrdrv. */
 struct gdrdrv_file {
 	struct mm_struct *mm;            /* the opener's address space (identity only) */
 	pid_t tgid;                      /* the opener's process */
 	u64 start_time;                  /* its thread group's start (task_struct start_time) */
-	struct address_space mapping;    /* this file's own (f_mapping): its VMAs, zapped by offset */
+	struct address_space mapping;    /* this file's own (f_mapping): VMAs, zapped by offset */
 	struct mutex lock;               /* protects the four below */
 	struct list_head pins;           /* pins still in the handle table */
 	struct xarray handles;           /* handle -> pin, stored at the range's start */
 	u64 cursor;                      /* where the next handle search starts */
 	unsigned int npins;              /* pins in the table */
-	/* Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
-	 * most max_pins_per_file. Changed under the pin's lock. */
+	/*
+	 * Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
+	 * most max_pins_per_file. Changed under the pin's lock.
+	 */
 	atomic_t ndetached;
 };
 
@@ -98,7 +107,7 @@ struct gdrdrv_pin {
 
 	/* Fixed once the pin is made. */
 	u64 handle;                      /* mmap page offset; 0 until inserted in the table */
-	u64 npages;                      /* host pages of offset space reserved: mapped_size >> PAGE_SHIFT */
+	u64 npages;                      /* host pages of offset space: mapped_size >> PAGE_SHIFT */
 	u64 addr;                        /* as the caller gave it */
 	u64 va;                          /* addr rounded down to 64 KiB */
 	u64 mapped_size;                 /* 64 KiB multiple */
@@ -121,9 +130,11 @@ struct gdrdrv_pin {
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
-	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
-					  * reserved (or shared) while the pin has mappings;
-					  * NULL: none */
+	/*
+	 * x86: the runs of BAR pages whose WC memory type is reserved (or shared) while the
+	 * pin has mappings; NULL: none.
+	 */
+	unsigned long *wc_runs;
 };
 
 /*

@@ -30,7 +30,7 @@
 #include "gdrdrv_internal.h"
 
 /* End of the handle space: 2^32 unless offset_space_log2 shrinks it (tests of the wrap). */
-#define GDRDRV_HANDLE_LIMIT (1ULL << gdrdrv_offset_space_log2)
+#define GDRDRV_HANDLE_LIMIT BIT_ULL(gdrdrv_offset_space_log2)
 
 static atomic_long_t gdrdrv_npins;        /* pin structs alive, for the params file */
 
@@ -159,14 +159,15 @@ static void gdrdrv_free_callback(void *data)
 	atomic_inc(&gdrdrv_cb_active);
 	pin = gdrdrv_cb_pin_get(data);
 	if (!pin) {
-		gdr_info("free callback for a pin already freed (id %lu)\n", (unsigned long)data);
+		gdr_info("free callback for a pin already freed (id %lu)\n",
+			 (unsigned long)data);
 		goto out;
 	}
 	mutex_lock(&pin->lock);
 	pin->cb_fired = true;
 	gdr_info("free callback for va 0x%llx handle 0x%llx\n", pin->va, pin->handle);
 	if (!pin->unpinned)
-		gdrdrv_pin_zap(pin);    /* a detached pin was zapped and its offsets may be reused */
+		gdrdrv_pin_zap(pin);    /* a detached one was zapped; its offsets may be reused */
 	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
 	orphan = pin->orphan;
@@ -336,7 +337,8 @@ static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 		if (flags & GDRDRV_PIN_FLAG_FORCE_PCIE)
 			nvflags |= NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING;
 #endif
-		ret = nvidia_p2p_get_pages_persistent(pin->va, pin->mapped_size, &pin->table, nvflags);
+		ret = nvidia_p2p_get_pages_persistent(pin->va, pin->mapped_size, &pin->table,
+						      nvflags);
 #else
 		ret = -EOPNOTSUPP;
 #endif
