@@ -12,7 +12,12 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp && mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 FAILED=0
+# The debug kernel's leak detector: forget what boot allocated, so that the scan at the end
+# reports only what the run leaked (its auto scan thread is configured off).
+KMEMLEAK=/sys/kernel/debug/kmemleak
+[ -w $KMEMLEAK ] && echo clear >$KMEMLEAK
 # /only (run-qemu.sh VRAMIO_GUEST_ONLY): shell patterns of the groups to run; none: all.
 ONLY=$(cat /only 2>/dev/null)
 
@@ -284,8 +289,26 @@ echo "## provider stats: $*"
 [ "$(live_pins)" = 0 ] && res ok leak/final-live-pins || res "not ok" "leak/final-live-pins: $*"
 if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
     res "not ok" "unload/provider: $(cat /tmp/rmmod.err)"; fi
-# The kernel's checkers too (the debug kernel's KASAN, KFENCE, lockdep and UBSAN).
-bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|KASAN:|KFENCE:|UBSAN:|possible circular locking|inconsistent lock state|sleeping function called from invalid context|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
+# The debug kernel's leak detector, after every module has gone: an object needs to have been
+# unreferenced for 5 s and seen so by a scan, hence the pause and the second scan.
+if [ -w $KMEMLEAK ]; then
+    echo scan >$KMEMLEAK; sleep 6; echo scan >$KMEMLEAK
+    if [ -s $KMEMLEAK ]; then
+        res "not ok" "kmemleak: $(grep -c '^unreferenced object' $KMEMLEAK) objects leaked"
+        head -n 40 $KMEMLEAK | sed 's/^/## /'
+    else
+        res ok kmemleak
+    fi
+fi
+# Lockdep turns itself off at its first report, or when its tables overflow, and is silent
+# from then on: a run that ends with it off proved nothing about locking after that point.
+if [ -r /proc/lockdep_stats ]; then
+    if grep -qE '^ *debug_locks: *1$' /proc/lockdep_stats; then res ok lockdep/still-on; else
+        res "not ok" "lockdep/still-on: $(grep debug_locks /proc/lockdep_stats)"; fi
+fi
+# The kernel's checkers too (the debug kernel's KASAN, KFENCE, lockdep, UBSAN, list and
+# object debugging, the hung-task detector).
+bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|KASAN:|KFENCE:|UBSAN:|ODEBUG:|list_(add|del) corruption|blocked for more than|possible circular locking|inconsistent lock state|sleeping function called from invalid context|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
 if [ -z "$bad" ]; then res ok dmesg/clean; else
     res "not ok" "dmesg/clean: kernel reported problems"
     echo "$bad" | head -n 40 | sed 's/^/## /'
