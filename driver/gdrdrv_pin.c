@@ -148,8 +148,10 @@ static struct gdrdrv_pin *gdrdrv_cb_pin_get(void *data)
  * waiter has taken it).
  *
  * An orphan (put_pages failed before this callback ran, see gdrdrv_put_pages) has nobody
- * waiting for it: the callback drops the table's reference and the module reference the
- * orphan held; module exit then still waits for this callback to leave (gdrdrv_cb_active).
+ * waiting for it: the callback drops the table's reference, and the module reference the
+ * orphan held as soon as it has counted itself in gdrdrv_cb_active: from there on module
+ * exit waits for it to leave instead, which a module reference could not do (its last put
+ * would come before the callback's return through this module's text).
  */
 static void gdrdrv_free_callback(void *data)
 {
@@ -165,18 +167,18 @@ static void gdrdrv_free_callback(void *data)
 	}
 	mutex_lock(&pin->lock);
 	pin->cb_fired = true;
+	orphan = pin->orphan;
+	if (orphan)
+		module_put(THIS_MODULE);
 	gdr_info("free callback for va 0x%llx handle 0x%llx\n", pin->va, pin->handle);
 	if (!pin->unpinned)
 		gdrdrv_pin_zap(pin);    /* a detached one was zapped; its offsets may be reused */
 	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
-	orphan = pin->orphan;
 	mutex_unlock(&pin->lock);
 	complete_all(&pin->cb_done);
-	if (orphan) {
+	if (orphan)
 		gdrdrv_pin_put(pin);    /* the table's */
-		module_put(THIS_MODULE);
-	}
 	gdrdrv_pin_put(pin);            /* the callback's */
 out:
 	/* Last: after this, module exit may go on (gdrdrv_pin_module_exit). */

@@ -174,6 +174,16 @@ if [ -f /modules/gdrdrv.ko ]; then
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
         fi
 
+        # Phase 2a: rmmod racing an orphan's free callback (the program unloads gdrdrv).
+        if selected rmmod-race && load_gdrdrv load/gdrdrv-rmmod-race use_persistent_mapping=0; then
+            run_test rmmod-race /tests/rmmod_race_test
+            if grep -q '^gdrdrv ' /proc/modules; then
+                res "not ok" "rmmod-race/unloaded: gdrdrv still loaded"
+                unload_gdrdrv unload/after-rmmod-race
+            fi
+            check_leaks leak/after-rmmod-race "$BASE"
+        fi
+
         # Phase 2b: per-file offset spaces and pin cap, with a small space so the wrap is quick.
         if selected offsets && load_gdrdrv load/gdrdrv-offsets use_persistent_mapping=0 \
             offset_space_log2=16 max_pins_per_file=64; then
