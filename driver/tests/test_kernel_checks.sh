@@ -55,7 +55,8 @@ else
 fi
 
 # Reports of the compiler or checker on a file of ours in a build log.
-ours() { grep -E "^$1/[a-z_/]+\.[ch]:[0-9]+:([0-9]+:)? (warning|error):" "$2"; }
+# (The folder is matched as a fixed string: kernel releases hold regex characters, e.g. "+".)
+ours() { grep -E '^[^ ]+\.[ch]:[0-9]+:([0-9]+:)? (warning|error):' "$2" | grep -F "$1/"; }
 
 # --- sparse, against every installed kernel's headers.
 if ! command -v sparse >/dev/null; then
