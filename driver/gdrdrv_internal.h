@@ -32,6 +32,7 @@
 #include <linux/printk.h>
 #include <linux/sched.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/xarray.h>
 
 #include "gdrdrv_conftest.h"
@@ -67,6 +68,8 @@ extern int gdrdrv_info_enabled;
 extern int gdrdrv_use_persistent_mapping;
 extern unsigned int gdrdrv_offset_space_log2;
 extern unsigned int gdrdrv_max_pins_per_file;
+extern unsigned int gdrdrv_max_pins_per_user;
+extern unsigned int gdrdrv_max_pinned_mib_per_user;
 extern u32 gdrdrv_abi;                   /* the ABI presented: major << 16 | minor */
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
@@ -119,6 +122,8 @@ struct gdrdrv_pin {
 	u64 tm_cycles;                   /* time spent in get_pages */
 	struct nvidia_p2p_page_table *table;
 	unsigned long cb_id;             /* names it to its free callback; 0: persistent */
+	kuid_t uid;                      /* charged to this user (gdrdrv_user.c) ... */
+	bool charged;                    /* ... once this is set */
 
 	/* Under lock. */
 	struct mutex lock;
@@ -171,6 +176,10 @@ long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
+
+/* gdrdrv_user.c */
+int gdrdrv_user_charge(kuid_t *uid, u64 bytes);
+void gdrdrv_user_uncharge(kuid_t uid, u64 bytes);
 
 /* gdrdrv_wc.c: under pin->lock, while the page table is valid. */
 u64 gdrdrv_phys_at(const struct gdrdrv_pin *pin, u64 off);

@@ -250,6 +250,8 @@ static void gdrdrv_pin_free(struct kref *ref)
 
 	if (pin->cb_id)
 		xa_erase(&gdrdrv_cb_pins, pin->cb_id);  /* a late callback finds nothing */
+	if (pin->charged)
+		gdrdrv_user_uncharge(pin->uid, pin->mapped_size);
 	mutex_destroy(&pin->lock);
 	kfree(pin);
 	atomic_long_dec(&gdrdrv_npins);
@@ -396,6 +398,10 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 		ret = -EOPNOTSUPP;
 		goto out_free;
 	}
+	ret = gdrdrv_user_charge(&pin->uid, pin->mapped_size);
+	if (ret)
+		goto out_free;
+	pin->charged = true;
 	ret = gdrdrv_get_pages(pin, flags);
 	if (ret) {
 		gdr_dbg("get_pages va 0x%llx size 0x%llx: %d\n", pin->va, pin->mapped_size, ret);

@@ -184,6 +184,14 @@ if [ -f /modules/gdrdrv.ko ]; then
             check_leaks leak/after-rmmod-race "$BASE"
         fi
 
+        # Phase 2a': per-user bounds, small enough to reach.
+        if selected user-quota && load_gdrdrv load/gdrdrv-user-quota max_pins_per_user=8 \
+            max_pinned_mib_per_user=1; then
+            run_test user-quota /tests/user_quota_test
+            check_gdrdrv gdrdrv-user-quota 1
+            unload_gdrdrv unload/after-user-quota && check_leaks leak/after-user-quota "$BASE"
+        fi
+
         # Phase 2b: per-file offset spaces and pin cap, with a small space so the wrap is quick.
         if selected offsets && load_gdrdrv load/gdrdrv-offsets use_persistent_mapping=0 \
             offset_space_log2=16 max_pins_per_file=64; then
