@@ -177,6 +177,13 @@ int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
 
+#ifdef GDRDRV_KUNIT             /* reached by gdrdrv_kunit.c */
+#define GDRDRV_TESTED
+int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
+#else
+#define GDRDRV_TESTED static
+#endif
+
 /* gdrdrv_user.c */
 int gdrdrv_user_charge(kuid_t *uid, u64 bytes);
 void gdrdrv_user_uncharge(kuid_t uid, u64 bytes);

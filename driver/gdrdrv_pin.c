@@ -55,7 +55,7 @@ unsigned long gdrdrv_pin_count(void)
 }
 
 /* Find room for pin->npages in the file's table and insert the pin there. Under gf->lock. */
-static int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
+GDRDRV_TESTED int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
 {
 	u64 start = gf->cursor, first = gf->cursor;
 	bool wrapped = false;

@@ -253,7 +253,10 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
 
     if ls driver/*.c >/dev/null 2>&1; then
         have_driver=1
-        if build_module "$kdir" "$out/driver" driver "" \
+        # The debug kernel has KUnit: the module's suite (driver/gdrdrv_kunit.c) goes in.
+        kunit=()
+        case $label in debug*) kunit=(GDRDRV_KUNIT=1) ;; esac
+        if build_module "$kdir" "$out/driver" driver "" "${kunit[@]}" \
             KBUILD_EXTRA_SYMBOLS="$out/provider/Module.symvers"; then
             echo "ok $label/build/gdrdrv"
         else

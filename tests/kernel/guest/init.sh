@@ -140,6 +140,12 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
+        # The module's KUnit suite (built in on the debug kernel) ran at that load: its KTAP
+        # lines, the cases' and the suite's.
+        dmesg | sed -nE 's/^\[[^]]*\] *((not )?ok) [0-9]+ (- )?(gdrdrv(_kunit_[a-z_]+)?)$/\1 \4/p' |
+            sort -u | while read -r r name; do
+                [ "$r" = ok ] && res ok "kunit/$name" || res "not ok" "kunit/$name"; done
+        dmesg | grep -qE '\] *not ok [0-9]+ (- )?gdrdrv' && FAILED=1
         for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener \
                  reshape user memcg; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
