@@ -317,11 +317,11 @@ if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
 # unreferenced for 5 s and seen so by a scan, hence the pause and the second scan.
 if [ -w $KMEMLEAK ]; then
     echo scan >$KMEMLEAK; sleep 6; echo scan >$KMEMLEAK
-    # Ours: allocated from module code (module addresses, 0xffffffffa..., stay in the trace
+    # Ours: allocated from module code (module addresses, 0xffffffffa... or c..., stay in the trace
     # as numbers once the module is gone) or naming our modules; the kernel's own suspects
     # are shown, not counted.
     cat $KMEMLEAK >/tmp/leaks
-    ours=$(awk '/^unreferenced object/ { n++ } n && (/\[<ffffffffa[0-9a-f]*>\]/ || /gdrdrv|nvp2p/) { hit[n] = 1 }
+    ours=$(awk '/^unreferenced object/ { n++ } n && (/\[<ffffffff[a-f][0-9a-f]*>\]/ || /gdrdrv|nvp2p/) { hit[n] = 1 }
                 END { c = 0; for (i in hit) c++; print c }' /tmp/leaks)
     if [ "$ours" != 0 ]; then
         res "not ok" "kmemleak: $ours objects leaked by module code"
