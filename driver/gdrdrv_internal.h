@@ -16,8 +16,9 @@
  *    place PTEs are made, answers SIGBUS from then on. The struct goes with the last reference.
  *
  * Locking order: gf->lock -> xa_lock(gf->handles); mmap_lock -> pin->lock -> i_mmap_rwsem
- * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_wc.c). Never hold pin->lock while calling nvidia_p2p_put_pages*(): put_pages waits for a
- * running free callback, and the callback takes pin->lock.
+ * (zap); pin->lock -> the WC reservation shares' lock (gdrdrv_wc.c). Never hold pin->lock
+ * while calling nvidia_p2p_put_pages*(): put_pages waits for a running free callback, and
+ * the callback takes pin->lock.
  */
 #ifndef GDRDRV_INTERNAL_H
 #define GDRDRV_INTERNAL_H
@@ -31,6 +32,7 @@
 #include <linux/printk.h>
 #include <linux/sched.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/xarray.h>
 
 #include "gdrdrv_conftest.h"
@@ -57,7 +59,7 @@
 
 /* Pins are made in 64 KiB GPU pages, whatever page size the page table reports. */
 #define GDRDRV_GPU_PAGE_SHIFT 16
-#define GDRDRV_GPU_PAGE_SIZE  (1ULL << GDRDRV_GPU_PAGE_SHIFT)
+#define GDRDRV_GPU_PAGE_SIZE  BIT_ULL(GDRDRV_GPU_PAGE_SHIFT)
 #define GDRDRV_GPU_PAGE_MASK  (~(GDRDRV_GPU_PAGE_SIZE - 1))
 
 /* Module parameters (gdrdrv_main.c). */
@@ -66,28 +68,38 @@ extern int gdrdrv_info_enabled;
 extern int gdrdrv_use_persistent_mapping;
 extern unsigned int gdrdrv_offset_space_log2;
 extern unsigned int gdrdrv_max_pins_per_file;
+extern unsigned int gdrdrv_max_pins_per_user;
+extern unsigned int gdrdrv_max_pinned_mib_per_user;
 extern u32 gdrdrv_abi;                   /* the ABI presented: major << 16 | minor */
 
 /* Logs are rate limited: a misbehaving client must not flood the kernel log. */
 #define gdr_err(fmt, ...)  pr_err_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__)
-#define gdr_info(fmt, ...) \
-	do { if (READ_ONCE(gdrdrv_info_enabled)) pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); } while (0)
-#define gdr_dbg(fmt, ...)  \
-	do { if (READ_ONCE(gdrdrv_dbg_enabled)) pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); } while (0)
+#define gdr_info(fmt, ...)						\
+	do {								\
+		if (READ_ONCE(gdrdrv_info_enabled))			\
+			pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); \
+	} while (0)
+#define gdr_dbg(fmt, ...)						\
+	do {								\
+		if (READ_ONCE(gdrdrv_dbg_enabled))			\
+			pr_info_ratelimited("gdrdrv: " fmt, ##__VA_ARGS__); \
+	} while (0)
 
 /* One open file of /dev/gdrdrv. */
 struct gdrdrv_file {
 	struct mm_struct *mm;            /* the opener's address space (identity only) */
 	pid_t tgid;                      /* the opener's process */
 	u64 start_time;                  /* its thread group's start (task_struct start_time) */
-	struct address_space mapping;    /* this file's own (f_mapping): its VMAs, zapped by offset */
+	struct address_space mapping;    /* this file's own (f_mapping): VMAs, zapped by offset */
 	struct mutex lock;               /* protects the four below */
 	struct list_head pins;           /* pins still in the handle table */
 	struct xarray handles;           /* handle -> pin, stored at the range's start */
 	u64 cursor;                      /* where the next handle search starts */
 	unsigned int npins;              /* pins in the table */
-	/* Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
-	 * most max_pins_per_file. Changed under the pin's lock. */
+	/*
+	 * Pins unpinned while mapped, whose structs live on with their VMAs: with npins, at
+	 * most max_pins_per_file. Changed under the pin's lock.
+	 */
 	atomic_t ndetached;
 };
 
@@ -98,7 +110,7 @@ struct gdrdrv_pin {
 
 	/* Fixed once the pin is made. */
 	u64 handle;                      /* mmap page offset; 0 until inserted in the table */
-	u64 npages;                      /* host pages of offset space reserved: mapped_size >> PAGE_SHIFT */
+	u64 npages;                      /* host pages of offset space: mapped_size >> PAGE_SHIFT */
 	u64 addr;                        /* as the caller gave it */
 	u64 va;                          /* addr rounded down to 64 KiB */
 	u64 mapped_size;                 /* 64 KiB multiple */
@@ -109,6 +121,9 @@ struct gdrdrv_pin {
 	u64 gpu_page_size;               /* from the page table: 4, 64 or 128 KiB */
 	u64 tm_cycles;                   /* time spent in get_pages */
 	struct nvidia_p2p_page_table *table;
+	unsigned long cb_id;             /* names it to its free callback; 0: persistent */
+	kuid_t uid;                      /* charged to this user (gdrdrv_user.c) ... */
+	bool charged;                    /* ... once this is set */
 
 	/* Under lock. */
 	struct mutex lock;
@@ -120,9 +135,11 @@ struct gdrdrv_pin {
 	unsigned int map_count;          /* live VMAs */
 	u32 req_type;                    /* REQ_MAPPING_TYPE, NONE = module's choice */
 	u32 map_type;                    /* type of the live VMAs, NONE when unmapped */
-	unsigned long *wc_runs;          /* x86: the runs of BAR pages whose WC memory type is
-					  * reserved (or shared) while the pin has mappings;
-					  * NULL: none */
+	/*
+	 * x86: the runs of BAR pages whose WC memory type is reserved (or shared) while the
+	 * pin has mappings; NULL: none.
+	 */
+	unsigned long *wc_runs;
 };
 
 /*
@@ -159,6 +176,17 @@ long gdrdrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 int gdrdrv_mmap(struct file *filp, struct vm_area_struct *vma);
 bool gdrdrv_mapping_type_allowed(const struct gdrdrv_pin *pin, u32 type);
 u32 gdrdrv_tsc_khz(void);
+
+#ifdef GDRDRV_KUNIT             /* reached by gdrdrv_kunit.c */
+#define GDRDRV_TESTED
+int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
+#else
+#define GDRDRV_TESTED static
+#endif
+
+/* gdrdrv_user.c */
+int gdrdrv_user_charge(kuid_t *uid, u64 bytes);
+void gdrdrv_user_uncharge(kuid_t uid, u64 bytes);
 
 /* gdrdrv_wc.c: under pin->lock, while the page table is valid. */
 u64 gdrdrv_phys_at(const struct gdrdrv_pin *pin, u64 off);

@@ -29,6 +29,8 @@ int gdrdrv_info_enabled;
 int gdrdrv_use_persistent_mapping = 1;
 unsigned int gdrdrv_offset_space_log2 = 32;
 unsigned int gdrdrv_max_pins_per_file = 65536;
+unsigned int gdrdrv_max_pins_per_user = 1048576;
+unsigned int gdrdrv_max_pinned_mib_per_user = 4194304;     /* 4 TiB */
 static unsigned int gdrdrv_dev_mode = 0666;
 static unsigned int gdrdrv_dev_gid;
 static char *gdrdrv_abi_param = "2.6";
@@ -51,6 +53,12 @@ MODULE_PARM_DESC(offset_space_log2,
 module_param_named(max_pins_per_file, gdrdrv_max_pins_per_file, uint, 0644);
 MODULE_PARM_DESC(max_pins_per_file,
 		 "pins an open file may hold; more fail with EDQUOT (default 65536, 0: no limit)");
+module_param_named(max_pins_per_user, gdrdrv_max_pins_per_user, uint, 0644);
+MODULE_PARM_DESC(max_pins_per_user,
+		 "pins one user (real uid) may hold in all; more fail with EDQUOT (default 1048576, 0: no limit)");
+module_param_named(max_pinned_mib_per_user, gdrdrv_max_pinned_mib_per_user, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mib_per_user,
+		 "MiB of GPU memory one user may hold pinned in all, counted per pin (default 4194304 = 4 TiB, 0: no limit)");
 module_param_named(abi, gdrdrv_abi_param, charp, 0444);
 MODULE_PARM_DESC(abi,
 		 "ioctl ABI presented, 2.0..2.6 (default 2.6; older ones exist to test libraries against them)");
@@ -242,6 +250,8 @@ static int gdrdrv_params_show(struct seq_file *m, void *v)
 	seq_printf(m, "dev_gid: %u\n", gdrdrv_dev_gid);
 	seq_printf(m, "offset_space_log2: %u\n", gdrdrv_offset_space_log2);
 	seq_printf(m, "max_pins_per_file: %u\n", READ_ONCE(gdrdrv_max_pins_per_file));
+	seq_printf(m, "max_pins_per_user: %u\n", READ_ONCE(gdrdrv_max_pins_per_user));
+	seq_printf(m, "max_pinned_mib_per_user: %u\n", READ_ONCE(gdrdrv_max_pinned_mib_per_user));
 	if (m->private)                 /* opened with CAP_SYS_ADMIN: gdrdrv_params_open */
 		seq_printf(m, "pins: %lu\n", gdrdrv_pin_count());
 	return 0;

@@ -24,12 +24,13 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/timex.h>
+#include <linux/wait_bit.h>
 #include <linux/xarray.h>
 
 #include "gdrdrv_internal.h"
 
 /* End of the handle space: 2^32 unless offset_space_log2 shrinks it (tests of the wrap). */
-#define GDRDRV_HANDLE_LIMIT (1ULL << gdrdrv_offset_space_log2)
+#define GDRDRV_HANDLE_LIMIT BIT_ULL(gdrdrv_offset_space_log2)
 
 static atomic_long_t gdrdrv_npins;        /* pin structs alive, for the params file */
 
@@ -54,7 +55,7 @@ unsigned long gdrdrv_pin_count(void)
 }
 
 /* Find room for pin->npages in the file's table and insert the pin there. Under gf->lock. */
-static int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
+GDRDRV_TESTED int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin)
 {
 	u64 start = gf->cursor, first = gf->cursor;
 	bool wrapped = false;
@@ -98,36 +99,91 @@ void gdrdrv_pin_zap(struct gdrdrv_pin *pin)
 }
 
 /*
+ * The free callback's data is not the pin's address but a number that names it in
+ * gdrdrv_cb_pins, never reused (64 bits): a callback that comes after its pin was freed finds
+ * nothing and touches nothing. The pin leaves gdrdrv_cb_pins when its last reference goes,
+ * and the callback takes a reference of its own under the same lock, so a callback that
+ * found its pin keeps it alive until it has finished with it, whatever the freeing side
+ * waits for. Which orders of callback, unlink and put_pages a provider may produce, and
+ * which of them NVIDIA's own locking excludes, is in driver/README.md ("Teardown orders").
+ */
+static DEFINE_XARRAY(gdrdrv_cb_pins);
+static atomic64_t gdrdrv_cb_seq;
+
+/*
+ * Free callbacks that have been entered and not yet left. Module exit waits for it to be
+ * zero, so a callback's last steps (an orphan's module reference dropped first) never run
+ * in freed module text; the decrement is the callback's last access to module data.
+ */
+static atomic_t gdrdrv_cb_active = ATOMIC_INIT(0);
+
+static int gdrdrv_cb_register(struct gdrdrv_pin *pin)
+{
+	unsigned long id = (unsigned long)atomic64_inc_return(&gdrdrv_cb_seq);
+	int ret = xa_insert(&gdrdrv_cb_pins, id, pin, GFP_KERNEL_ACCOUNT);
+
+	if (!ret)
+		pin->cb_id = id;
+	return ret;
+}
+
+/* The pin that callback data names, with a reference for the callback; NULL if it is gone. */
+static struct gdrdrv_pin *gdrdrv_cb_pin_get(void *data)
+{
+	struct gdrdrv_pin *pin;
+
+	xa_lock(&gdrdrv_cb_pins);
+	pin = xa_load(&gdrdrv_cb_pins, (unsigned long)data);
+	if (pin && !kref_get_unless_zero(&pin->ref))
+		pin = NULL;             /* being freed: its put_pages saw no callback */
+	xa_unlock(&gdrdrv_cb_pins);
+	return pin;
+}
+
+/*
  * Called by the NVIDIA driver when the memory under a non-persistent pin goes away. Does its
- * work under pin->lock, and its last access to the pin is complete_all(&cb_done): whoever
- * frees the pin after a callback waits for that. Waiting for pin->lock would not do:
- * mutex_unlock may still touch the mutex after a waiter has taken it, and that waiter could
- * free the pin meanwhile; a completion is made to be freed once waited for.
+ * work under pin->lock and then completes cb_done, for a freeing side that must not give the
+ * pages back before the callback has done so; the pin itself is kept by the callback's own
+ * reference, not by the lock or the completion (mutex_unlock may touch the mutex after a
+ * waiter has taken it).
  *
  * An orphan (put_pages failed before this callback ran, see gdrdrv_put_pages) has nobody
- * waiting for it: the callback drops the reference the table had, and the module reference
- * the orphan held, itself.
+ * waiting for it: the callback drops the table's reference, and the module reference the
+ * orphan held as soon as it has counted itself in gdrdrv_cb_active: from there on module
+ * exit waits for it to leave instead, which a module reference could not do (its last put
+ * would come before the callback's return through this module's text).
  */
 static void gdrdrv_free_callback(void *data)
 {
-	struct gdrdrv_pin *pin = data;
+	struct gdrdrv_pin *pin;
 	bool orphan;
 
+	atomic_inc(&gdrdrv_cb_active);
+	pin = gdrdrv_cb_pin_get(data);
+	if (!pin) {
+		gdr_info("free callback for a pin already freed (id %lu)\n",
+			 (unsigned long)data);
+		goto out;
+	}
 	mutex_lock(&pin->lock);
 	pin->cb_fired = true;
+	orphan = pin->orphan;
+	if (orphan)
+		module_put(THIS_MODULE);
 	gdr_info("free callback for va 0x%llx handle 0x%llx\n", pin->va, pin->handle);
 	if (!pin->unpinned)
-		gdrdrv_pin_zap(pin);    /* a detached pin was zapped and its offsets may be reused */
+		gdrdrv_pin_zap(pin);    /* a detached one was zapped; its offsets may be reused */
 	gdrdrv_wc_release(pin);         /* needs the page table: before it goes */
 	nvidia_p2p_free_page_table(pin->table);
-	orphan = pin->orphan;
 	mutex_unlock(&pin->lock);
-	if (orphan) {
-		gdrdrv_pin_put(pin);
-		module_put(THIS_MODULE);
-		return;
-	}
 	complete_all(&pin->cb_done);
+	if (orphan)
+		gdrdrv_pin_put(pin);    /* the table's */
+	gdrdrv_pin_put(pin);            /* the callback's */
+out:
+	/* Last: after this, module exit may go on (gdrdrv_pin_module_exit). */
+	if (atomic_dec_and_test(&gdrdrv_cb_active))
+		wake_up_var(&gdrdrv_cb_active);
 }
 
 /*
@@ -156,11 +212,12 @@ static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 		return true;            /* no callback exists for it */
 	}
 	/*
-	 * If the callback starts now, put_pages waits for it only while the provider still
-	 * lists the table. Once the table is unlinked for the callback, NVIDIA's put_pages
-	 * returns 0 ("not found" is success), the emulated provider's an error by default, and
-	 * the callback may still be running: so the cb_fired check below, under pin->lock
-	 * (which the callback holds), follows success as well as failure.
+	 * If the callback starts now, put_pages waits for it while the provider still lists
+	 * the table (NVIDIA's driver runs the callback before it unlinks the table, both under
+	 * the lock its put_pages takes). A provider that unlinks first may return 0 or an
+	 * error while the callback is still due or running: so cb_fired is looked at again
+	 * below, under pin->lock (which a running callback holds), after success as after
+	 * failure. A callback that comes even later finds its pin gone (gdrdrv_cb_pin_get).
 	 */
 	if (!fired)
 		ret = nvidia_p2p_put_pages(pin->p2p_token, pin->va_space, pin->va, pin->table);
@@ -191,6 +248,10 @@ static void gdrdrv_pin_free(struct kref *ref)
 {
 	struct gdrdrv_pin *pin = container_of(ref, struct gdrdrv_pin, ref);
 
+	if (pin->cb_id)
+		xa_erase(&gdrdrv_cb_pins, pin->cb_id);  /* a late callback finds nothing */
+	if (pin->charged)
+		gdrdrv_user_uncharge(pin->uid, pin->mapped_size);
 	mutex_destroy(&pin->lock);
 	kfree(pin);
 	atomic_long_dec(&gdrdrv_npins);
@@ -280,13 +341,18 @@ static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 		if (flags & GDRDRV_PIN_FLAG_FORCE_PCIE)
 			nvflags |= NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING;
 #endif
-		ret = nvidia_p2p_get_pages_persistent(pin->va, pin->mapped_size, &pin->table, nvflags);
+		ret = nvidia_p2p_get_pages_persistent(pin->va, pin->mapped_size, &pin->table,
+						      nvflags);
 #else
 		ret = -EOPNOTSUPP;
 #endif
 	} else {
-		ret = nvidia_p2p_get_pages(pin->p2p_token, pin->va_space, pin->va, pin->mapped_size,
-					   &pin->table, gdrdrv_free_callback, pin);
+		ret = gdrdrv_cb_register(pin);
+		if (!ret)
+			ret = nvidia_p2p_get_pages(pin->p2p_token, pin->va_space, pin->va,
+						   pin->mapped_size, &pin->table,
+						   gdrdrv_free_callback,
+						   (void *)(unsigned long)pin->cb_id);
 	}
 	pin->tm_cycles = gdrdrv_cycles() - t0;
 	return ret;
@@ -332,6 +398,10 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 		ret = -EOPNOTSUPP;
 		goto out_free;
 	}
+	ret = gdrdrv_user_charge(&pin->uid, pin->mapped_size);
+	if (ret)
+		goto out_free;
+	pin->charged = true;
 	ret = gdrdrv_get_pages(pin, flags);
 	if (ret) {
 		gdr_dbg("get_pages va 0x%llx size 0x%llx: %d\n", pin->va, pin->mapped_size, ret);
@@ -447,10 +517,17 @@ void gdrdrv_pin_release_all(struct gdrdrv_file *gf)
 	}
 }
 
-/* Module exit: open files hold the module, so no pin is left; say so if one is. */
+/*
+ * Module exit: open files and orphans hold the module, so no pin is left; say so if one is.
+ * A callback may still be on its way out (an orphan's drops the module reference before it
+ * leaves): wait for it, as it returns into the provider through this module's text.
+ */
 void gdrdrv_pin_module_exit(void)
 {
-	unsigned long n = gdrdrv_pin_count();
+	unsigned long n;
+
+	wait_var_event(&gdrdrv_cb_active, !atomic_read(&gdrdrv_cb_active));
+	n = gdrdrv_pin_count();
 
 	if (n)
 		gdr_err("%lu pins still alive at exit; leaving them\n", n);

@@ -54,8 +54,24 @@ struct gdrdrv_wc_share {
 	u64 len;
 	unsigned int refs;
 };
+
 static DEFINE_MUTEX(gdrdrv_wc_lock);            /* taken under pin->lock */
 static DEFINE_XARRAY(gdrdrv_wc_shares);         /* page frame -> struct gdrdrv_wc_share */
+
+/* Under gdrdrv_wc_lock: share run i's new reservation; without memory it stays the pin's own. */
+static void gdrdrv_wc_share_new(struct gdrdrv_pin *pin, unsigned long i, u64 phys, u64 len)
+{
+	struct gdrdrv_wc_share *sh = kmalloc(sizeof(*sh), GFP_KERNEL_ACCOUNT);
+
+	if (!sh)
+		return;
+	sh->len = len;
+	sh->refs = 1;
+	if (xa_err(xa_store(&gdrdrv_wc_shares, phys >> PAGE_SHIFT, sh, GFP_KERNEL_ACCOUNT)))
+		kfree(sh);
+	else
+		__set_bit(2 * i + 1, pin->wc_runs);
+}
 
 static void gdrdrv_wc_get(struct gdrdrv_pin *pin, unsigned long i, u64 phys, u64 len)
 {
@@ -72,15 +88,8 @@ static void gdrdrv_wc_get(struct gdrdrv_pin *pin, unsigned long i, u64 phys, u64
 			 phys, len);
 	} else {
 		__set_bit(2 * i, pin->wc_runs);
-		if (!sh && (sh = kmalloc(sizeof(*sh), GFP_KERNEL_ACCOUNT))) {
-			sh->len = len;
-			sh->refs = 1;
-			if (xa_err(xa_store(&gdrdrv_wc_shares, phys >> PAGE_SHIFT, sh,
-					    GFP_KERNEL_ACCOUNT)))
-				kfree(sh);      /* stays a reservation of this pin's own */
-			else
-				__set_bit(2 * i + 1, pin->wc_runs);
-		}
+		if (!sh)        /* one of another length stays: this reservation is the pin's own */
+			gdrdrv_wc_share_new(pin, i, phys, len);
 	}
 	mutex_unlock(&gdrdrv_wc_lock);
 }

@@ -42,84 +42,88 @@
 #define GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE 2
 
 /* Pin flags for PIN_BUFFER_V2. */
-#define GDRDRV_PIN_FLAG_FORCE_PCIE (1U << 0)
+#define GDRDRV_PIN_FLAG_FORCE_PCIE 0x1U     /* bit 0 */
 
-struct gdrdrv_pin_buffer {          /* 40 bytes */
-    __u64 addr;                     /* in */
-    __u64 size;                     /* in */
-    __u64 p2p_token;                /* in */
-    __u32 va_space;                 /* in */
-    __u32 pad;
-    __u64 handle;                   /* out */
+struct gdrdrv_pin_buffer {		/* 40 bytes */
+	__u64 addr;			/* in */
+	__u64 size;			/* in */
+	__u64 p2p_token;		/* in */
+	__u32 va_space;			/* in */
+	__u32 pad;
+	__u64 handle;			/* out */
 };
 
-struct gdrdrv_unpin_buffer {        /* 8 bytes */
-    __u64 handle;                   /* in */
+struct gdrdrv_unpin_buffer {		/* 8 bytes */
+	__u64 handle;			/* in */
 };
 
-struct gdrdrv_get_cb_flag {         /* 16 bytes */
-    __u64 handle;                   /* in */
-    __u32 flag;                     /* out */
-    __u32 pad;
+struct gdrdrv_get_cb_flag {		/* 16 bytes */
+	__u64 handle;			/* in */
+	__u32 flag;			/* out */
+	__u32 pad;
 };
 
-struct gdrdrv_get_info {            /* 48 bytes */
-    __u64 handle;                   /* in */
-    __u64 va;                       /* out */
-    __u64 mapped_size;
-    __u32 page_size;
-    __u32 tsc_khz;
-    __u64 tm_cycles;
-    __u32 mapped;
-    __u32 wc_mapping;
+struct gdrdrv_get_info {		/* 48 bytes */
+	__u64 handle;			/* in */
+	__u64 va;			/* out */
+	__u64 mapped_size;
+	__u32 page_size;
+	__u32 tsc_khz;
+	__u64 tm_cycles;
+	__u32 mapped;
+	__u32 wc_mapping;
 };
 
-struct gdrdrv_get_info_v2 {         /* 48 bytes */
-    __u64 handle;                   /* in */
-    __u64 va;                       /* out */
-    __u64 mapped_size;
-    __u32 page_size;
-    __u32 tsc_khz;
-    __u64 tm_cycles;
-    __u32 mapping_type;
-    __u32 pad;
+struct gdrdrv_get_info_v2 {		/* 48 bytes */
+	__u64 handle;			/* in */
+	__u64 va;			/* out */
+	__u64 mapped_size;
+	__u32 page_size;
+	__u32 tsc_khz;
+	__u64 tm_cycles;
+	__u32 mapping_type;
+	__u32 pad;
 };
 
-struct gdrdrv_get_attr {            /* 8 bytes */
-    __u32 attr;                     /* in */
-    __u32 val;                      /* out */
+struct gdrdrv_get_attr {		/* 8 bytes */
+	__u32 attr;			/* in */
+	__u32 val;			/* out */
 };
 
-struct gdrdrv_pin_buffer_v2 {       /* 32 bytes */
-    __u64 addr;                     /* in */
-    __u64 size;                     /* in */
-    __u32 flags;                    /* in: GDRDRV_PIN_FLAG_* */
-    __u32 pad;
-    __u64 handle;                   /* out */
+struct gdrdrv_pin_buffer_v2 {		/* 32 bytes */
+	__u64 addr;			/* in */
+	__u64 size;			/* in */
+	__u32 flags;			/* in: GDRDRV_PIN_FLAG_* */
+	__u32 pad;
+	__u64 handle;			/* out */
 };
 
-struct gdrdrv_req_mapping_type {    /* 16 bytes */
-    __u64 handle;                   /* in */
-    __u32 mapping_type;             /* in: GDRDRV_MAPPING_TYPE_* */
-    __u32 pad;
+struct gdrdrv_req_mapping_type {	/* 16 bytes */
+	__u64 handle;			/* in */
+	__u32 mapping_type;		/* in: GDRDRV_MAPPING_TYPE_* */
+	__u32 pad;
 };
 
-struct gdrdrv_get_version {         /* 8 bytes */
-    __u32 gdrdrv_version;           /* out */
-    __u32 minimum_gdr_api_version;  /* out */
+struct gdrdrv_get_version {		/* 8 bytes */
+	__u32 gdrdrv_version;		/* out */
+	__u32 minimum_gdr_api_version;	/* out */
 };
 
 #define GDRDRV_IOC_RW(nr, size) _IOC(_IOC_READ | _IOC_WRITE, GDRDRV_IOCTL_MAGIC, (nr), (size))
 
-#define GDRDRV_IOC_PIN_BUFFER       GDRDRV_IOC_RW(1, sizeof(struct gdrdrv_pin_buffer))   /* 0xC028DA01 */
-#define GDRDRV_IOC_UNPIN_BUFFER     GDRDRV_IOC_RW(2, 8)                                  /* 0xC008DA02 */
-#define GDRDRV_IOC_GET_CB_FLAG      GDRDRV_IOC_RW(3, 8)                                  /* 0xC008DA03 */
-#define GDRDRV_IOC_GET_INFO         GDRDRV_IOC_RW(4, 8)                                  /* 0xC008DA04 */
-#define GDRDRV_IOC_GET_INFO_V2      GDRDRV_IOC_RW(5, 8)                                  /* 0xC008DA05 */
-#define GDRDRV_IOC_GET_ATTR         GDRDRV_IOC_RW(6, 8)                                  /* 0xC008DA06 */
-#define GDRDRV_IOC_PIN_BUFFER_V2    GDRDRV_IOC_RW(7, sizeof(struct gdrdrv_pin_buffer_v2)) /* 0xC020DA07 */
-#define GDRDRV_IOC_REQ_MAPPING_TYPE GDRDRV_IOC_RW(8, 8)                                  /* 0xC008DA08 */
-#define GDRDRV_IOC_GET_VERSION      GDRDRV_IOC_RW(255, 8)                                /* 0xC008DAFF */
+/*
+ * As numbers: PIN_BUFFER 0xC028DA01, UNPIN_BUFFER .. GET_ATTR 0xC008DA02 .. 0xC008DA06,
+ * PIN_BUFFER_V2 0xC020DA07, REQ_MAPPING_TYPE 0xC008DA08, GET_VERSION 0xC008DAFF.
+ */
+#define GDRDRV_IOC_PIN_BUFFER		GDRDRV_IOC_RW(1, sizeof(struct gdrdrv_pin_buffer))
+#define GDRDRV_IOC_UNPIN_BUFFER		GDRDRV_IOC_RW(2, 8)
+#define GDRDRV_IOC_GET_CB_FLAG		GDRDRV_IOC_RW(3, 8)
+#define GDRDRV_IOC_GET_INFO		GDRDRV_IOC_RW(4, 8)
+#define GDRDRV_IOC_GET_INFO_V2		GDRDRV_IOC_RW(5, 8)
+#define GDRDRV_IOC_GET_ATTR		GDRDRV_IOC_RW(6, 8)
+#define GDRDRV_IOC_PIN_BUFFER_V2	GDRDRV_IOC_RW(7, sizeof(struct gdrdrv_pin_buffer_v2))
+#define GDRDRV_IOC_REQ_MAPPING_TYPE	GDRDRV_IOC_RW(8, 8)
+#define GDRDRV_IOC_GET_VERSION		GDRDRV_IOC_RW(255, 8)
 
 /* The mmap offset of a pin's mapping is its handle in pages: handle << PAGE_SHIFT. */
 

@@ -219,7 +219,7 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
     local timeout_s=$QEMU_TIMEOUT
     case $label in
     debug*)   # loglevel=5: lockdep's reports are warnings, which quiet keeps off the console
-        append="$append kasan_multi_shot loglevel=5" timeout_s=${VRAMIO_DEBUG_QEMU_TIMEOUT:-540} ;;
+        append="$append kasan_multi_shot loglevel=5 hung_task_panic=1" timeout_s=${VRAMIO_DEBUG_QEMU_TIMEOUT:-540} ;;
     6.12)  append="$append kfence.sample_interval=1 slub_debug=FZPU" ;;
     esac
     [ -n "$kdir" ] || kdir=/usr/lib/modules/$abi/build
@@ -253,7 +253,10 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
 
     if ls driver/*.c >/dev/null 2>&1; then
         have_driver=1
-        if build_module "$kdir" "$out/driver" driver "" \
+        # The debug kernel has KUnit: the module's suite (driver/gdrdrv_kunit.c) goes in.
+        kunit=()
+        case $label in debug*) kunit=(GDRDRV_KUNIT=1) ;; esac
+        if build_module "$kdir" "$out/driver" driver "" "${kunit[@]}" \
             KBUILD_EXTRA_SYMBOLS="$out/provider/Module.symvers"; then
             echo "ok $label/build/gdrdrv"
         else
@@ -343,7 +346,7 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
         echo "ok $label/kernel-log: no checker report"
     fi
 }
-CHECKER_RE='KASAN:|KFENCE:|UBSAN:|possible circular locking|inconsistent lock state|sleeping function called from invalid context|WARNING:|BUG:|Oops'
+CHECKER_RE='KASAN:|KFENCE:|UBSAN:|ODEBUG:|list_(add|del) corruption|blocked for more than|possible circular locking|inconsistent lock state|sleeping function called from invalid context|WARNING:|BUG:|Oops'
 
 
 main() {

@@ -12,7 +12,12 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mkdir -p /tmp && mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 FAILED=0
+# The debug kernel's leak detector: forget what boot allocated, so that the scan at the end
+# reports only what the run leaked (its auto scan thread is configured off).
+KMEMLEAK=/sys/kernel/debug/kmemleak
+[ -w $KMEMLEAK ] && echo clear >$KMEMLEAK
 # /only (run-qemu.sh VRAMIO_GUEST_ONLY): shell patterns of the groups to run; none: all.
 ONLY=$(cat /only 2>/dev/null)
 
@@ -135,6 +140,18 @@ BASE=$(live_pins)
 if [ -f /modules/gdrdrv.ko ]; then
     # Phase 1: default parameters (persistent mapping).
     if load_gdrdrv load/gdrdrv; then
+        # The module's KUnit suite (built in on the debug kernel, open flavour) ran at that
+        # load: its KTAP lines, the cases' and the suite's, from KUnit's debugfs file (else the
+        # log). A kernel with KUnit and an open-flavour module without the suite is a failure.
+        kf=/sys/kernel/debug/kunit/gdrdrv/results
+        if [ -d /sys/kernel/debug/kunit ] && grep -q '^flavour: open' /proc/driver/gdrdrv/params; then
+            if [ -r $kf ]; then cat $kf; else dmesg | sed -E 's/^\[[^]]*\]//'; fi >/tmp/kunit
+            sed -nE 's/^ *((not )?ok) [0-9]+ (- )?(gdrdrv[a-z_]*)$/\4 \1/p' /tmp/kunit | sort -u >/tmp/kunit.res
+            [ -s /tmp/kunit.res ] || res "not ok" "kunit/gdrdrv: no result of the suite ($kf)"
+            while read -r name r; do
+                if [ "$r" = ok ]; then res ok "kunit/$name"; else res "not ok" "kunit/$name"; fi
+            done </tmp/kunit.res
+        fi
         for t in api compat badinput safety callback bar bar_life bar_pat pin_race opener \
                  reshape user memcg; do
             [ -x /tests/${t}_test ] && run_test "$t" /tests/${t}_test
@@ -162,10 +179,29 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-put-fail /tests/put_fail_test
             run_test np-put-unlinked /tests/put_unlinked_test
             run_test np-callback-order /tests/callback_order_test
+            run_test np-teardown-order /tests/teardown_order_test
             run_test np-reshape /tests/reshape_test
             run_test np-user /tests/user_test
             check_gdrdrv gdrdrv-nonpersistent 0
             unload_gdrdrv unload/after-nonpersistent && check_leaks leak/after-nonpersistent "$BASE"
+        fi
+
+        # Phase 2a: rmmod racing an orphan's free callback (the program unloads gdrdrv).
+        if selected rmmod-race && load_gdrdrv load/gdrdrv-rmmod-race use_persistent_mapping=0; then
+            run_test rmmod-race /tests/rmmod_race_test
+            if grep -q '^gdrdrv ' /proc/modules; then
+                res "not ok" "rmmod-race/unloaded: gdrdrv still loaded"
+                unload_gdrdrv unload/after-rmmod-race
+            fi
+            check_leaks leak/after-rmmod-race "$BASE"
+        fi
+
+        # Phase 2a': per-user bounds, small enough to reach.
+        if selected user-quota && load_gdrdrv load/gdrdrv-user-quota max_pins_per_user=8 \
+            max_pinned_mib_per_user=1; then
+            run_test user-quota /tests/user_quota_test
+            check_gdrdrv gdrdrv-user-quota 1
+            unload_gdrdrv unload/after-user-quota && check_leaks leak/after-user-quota "$BASE"
         fi
 
         # Phase 2b: per-file offset spaces and pin cap, with a small space so the wrap is quick.
@@ -283,8 +319,33 @@ echo "## provider stats: $*"
 [ "$(live_pins)" = 0 ] && res ok leak/final-live-pins || res "not ok" "leak/final-live-pins: $*"
 if rmmod nvp2p_emu 2>/tmp/rmmod.err; then res ok unload/provider; else
     res "not ok" "unload/provider: $(cat /tmp/rmmod.err)"; fi
-# The kernel's checkers too (the debug kernel's KASAN, KFENCE, lockdep and UBSAN).
-bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|KASAN:|KFENCE:|UBSAN:|possible circular locking|inconsistent lock state|sleeping function called from invalid context|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
+# The debug kernel's leak detector, after every module has gone: an object needs to have been
+# unreferenced for 5 s and seen so by a scan, hence the pause and the second scan.
+if [ -w $KMEMLEAK ]; then
+    echo scan >$KMEMLEAK; sleep 6; echo scan >$KMEMLEAK
+    # Ours: allocated from module code (module addresses, 0xffffffffa... or c..., stay in the trace
+    # as numbers once the module is gone) or naming our modules; the kernel's own suspects
+    # are shown, not counted.
+    cat $KMEMLEAK >/tmp/leaks
+    ours=$(awk '/^unreferenced object/ { n++ } n && (/\[<ffffffff[a-f][0-9a-f]*>\]/ || /gdrdrv|nvp2p/) { hit[n] = 1 }
+                END { c = 0; for (i in hit) c++; print c }' /tmp/leaks)
+    if [ "$ours" != 0 ]; then
+        res "not ok" "kmemleak: $ours objects leaked by module code"
+        head -n 60 /tmp/leaks | sed 's/^/## /'
+    else
+        res ok kmemleak
+        [ -s /tmp/leaks ] && echo "## kmemleak: $(grep -c '^unreferenced object' /tmp/leaks) suspects of the kernel's own, not counted"
+    fi
+fi
+# Lockdep turns itself off at its first report, or when its tables overflow, and is silent
+# from then on: a run that ends with it off proved nothing about locking after that point.
+if [ -r /proc/lockdep_stats ]; then
+    if grep -qE '^ *debug_locks: *1$' /proc/lockdep_stats; then res ok lockdep/still-on; else
+        res "not ok" "lockdep/still-on: $(grep debug_locks /proc/lockdep_stats)"; fi
+fi
+# The kernel's checkers too (the debug kernel's KASAN, KFENCE, lockdep, UBSAN, list and
+# object debugging, the hung-task detector).
+bad=$(dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|KASAN:|KFENCE:|UBSAN:|ODEBUG:|list_(add|del) corruption|blocked for more than|possible circular locking|inconsistent lock state|sleeping function called from invalid context|nvp2p_emu: (leaked|put_pages on|put_pages called|free_page_table on)')
 if [ -z "$bad" ]; then res ok dmesg/clean; else
     res "not ok" "dmesg/clean: kernel reported problems"
     echo "$bad" | head -n 40 | sed 's/^/## /'

@@ -2,9 +2,9 @@
 /*
  * emu_p2p.c - the nvidia_p2p_* exports of the emulated provider (TEST ONLY). Semantics follow
  * docs/nv-p2p.md: 64 KiB aligned address and length inside one allocation, negative
- * errnos, a free callback per non-persistent pin that fires when the allocation is freed
- * (the consumer then calls nvidia_p2p_free_page_table from inside it), put_pages waiting for
- * a callback that is running, and persistent pins that keep the RAM valid until put.
+ * errnos, a free callback per non-persistent pin that fires when the allocation is freed,
+ * put_pages waiting for a callback that is running (in the orders below that wait), and
+ * persistent pins that keep the RAM valid until put.
  *
  * A page table lists the whole GPU pages that intersect [va, va + length): with 128 KiB pages
  * a pin at a 64 KiB boundary starts in the middle of entry 0, as on the real driver.
@@ -53,6 +53,38 @@ MODULE_PARM_DESC(put_delay_ms, "put_pages sleeps this long before it looks the t
 static unsigned int emu_unlink_delay_ms;
 module_param_named(unlink_delay_ms, emu_unlink_delay_ms, uint, 0644);
 MODULE_PARM_DESC(unlink_delay_ms, "free_page_table sleeps this long after unlinking the table (at most 1000)");
+
+/*
+ * order: which teardown order FREE and put_pages follow for non-persistent pins (writable at
+ * run time; read when FREE starts, and by put_pages and free_page_table when called):
+ *   0 (EMU_ORDER_CONSUMER_FREES, default): the consumer's callback calls
+ *     nvidia_p2p_free_page_table, which unlinks the table (older NVIDIA drivers); put_pages
+ *     waits for a running callback while the table is listed, then fails (see
+ *     put_unlinked_ok) once the callback has unlinked it.
+ *   1 (EMU_ORDER_NVIDIA): NVIDIA's open driver as published. FREE holds the provider's
+ *     big lock (emu_api_lock, in the place of the resource manager's API lock) across
+ *     calling the callback with the table still listed and then unlinking and freeing the
+ *     table itself; free_page_table does nothing; put_pages takes the same lock, so it
+ *     either unlinks first (no callback ever comes) or returns 0 after the callback has
+ *     returned and the table is gone ("not found" is success).
+ *   2 (EMU_ORDER_UNLINK_FIRST): the window NVIDIA's lock closes, for the consumer's sake:
+ *     FREE unlinks the table, then calls the callback holding nothing put_pages waits for,
+ *     and frees the table after it; put_pages of the unlinked table returns 0 at once, so a
+ *     consumer can be told "put" before its callback is entered. cb_delay (NVP2P_EMU_IOC_
+ *     CB_DELAY) widens that window.
+ */
+static unsigned int emu_order;
+module_param_named(order, emu_order, uint, 0644);
+MODULE_PARM_DESC(order, "teardown order: 0 consumer frees the table, 1 NVIDIA's, 2 unlink before the callback");
+enum { EMU_ORDER_CONSUMER_FREES, EMU_ORDER_NVIDIA, EMU_ORDER_UNLINK_FIRST };
+static DEFINE_MUTEX(emu_api_lock);
+
+static unsigned int emu_get_order(void)
+{
+	unsigned int o = READ_ONCE(emu_order);
+
+	return o <= EMU_ORDER_UNLINK_FIRST ? o : EMU_ORDER_CONSUMER_FREES;
+}
 
 static void emu_sleep_param(unsigned int *ms)
 {
@@ -144,8 +176,12 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address, u64 l
 	struct emu_pin *p;
 	int ret;
 
+	bool api = emu_get_order() == EMU_ORDER_NVIDIA;
+
 	if (!page_table || !free_callback)
 		return -EINVAL;
+	if (api)
+		mutex_lock(&emu_api_lock);
 	mutex_lock(&emu_lock);
 	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES);
 	if (!ret)
@@ -156,6 +192,8 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address, u64 l
 		*page_table = &p->table;
 	}
 	mutex_unlock(&emu_lock);
+	if (api)
+		mutex_unlock(&emu_api_lock);
 	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages);
@@ -180,12 +218,41 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
 
+/*
+ * put_pages in orders 1 and 2: a listed table is unlinked and freed (no callback comes for it
+ * any more); one not listed is taken to be one FREE unlinked, and "not found" is success.
+ */
+static int emu_put_listed(u64 virtual_address, struct nvidia_p2p_page_table *page_table)
+{
+	struct emu_pin *p;
+	int ret;
+
+	mutex_lock(&emu_lock);
+	p = emu_find_pin(page_table);
+	if (!p) {
+		mutex_unlock(&emu_lock);
+		return 0;
+	}
+	if (p->persistent || p->va != virtual_address || p->cb_state != EMU_CB_NONE) {
+		mutex_unlock(&emu_lock);
+		return -EINVAL;
+	}
+	ret = emu_take_injected(NVP2P_EMU_FAIL_PUT_PAGES);
+	if (!ret)
+		emu_unlist_pin(p);
+	mutex_unlock(&emu_lock);
+	if (!ret)
+		emu_pin_free_struct(p);
+	return ret;
+}
+
 /* Bumped under emu_lock each time a free callback finishes; put_pages waits on it. */
 static unsigned long emu_cb_seq;
 
 int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 			 struct nvidia_p2p_page_table *page_table)
 {
+	unsigned int order = emu_get_order();
 	struct emu_pin *p;
 	unsigned long seq;
 	int ret;
@@ -193,6 +260,15 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	if (!page_table)
 		return -EINVAL;
 	emu_sleep_param(&emu_put_delay_ms);
+	if (order == EMU_ORDER_NVIDIA) {
+		/* Waits out a FREE in progress: its callback and the unlink after it. */
+		mutex_lock(&emu_api_lock);
+		ret = emu_put_listed(virtual_address, page_table);
+		mutex_unlock(&emu_api_lock);
+		return ret;
+	}
+	if (order == EMU_ORDER_UNLINK_FIRST)
+		return emu_put_listed(virtual_address, page_table);
 	mutex_lock(&emu_lock);
 	/*
 	 * Like the real driver: wait for a free callback running on this table. The wait
@@ -269,6 +345,8 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 
 	if (!page_table)
 		return -EINVAL;
+	if (emu_get_order() != EMU_ORDER_CONSUMER_FREES)
+		return 0;               /* the provider frees the table after the callback */
 	mutex_lock(&emu_lock);
 	p = emu_find_pin(page_table);
 	if (!p || p->cb_state == EMU_CB_NONE) {
@@ -291,17 +369,20 @@ EXPORT_SYMBOL(nvidia_p2p_free_page_table);
 
 /*
  * The FREE ioctl: unlist the allocation, then run the free callback of every non-persistent
- * pin outside emu_lock (the callback calls nvidia_p2p_free_page_table, and the consumer's
- * callback may take locks that its own put_pages path holds). The RAM lives on while
- * persistent pins hold it.
+ * pin outside emu_lock (in order 0 the callback calls nvidia_p2p_free_page_table, and the
+ * consumer's callback may take locks that its own put_pages path holds), in the order that
+ * emu_order says. The RAM lives on while persistent pins hold it.
  */
 int emu_free_allocation(u64 va)
 {
 	struct emu_alloc *a = NULL, *it;
+	unsigned int order = emu_get_order();
 	struct emu_pin *p, *tmp;
 	LIST_HEAD(fire);
 	unsigned int delay;
 
+	if (order == EMU_ORDER_NVIDIA)
+		mutex_lock(&emu_api_lock);      /* to the end: callbacks, then the unlinks */
 	mutex_lock(&emu_lock);
 	list_for_each_entry(it, &emu_allocs, node)
 		if (it->va == va) {
@@ -310,17 +391,21 @@ int emu_free_allocation(u64 va)
 		}
 	if (!a) {
 		mutex_unlock(&emu_lock);
+		if (order == EMU_ORDER_NVIDIA)
+			mutex_unlock(&emu_api_lock);
 		return -EINVAL;
 	}
 	list_del(&a->node);
 	a->freed = true;
 	emu_live_allocs--;
-	list_for_each_entry(p, &emu_pins, node) {
+	list_for_each_entry_safe(p, tmp, &emu_pins, node) {
 		if (p->alloc != a || p->persistent || p->cb_state != EMU_CB_NONE)
 			continue;
 		p->cb_state = EMU_CB_RUNNING;
 		list_add_tail(&p->fire_node, &fire);
 		a->running_cbs++;
+		if (order == EMU_ORDER_UNLINK_FIRST)
+			emu_unlist_pin(p);      /* put_pages now says 0 without waiting */
 	}
 	delay = emu_cb_delay_ms;
 	mutex_unlock(&emu_lock);
@@ -337,6 +422,8 @@ int emu_free_allocation(u64 va)
 		p->free_callback(p->data);
 		mutex_lock(&emu_lock);
 		list_del(&p->fire_node);
+		if (order == EMU_ORDER_NVIDIA && p->listed)
+			emu_unlist_pin(p);      /* after the callback, still under emu_api_lock */
 		p->cb_state = EMU_CB_DONE;
 		WRITE_ONCE(emu_cb_seq, emu_cb_seq + 1);
 		emu_callbacks_fired++;
@@ -351,6 +438,8 @@ int emu_free_allocation(u64 va)
 	mutex_lock(&emu_lock);
 	emu_alloc_maybe_release(a);
 	mutex_unlock(&emu_lock);
+	if (order == EMU_ORDER_NVIDIA)
+		mutex_unlock(&emu_api_lock);
 	return 0;
 }
 
