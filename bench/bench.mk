@@ -30,7 +30,7 @@ bench-dispatch: $(BENCH_DISPATCH)
 # White-box, as the copy engine's tests: the kernels' objects and the library's log.c; the
 # wrap shows it the kernel table (tests/unit/copy_table.h).
 COPY_BENCH_WRAP := -Wl,--wrap=vr_copy_choose_from
-$(COPY_BENCH): bench/copy_bench.c tests/unit/copy_table.h $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
+$(COPY_BENCH): bench/copy_bench.c tests/unit/copy_table.h $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/process/log.c)
 	@mkdir -p $(dir $@)
 	$(call prog-link,-Iinclude -Isrc -Isrc/copy -Itests/unit,$(filter-out %.h,$^) $(COPY_BENCH_WRAP))
 

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gdrapi.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "copy/copy.h"
 #include "wb/hooks.h"
 #include "common/measure.h"

@@ -33,7 +33,7 @@
 #include "copy.h"
 #include "copy_kernels.h"
 #include "copy_table.h"
-#include "log.h"
+#include "process/log.h"
 
 #define MAX_SIZE ((size_t)1 << 20)
 

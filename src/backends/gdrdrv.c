@@ -33,7 +33,7 @@
 #include "arch/cycles.h"
 #include "backend.h"
 #include "uapi/gdrdrv.h"
-#include "log.h"
+#include "process/log.h"
 
 #define GD_DEVICE "/dev/gdrdrv"
 #define GD_VERSION(major, minor) (((uint32_t)(major) << 16) | (minor))

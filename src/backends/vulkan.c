@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "backend.h"
-#include "cuda_ctx.h"
+#include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "fork.h"
-#include "log.h"
+#include "process/fork.h"
+#include "process/log.h"
 #include "vulkan_device.h"
 #include "vulkan_import_cache.h"
 #include "vulkan_loader.h"

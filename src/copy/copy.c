@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "copy.h"
-#include "log.h"
+#include "process/log.h"
 
 /*
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so

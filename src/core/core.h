@@ -9,10 +9,10 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include "backend.h"
+#include "backends/backend.h"
 #include "export.h"
 #include "handles.h"
-#include "log.h"
+#include "process/log.h"
 #include "pins.h"
 
 /* One usable backend of an open gdr_t: ops is one of the instance's merged tables. */
@@ -108,10 +108,6 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
 /* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
 void vr_pins_release_owned(unsigned long owner);
-
-/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
-int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
-int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 
 /* The error of a copy whose handle is not a live pin (not_pin) or whose range is not inside
  * its mapping: recorded, logged at debug level, EINVAL. Cold, out of line (the copy path). */

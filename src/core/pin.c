@@ -404,6 +404,15 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     return ok ? 0 : vr_copy_fail(fn, handle.h, p, n, 0);
 }
 
+int vr_pin_dma_start(gdr_mh_t handle, struct vr_dma_range *r, const char *fn)
+{
+    struct vr_mapping m;
+
+    if (vr_pin_mapping(handle.h, &m) || !m.len)
+        return vr_fail(EINVAL, "%s: %#lx is not a mapped pin", fn, handle.h);
+    return vr_pin_dma_range(handle, (const void *)m.base, 1, &m, r, fn);
+}
+
 void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)
 {
     struct vr_slot *s = vr_slot_lock(&vr_pins, handle.h);

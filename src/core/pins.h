@@ -33,6 +33,15 @@ struct vr_dma_range {
 int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
                      struct vr_dma_range *r, const char *fn);
 
+/* The range of the first byte of handle's mapping (what the copy engine's crossover of a pin
+ * is looked up by): 0, or EINVAL when handle is not a pin mapped in this process. */
+int vr_pin_dma_start(gdr_mh_t handle, struct vr_dma_range *r, const char *fn);
+
+/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves (core/gdrapi.c), called without the
+ * PLT: the BAR's part of a copy. */
+int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
+
 /* Remember the copy engine's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
 void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);
 

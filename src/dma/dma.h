@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "cuda_loader.h"
-#include "pins.h"
+#include "core/pins.h"
 
 #define DMA_MAX_DEVICES 64
 #define BOUNCE_BYTES    (2u << 20)    /* per bounce buffer; two per device */

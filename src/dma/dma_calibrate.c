@@ -36,7 +36,7 @@
 #include "copy/copy.h"
 #include "dma.h"
 #include "dma_policy.h"
-#include "log.h"
+#include "process/log.h"
 
 #define CAL_ROUNDS 5              /* the copy engine's median of */
 

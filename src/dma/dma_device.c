@@ -17,7 +17,7 @@
 
 #include "dma.h"
 #include "dma_policy.h"
-#include "export.h"
+#include "core/export.h"
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
 pthread_mutex_t vr_dma_setup_lock = PTHREAD_MUTEX_INITIALIZER;

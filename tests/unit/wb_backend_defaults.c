@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "t.h"
-#include "core.h"
+#include "core/core.h"
 
 #define BASE (1UL << 40)
 #define PAGE 65536UL

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "t.h"
-#include "fork.h"
+#include "process/fork.h"
 
 static int marker_fd = -1;
 

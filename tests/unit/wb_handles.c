@@ -17,7 +17,7 @@
 #include "t.h"
 #include "gdrapi.h"
 #include "vramio.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "wb/hooks.h"
 
 #define NTHREADS 16

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "t.h"
 #include "gdrapi.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "wb/hooks.h"
 
 static char area[4][4096];

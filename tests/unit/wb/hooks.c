@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "backends/vulkan_import_cache.h"
-#include "core.h"
+#include "core/core.h"
 
 /* A pin of no gdr_t (owner 0: no gdr_t call reaches it) and no backend, mapped at base: what
  * the library reads of a pin is all there, so every path that takes a pin handle treats it
