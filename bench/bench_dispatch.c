@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "gdrapi.h"
 #include "core/handles.h"
 #include "copy/copy.h"
@@ -34,14 +34,6 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
-
-static double now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -85,12 +77,12 @@ static void op_raw(void *p, size_t i)
 static double tsc_per_ns(void)
 {
 #if defined(__x86_64__)
-    double t0 = now_ns();
+    double t0 = (double)vr_now_ns();
     uint64_t c0 = __rdtsc();
 
-    while (now_ns() - t0 < 50e6)
+    while ((double)vr_now_ns() - t0 < 50e6)
         ;
-    return (double)(__rdtsc() - c0) / (now_ns() - t0);
+    return (double)(__rdtsc() - c0) / ((double)vr_now_ns() - t0);
 #else
     return 0;
 #endif
@@ -201,15 +193,15 @@ int main(int argc, char **argv)
         vr_copy_to_mapping(type, map, host, n);
     }
     for (k = 0; k < samples; k++) {
-        t0 = now_ns();
+        t0 = (double)vr_now_ns();
         for (i = 0; i < batch; i++)
             if (gdr_copy_to_mapping(mh, map, host, n) != 0)
                 return 1;
-        via[k] = (now_ns() - t0) / batch;
-        t0 = now_ns();
+        via[k] = ((double)vr_now_ns() - t0) / batch;
+        t0 = (double)vr_now_ns();
         for (i = 0; i < batch; i++)
             vr_copy_to_mapping(type, map, host, n);
-        direct[k] = (now_ns() - t0) / batch;
+        direct[k] = ((double)vr_now_ns() - t0) / batch;
         diff[k] = via[k] - direct[k];
     }
     printf("copy kernel %s, %zu-byte copies to a %s-type mapping of ordinary memory, "

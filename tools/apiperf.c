@@ -89,21 +89,21 @@ static void cycle(gdr_t g, uint64_t dptr, size_t size, double *times)
     void *map;
     uint64_t t0, t1;
 
-    t0 = now_ns();
+    t0 = vr_now_ns();
     check(gdr_pin_buffer(g, dptr, size, 0, 0, &mh), "gdr_pin_buffer");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_PIN] = (double)(t1 - t0) / 1e3;
     check(gdr_map(g, mh, &map, size), "gdr_map");
-    t0 = now_ns();
+    t0 = vr_now_ns();
     times[API_MAP] = (double)(t0 - t1) / 1e3;
     check(gdr_get_info(g, mh, &info), "gdr_get_info");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_INFO] = (double)(t1 - t0) / 1e3;
     check(gdr_unmap(g, mh, map, size), "gdr_unmap");
-    t0 = now_ns();
+    t0 = vr_now_ns();
     times[API_UNMAP] = (double)(t0 - t1) / 1e3;
     check(gdr_unpin_buffer(g, mh), "gdr_unpin_buffer");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_UNPIN] = (double)(t1 - t0) / 1e3;
 }
 
@@ -132,9 +132,9 @@ int main(int argc, char **argv)
         die(prog, "out of memory");
 
     /* gdr_open / gdr_close: the first open pays for backend setup; report it separately. */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = vr_now_ns();
     g = gdr_open();
-    double first_open = (double)(now_ns() - t0) / 1e3;
+    double first_open = (double)(vr_now_ns() - t0) / 1e3;
     if (!g)
         die(prog, "gdr_open failed: %s (run gdrcopy_info)", vramio_last_error());
     vramio_get_backend(g, &be);
@@ -144,14 +144,14 @@ int main(int argc, char **argv)
     for (unsigned long i = 0; i < nopen; i++) {
         gdr_t g2;
 
-        t0 = now_ns();
+        t0 = vr_now_ns();
         g2 = gdr_open();
-        osamp[i] = (double)(now_ns() - t0) / 1e3;
+        osamp[i] = (double)(vr_now_ns() - t0) / 1e3;
         if (!g2)
             die(prog, "gdr_open failed: %s", vramio_last_error());
-        t0 = now_ns();
+        t0 = vr_now_ns();
         gdr_close(g2);
-        csamp[i] = (double)(now_ns() - t0) / 1e3;
+        csamp[i] = (double)(vr_now_ns() - t0) / 1e3;
     }
     stats_compute(osamp, nopen, &open_st);
     stats_compute(csamp, nopen, &close_st);

@@ -127,9 +127,9 @@ static void cu_check(CUresult rc, const char *what)
 
 static void spin_ns(unsigned long ns)
 {
-    uint64_t end = now_ns() + ns;
+    uint64_t end = vr_now_ns() + ns;
 
-    while (now_ns() < end)
+    while (vr_now_ns() < end)
         ;
 }
 
@@ -178,15 +178,15 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
     cu_check(pp->cu->cuLaunchKernel(pp->fn, (unsigned)o->blocks, 1, 1, (unsigned)o->threads, 1, 1,
                                     0, NULL, params, NULL), "cuLaunchKernel");
     for (uint32_t i = 1; i <= iters; i++) {
-        uint64_t t0 = now_ns(), t;
+        uint64_t t0 = vr_now_ns(), t;
 
         send(arg, i);
         while (__atomic_load_n(pp->ack, __ATOMIC_ACQUIRE) != i) {
-            if (deadline_ns && now_ns() - t0 > deadline_ns)
+            if (deadline_ns && vr_now_ns() - t0 > deadline_ns)
                 die(prog, "TIMEOUT: no answer to round trip %u after %lu s (kernel state: %s)", i,
                     o->timeout_s, vr_cuda_errstr(pp->cu->cuStreamQuery(NULL)));
         }
-        t = now_ns();
+        t = vr_now_ns();
         samples[i - 1] = (double)(t - t0) / 1e3;
         if (o->delay_ns)
             spin_ns(o->delay_ns);
