@@ -33,8 +33,8 @@ CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 # Include paths per area: each area sees the installed headers, its own and those of the
 # layers below it, so a private header included outside its area does not compile.
 # "uapi/gdrdrv.h" (the ioctl ABI) is found through -Idriver, its path written out.
-# The rooms of src/ (backends/, copy/, arch/, alloc/, dma/) share the library's path and name
-# each other's headers by room ("copy/copy.h"); that alloc/ and dma/ keep theirs to
+# The directories of src/ (one per layer: src/README.md) share the library's path and name
+# each other's headers by directory ("core/pins.h"); that alloc/ and dma/ keep theirs to
 # themselves is checked by tests/abi/test_include_areas.sh.
 UTIL_CPPFLAGS := -Iutil
 LIB_CPPFLAGS  := -Isrc -Iutil -Idriver

@@ -16,9 +16,9 @@
  *  - a write (vr_copy_to_mapping) ends with vr_store_fence for WC, DEVICE and NONE mappings:
  *    its bytes are on their way to the device, in order before any later store of the thread
  *    (a flag the GPU polls after the data). CACHING mappings need none;
- *  - while mappings of more than one type are live in the process (src/handles.h,
+ *  - while mappings of more than one type are live in the process (src/core/handles.h,
  *    vr_mappings_mixed), a copy of either direction also ends with vr_full_fence: the only
- *    fence not issued here, but by the one caller that knows the census (src/gdrapi.c,
+ *    fence not issued here, but by the one caller that knows the census (src/core/gdrapi.c,
  *    copy_checked), through which every copy of the API goes, _auto's included.
  * docs/copy-contract.md says what a caller may rely on, and where upstream GDRCopy differs.
  *
