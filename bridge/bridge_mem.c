@@ -56,7 +56,7 @@ __attribute__((destructor)) static void bridge_fini(void)
  * the VMM calls, the GPU has no VMM or no POSIX-fd handles, or the pool has no such GPU (past
  * its table). Not EPERM: CUDA_ERROR_NOT_PERMITTED and CUDA_ERROR_OPERATING_SYSTEM map to it,
  * and the latter comes from passing conditions (out of descriptors) as well. */
-static int lasting(int rc)
+static int pool_error_is_permanent(int rc)
 {
     return rc == ENOSYS || rc == EOPNOTSUPP || rc == ENOTSUP || rc == ENODEV;
 }
@@ -106,7 +106,7 @@ static int from_pool(const struct vr_cuda *t, size_t size, CUdeviceptr *dptr, co
         return 0;
     rc = vramio_alloc((int)dev, size, &p);
     if (rc) {
-        if (lasting(rc) && turn_off(dev))
+        if (pool_error_is_permanent(rc) && turn_off(dev))
             vb_log("the pool cannot work on GPU %d (%s): the driver serves its allocations",
                    (int)dev, vramio_last_error());
         vb_log("%s(%zu): not from the pool (%s), from the driver", who, size,

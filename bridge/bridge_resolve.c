@@ -36,22 +36,25 @@ int vb_log_on;
 
 void vb_log(const char *fmt, ...)
 {
+    static const char prefix[] = "vramio-bridge: ";
+    const size_t p = sizeof(prefix) - 1;
     char line[512];
     va_list ap;
     int n;
 
     if (!vb_log_on)
         return;
+    memcpy(line, prefix, p);
     va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    n = vsnprintf(line + p, sizeof(line) - p - 1, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n > sizeof(line) - 2)
-        n = (int)sizeof(line) - 2;
-    line[n++] = '\n';
-    /* One write per line: lines of several threads do not interleave. */
-    if (write(STDERR_FILENO, "vramio-bridge: ", 15) < 0 || write(STDERR_FILENO, line, (size_t)n) < 0)
+    if ((size_t)n > sizeof(line) - p - 2)
+        n = (int)(sizeof(line) - p - 2);
+    line[p + (size_t)n] = '\n';
+    /* One write per line, the prefix included: lines of several threads do not interleave. */
+    if (write(STDERR_FILENO, line, p + (size_t)n + 1) < 0)
         return;
 }
 

@@ -2,7 +2,8 @@
 /*
  * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c) share: the
  * objects behind gdr_t and gdr_mh_t and the calls between those files, over export.h (the
- * export macro, error reporting) and pins.h (what the rooms beside the core call in it).
+ * export macro, error reporting) and pins.h (what the directories beside the core, alloc/
+ * and dma/, call in it).
  */
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
@@ -39,13 +40,13 @@ struct vr_gdr {
 struct vr_pin {
     const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
-    void *bpin;                            /* the backend's pin */
+    void *backend_pin;                     /* the backend's pin */
     struct vr_pin_info info;               /* what the backend's pin reported */
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;                       /* as the caller mapped it */
-    size_t map_reach;                      /* how far copies may go: see maps_whole_pin */
+    size_t map_copy_len;                   /* the bytes copies may reach: see maps_whole_pin */
     gdr_mapping_type_t map_type;
     int dma_dev;                           /* the copy engine's finding: VR_DMA_DEV_* (pins.h) */
 };
@@ -62,8 +63,8 @@ void vr_gdr_put(struct vr_gdr *gdr);
 /*
  * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): merges
  * each table into gdr->ops, fills gdr->status and gdr->why for every backend and, when open
- * is set, the usable ones' contexts in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
- * GDRCOPY_BACKEND (the reason in reason).
+ * is set, the usable ones' contexts in gdr->active. Reads the environment on every call. 0,
+ * or EINVAL for an unknown GDRCOPY_BACKEND (the reason in reason).
  */
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                        struct vr_gdr *gdr, int open, char *reason, size_t len);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pins.h - what pin.c offers the rooms beside the core (alloc/, dma/): calls by GPU address
- * and by handle, none of the core's objects. Each call takes the locks it needs.
+ * pins.h - what the core (pin.c, gdrapi.c) offers the directories beside it (alloc/, dma/):
+ * calls by GPU address and by handle, none of the core's objects. Each call takes the locks
+ * it needs. tests/abi/test_src_layers.sh checks that alloc/ and dma/ use nothing else of the
+ * core but export.h.
  */
 #ifndef VRAMIO_PINS_H
 #define VRAMIO_PINS_H

@@ -6,7 +6,7 @@
  * is an uncached round trip per line (about 1 GB/s); the copy engine reaches tens of GB/s
  * after a fixed cost of several microseconds, so past some size it wins by far.
  *
- * The entry points of the copy engine's room (dma.h): the device of the pin (dma_device.c),
+ * The entry points of the copy engine's directory (dma.h): the device of the pin (dma_device.c),
  * its crossover (dma_calibrate.c), then one copy by the engine (dma_transfer.c) or the BAR.
  */
 #include <errno.h>

@@ -106,7 +106,7 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
     return 0;
 }
 
-/* The loaded driver has every entry point this room calls. */
+/* The loaded driver has every entry point this directory calls. */
 static int have_entry_points(const struct vr_cuda *cu)
 {
     return cu->cuPointerGetAttribute && cu->cuDeviceGet && cu->cuDevicePrimaryCtxRetain &&
