@@ -33,8 +33,8 @@ CPPFLAGS_ALL := -Iinclude -DVRAMIO_VERSION_STRING='"$(VERSION)"'
 # Include paths per area: each area sees the installed headers, its own and those of the
 # layers below it, so a private header included outside its area does not compile.
 # "uapi/gdrdrv.h" (the ioctl ABI) is found through -Idriver, its path written out.
-# The rooms of src/ (backends/, copy/, arch/, alloc/, dma/) share the library's path and name
-# each other's headers by room ("copy/copy.h"); that alloc/ and dma/ keep theirs to
+# The directories of src/ (one per layer: src/README.md) share the library's path and name
+# each other's headers by directory ("core/pins.h"); that alloc/ and dma/ keep theirs to
 # themselves is checked by tests/abi/test_include_areas.sh.
 UTIL_CPPFLAGS := -Iutil
 LIB_CPPFLAGS  := -Isrc -Iutil -Idriver
@@ -95,7 +95,8 @@ $(UTIL_LIB): $(UTIL_OBJS)
 # ---- the library -----------------------------------------------------------------------
 # src/arch/: CPU features, the cycle clock (the copy engine's tests link them too).
 ARCH_SRCS := $(wildcard src/arch/*.c)
-LIB_SRCS  := $(wildcard src/*.c src/backends/*.c src/dma/*.c src/alloc/*.c) $(ARCH_SRCS)
+LIB_SRCS  := $(wildcard src/core/*.c src/process/*.c src/backends/*.c src/dma/*.c src/alloc/*.c) \
+             $(ARCH_SRCS)
 COPY_SRCS :=                       # filled by src/copy/copy.mk (per-ISA files and flags)
 -include src/copy/copy.mk
 
@@ -122,7 +123,7 @@ $(BUILD)/obj/%.o: %.c | $(BUILD_PREREQS)
 	$(CC) $(ALL_CFLAGS) $(OBJ_CFLAGS_$*) -MMD -MP -c $< -o $@
 
 # -z nodelete: dlclose must not unmap us while pins, mappings, fork handlers or a forked
-# child's exit handler (src/fork.c) still point into the library.
+# child's exit handler (src/process/fork.c) still point into the library.
 $(LIB_REAL): $(LIB_OBJS) $(LIB_MAP)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=$(LIB_MAP) -Wl,-z,defs \

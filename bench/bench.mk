@@ -30,9 +30,9 @@ bench-dispatch: $(BENCH_DISPATCH)
 # White-box, as the copy engine's tests: the kernels' objects and the library's log.c; the
 # wrap shows it the kernel table (tests/unit/copy_table.h).
 COPY_BENCH_WRAP := -Wl,--wrap=vr_copy_choose_from
-$(COPY_BENCH): bench/copy_bench.c tests/unit/copy_table.h $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/log.c)
+$(COPY_BENCH): bench/copy_bench.c tests/unit/copy_table.h $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS) src/process/log.c)
 	@mkdir -p $(dir $@)
-	$(call prog-link,-Iinclude -Isrc -Isrc/copy -Itests/unit,$(filter-out %.h,$^) $(COPY_BENCH_WRAP))
+	$(call prog-link,-Iinclude -Isrc -Isrc/copy -Iutil -Itests/unit,$(filter-out %.h,$^) $(COPY_BENCH_WRAP))
 
 # White-box: links the static library and the test hooks (tests/unit/wb/) for the insert, and
 # the tools' harness and raw loops for -R.

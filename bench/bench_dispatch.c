@@ -23,10 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "gdrapi.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "copy/copy.h"
 #include "wb/hooks.h"
 #include "common/measure.h"
@@ -34,14 +34,6 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
-
-static double now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -85,12 +77,12 @@ static void op_raw(void *p, size_t i)
 static double tsc_per_ns(void)
 {
 #if defined(__x86_64__)
-    double t0 = now_ns();
+    double t0 = (double)vr_now_ns();
     uint64_t c0 = __rdtsc();
 
-    while (now_ns() - t0 < 50e6)
+    while ((double)vr_now_ns() - t0 < 50e6)
         ;
-    return (double)(__rdtsc() - c0) / (now_ns() - t0);
+    return (double)(__rdtsc() - c0) / ((double)vr_now_ns() - t0);
 #else
     return 0;
 #endif
@@ -146,85 +138,111 @@ static int raw_sweep(gdr_mh_t mh, void *map, const void *host, size_t iters, dou
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    int raw_mode = 0;
-    int samples = 2000, batch = 1000, i, k, opt;
-    size_t n = 8;
-    gdr_mapping_type_t type = GDR_MAPPING_TYPE_WC;
-    static char map[4096] __attribute__((aligned(4096)));
-    char host[4096] __attribute__((aligned(64)));
-    double *via, *direct, *diff, t0;
-    unsigned long tok;
-    gdr_mh_t mh;
+struct args {
+    int raw_mode;                 /* -R: 1-256 B beside the raw loops */
+    int samples, batch;
+    size_t n;                     /* bytes per copy */
+    gdr_mapping_type_t type;
+};
 
+/* The command line into a: 0, or 2 (usage) after saying why. */
+static int parse_args(int argc, char **argv, struct args *a, size_t max_n)
+{
+    int opt;
+
+    *a = (struct args){ .samples = 2000, .batch = 1000, .n = 8, .type = GDR_MAPPING_TYPE_WC };
     while ((opt = getopt(argc, argv, "s:b:n:t:R")) != -1) {
         switch (opt) {
-        case 'R': raw_mode = 1; break;
-        case 's': samples = atoi(optarg); break;
-        case 'b': batch = atoi(optarg); break;
-        case 'n': n = (size_t)atol(optarg); break;
+        case 'R': a->raw_mode = 1; break;
+        case 's': a->samples = atoi(optarg); break;
+        case 'b': a->batch = atoi(optarg); break;
+        case 'n': a->n = (size_t)atol(optarg); break;
         case 't':
-            type = !strcmp(optarg, "caching") ? GDR_MAPPING_TYPE_CACHING :
-                   !strcmp(optarg, "device") ? GDR_MAPPING_TYPE_DEVICE : GDR_MAPPING_TYPE_WC;
+            a->type = !strcmp(optarg, "caching") ? GDR_MAPPING_TYPE_CACHING :
+                      !strcmp(optarg, "device") ? GDR_MAPPING_TYPE_DEVICE : GDR_MAPPING_TYPE_WC;
             break;
         default:
-            fprintf(stderr, "usage: %s [-s samples] [-b batch] [-n bytes] [-t wc|caching|device] [-R]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [-s samples] [-b batch] [-n bytes] "
+                    "[-t wc|caching|device] [-R]\n", argv[0]);
             return 2;
         }
     }
-    if (samples < 10 || batch < 1 || n == 0 || n > sizeof(map)) {
+    if (a->samples < 10 || a->batch < 1 || a->n == 0 || a->n > max_n) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
+    return 0;
+}
+
+/* -s samples of -b calls each, through gdr_copy_to_mapping and straight to the engine's
+ * inline copy, paired: what the entry point adds. 0, or 1 when a copy fails. */
+static int paired_run(gdr_mh_t mh, char *map, const char *host, const struct args *a)
+{
+    double *via = calloc((size_t)a->samples, sizeof(double));
+    double *direct = calloc((size_t)a->samples, sizeof(double));
+    double *diff = calloc((size_t)a->samples, sizeof(double));
+    double t0;
+    int i, k, rc = 1;
+
+    if (!via || !direct || !diff) {
+        fprintf(stderr, "out of memory\n");
+        goto out;
+    }
+    /* Warm up caches, branch predictors and the kernel choice. */
+    for (i = 0; i < 100000; i++) {
+        gdr_copy_to_mapping(mh, map, host, a->n);
+        vr_copy_to_mapping(a->type, map, host, a->n);
+    }
+    for (k = 0; k < a->samples; k++) {
+        t0 = (double)vr_now_ns();
+        for (i = 0; i < a->batch; i++)
+            if (gdr_copy_to_mapping(mh, map, host, a->n) != 0)
+                goto out;
+        via[k] = ((double)vr_now_ns() - t0) / a->batch;
+        t0 = (double)vr_now_ns();
+        for (i = 0; i < a->batch; i++)
+            vr_copy_to_mapping(a->type, map, host, a->n);
+        direct[k] = ((double)vr_now_ns() - t0) / a->batch;
+        diff[k] = via[k] - direct[k];
+    }
+    printf("copy kernel %s, %zu-byte copies to a %s-type mapping of ordinary memory, "
+           "%d samples x %d calls\n", vr_copy_kernel_name(), a->n,
+           a->type == GDR_MAPPING_TYPE_WC ? "WC" :
+           a->type == GDR_MAPPING_TYPE_CACHING ? "CACHING" : "DEVICE", a->samples, a->batch);
+    /* diff first: report() sorts in place and the pairs must still match. */
+    report("difference, paired samples", diff, a->samples);
+    report("gdr_copy_to_mapping", via, a->samples);
+    report("vr_copy_to_mapping (direct)", direct, a->samples);
+    printf("dispatch overhead: %.2f ns (p50 - p50), %.2f ns (min - min)\n",
+           via[a->samples / 2] - direct[a->samples / 2], via[0] - direct[0]);
+    rc = 0;
+out:
+    free(via);
+    free(direct);
+    free(diff);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static char map[4096] __attribute__((aligned(4096)));
+    char host[4096] __attribute__((aligned(64)));
+    struct args a;
+    unsigned long tok;
+    gdr_mh_t mh;
+    int rc;
+
+    if (parse_args(argc, argv, &a, sizeof(map)))
+        return 2;
     memset(host, 0x5a, sizeof(host));
-    if (vr_handles_test_insert(map, sizeof(map), type, &tok) != 0) {
+    if (vr_handles_test_insert(map, sizeof(map), a.type, &tok) != 0) {
         fprintf(stderr, "cannot register the test mapping\n");
         return 1;
     }
     mh.h = tok;
-    if (raw_mode) {
-        /* -s samples of -b calls in all, at most 2 s per size. */
-        int rc = raw_sweep(mh, map, host, (size_t)samples * (size_t)batch, 2.0);
-
-        vr_handles_test_remove(tok);
-        return rc;
-    }
-    via = calloc((size_t)samples, sizeof(double));
-    direct = calloc((size_t)samples, sizeof(double));
-    diff = calloc((size_t)samples, sizeof(double));
-
-    /* Warm up caches, branch predictors and the kernel choice. */
-    for (i = 0; i < 100000; i++) {
-        gdr_copy_to_mapping(mh, map, host, n);
-        vr_copy_to_mapping(type, map, host, n);
-    }
-    for (k = 0; k < samples; k++) {
-        t0 = now_ns();
-        for (i = 0; i < batch; i++)
-            if (gdr_copy_to_mapping(mh, map, host, n) != 0)
-                return 1;
-        via[k] = (now_ns() - t0) / batch;
-        t0 = now_ns();
-        for (i = 0; i < batch; i++)
-            vr_copy_to_mapping(type, map, host, n);
-        direct[k] = (now_ns() - t0) / batch;
-        diff[k] = via[k] - direct[k];
-    }
-    printf("copy kernel %s, %zu-byte copies to a %s-type mapping of ordinary memory, "
-           "%d samples x %d calls\n", vr_copy_kernel_name(), n,
-           type == GDR_MAPPING_TYPE_WC ? "WC" : type == GDR_MAPPING_TYPE_CACHING ? "CACHING" : "DEVICE",
-           samples, batch);
-    /* diff first: report() sorts in place and the pairs must still match. */
-    report("difference, paired samples", diff, samples);
-    report("gdr_copy_to_mapping", via, samples);
-    report("vr_copy_to_mapping (direct)", direct, samples);
-    printf("dispatch overhead: %.2f ns (p50 - p50), %.2f ns (min - min)\n",
-           via[samples / 2] - direct[samples / 2], via[0] - direct[0]);
+    /* -R: -s samples of -b calls in all, at most 2 s per size. */
+    rc = a.raw_mode ? raw_sweep(mh, map, host, (size_t)a.samples * (size_t)a.batch, 2.0)
+                    : paired_run(mh, map, host, &a);
     vr_handles_test_remove(tok);
-    free(via);
-    free(direct);
-    free(diff);
-    return 0;
+    return rc;
 }

@@ -27,13 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "copy.h"
 #include "copy_kernels.h"
 #include "copy_table.h"
-#include "log.h"
+#include "process/log.h"
 
 #define MAX_SIZE ((size_t)1 << 20)
 
@@ -42,14 +42,6 @@ static const struct vr_copy_kernel *copy_table_extra(const char *name)
 {
     (void)name;
     return NULL;
-}
-
-static double now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 static int by_value(const void *a, const void *b)
@@ -84,7 +76,7 @@ static double batch(bench_fn fn, unsigned char *dst,
 {
     const size_t step = (n + 63) & ~(size_t)63;
     size_t off = 0;
-    double start = now_ns();
+    double start = (double)vr_now_ns();
     unsigned r;
 
     for (r = 0; r < reps; r++) {
@@ -95,7 +87,7 @@ static double batch(bench_fn fn, unsigned char *dst,
                 off = 0;
         }
     }
-    return now_ns() - start;
+    return (double)vr_now_ns() - start;
 }
 
 /* Per-copy times of 'samples' batches, sorted. */

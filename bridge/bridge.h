@@ -11,7 +11,8 @@
 #define VRAMIO_BRIDGE_H
 
 #include <stdint.h>
-#include "cuda_types.h"     /* util/: the CUDA driver API, declared by vramio */
+#include "bridge_routes.h"
+#include "cuda_loader.h"    /* util/: the CUDA driver API as vramio declares and loads it */
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
@@ -25,48 +26,10 @@ typedef CUresult (*vb_gpa_v1_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*vb_gpa_v2_fn)(const char *, void **, int, cuuint64_t,
                                  CUdriverProcAddressQueryResult *);
 
-/* The driver's own functions (the real libcuda.so.1, behind the shim when it is there). */
-struct vb_real {
-    CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
-    CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
-    CUresult (*cuMemFree_v2)(CUdeviceptr);
-    CUresult (*cuMemGetAddressRange_v2)(CUdeviceptr *, size_t *, CUdeviceptr);
-    CUresult (*cuCtxGetDevice)(CUdevice *);
-    CUresult (*cuCtxSynchronize)(void);
-    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*cuCtxGetCurrent)(CUcontext *);
-    CUresult (*cuCtxPushCurrent_v2)(CUcontext);
-    CUresult (*cuCtxPopCurrent_v2)(CUcontext *);
-    CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
-    CUresult (*cuPointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
-    CUresult (*cuPointerSetAttribute)(const void *, CUpointer_attribute, CUdeviceptr);
-    CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
-    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
-    CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
-    CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*cuMemsetD16_v2)(CUdeviceptr, unsigned short, size_t);
-    CUresult (*cuMemsetD32_v2)(CUdeviceptr, unsigned int, size_t);
-    CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
-    CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *, CUipcMemHandle, unsigned int);
-    CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
-    CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle *, void *);
-    CUresult (*cuMemExportToShareableHandle)(void *, CUmemGenericAllocationHandle,
-                                             CUmemAllocationHandleType, unsigned long long);
-    CUresult (*cuMemImportFromShareableHandle)(CUmemGenericAllocationHandle *, void *,
-                                               CUmemAllocationHandleType);
-    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
-    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
-                                    unsigned long long);
-    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
-    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-                         unsigned long long);
-    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
-    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-};
-
-/* The table, loaded at first use; NULL when libcuda.so.1 cannot be loaded. */
-const struct vb_real *vb_real(void);
+/* The driver's own functions (the real libcuda.so.1, behind the shim when it is there): the
+ * table of util/cuda_api.h's one list, loaded at first use; NULL when libcuda.so.1 cannot be
+ * loaded. */
+const struct vr_cuda *vb_real(void);
 
 /* VRAMIO_BRIDGE_LOG=1: one stderr line per interception (the shim logs through it too). */
 extern int vb_log_on;
@@ -76,12 +39,11 @@ __attribute__((format(printf, 1, 2))) void vb_log(const char *fmt, ...);
  * bridge_routes.h), NULL for any other; and vb_log. */
 VB_EXPORT void *vramio_bridge_impl(const char *name);
 
-/* The replacements of bridge_mem.c, by the ABI they implement. */
-CUresult vb_mem_alloc(CUdeviceptr *dptr, size_t size);
-CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
-                            unsigned int elem);
-CUresult vb_mem_free(CUdeviceptr dptr);
-CUresult vb_mem_get_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr dptr);
+/* The replacements (bridge_mem.c: device allocations; bridge_attr.c: attributes, copies and
+ * memsets; bridge_ipc.c: IPC handles), declared from their rows of bridge_routes.h. */
+#define VB_DECLARE(exp, base, since, until, only, impl, ret, params, args) ret impl params;
+VB_ROUTES(VB_DECLARE)
+#undef VB_DECLARE
 
 /* bridge_attr.c: what the bridge knows of each pool block it handed out (the context current
  * at its allocation, its buffer id, its SYNC_MEMOPS flag), kept from allocation to free. */
@@ -89,23 +51,6 @@ void vb_block_add(CUdeviceptr base, CUcontext ctx);
 void vb_block_forget(CUdeviceptr base);
 /* The context the block at base was allocated in: 1, or 0 when the bridge did not record it. */
 int vb_block_ctx(CUdeviceptr base, CUcontext *ctx);
-
-/* The replacements of bridge_attr.c. */
-CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr);
-CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
-                                   CUdeviceptr ptr);
-CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr);
-CUresult vb_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
-CUresult vb_memcpy_htod(CUdeviceptr dst, const void *src, size_t n);
-CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);
-CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n);
-CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n);
-CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n);
-
-/* The replacements of bridge_ipc.c: CUDA IPC handles for pool blocks. */
-CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr);
-CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags);
-CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr);
 
 /* bridge_ipc_server.c: an importer asks the exporting process for a slab's POSIX fd. */
 struct vb_ipc_req {

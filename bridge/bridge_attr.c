@@ -193,7 +193,7 @@ static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t si
 
 CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     CUdeviceptr base;
     size_t size;
 
@@ -210,7 +210,7 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
 CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
                                    CUdeviceptr ptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     CUdeviceptr base;
     size_t size;
     unsigned int i;
@@ -232,7 +232,7 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
 
 CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, CUdeviceptr ptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     CUdeviceptr base;
     size_t size;
     struct rec *r;
@@ -277,7 +277,7 @@ static int sync_block(CUdeviceptr d)
  * block with SYNC_MEMOPS set. */
 static CUresult settle(CUresult r, CUdeviceptr a, CUdeviceptr b)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
 
     if (r != CUDA_SUCCESS || !atomic_load_explicit(&n_sync, memory_order_relaxed) ||
         !(sync_block(a) || (b && sync_block(b))))
@@ -286,7 +286,7 @@ static CUresult settle(CUresult r, CUdeviceptr a, CUdeviceptr b)
 }
 
 #define VB_REAL_OR_FAIL(fn) \
-    const struct vb_real *t = vb_real(); \
+    const struct vr_cuda *t = vb_real(); \
     if (!t || !t->fn || !t->cuStreamSynchronize) \
         return CUDA_ERROR_NOT_INITIALIZED;
 
@@ -298,30 +298,30 @@ CUresult vb_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 
 CUresult vb_memcpy_htod(CUdeviceptr dst, const void *src, size_t n)
 {
-    VB_REAL_OR_FAIL(cuMemcpyHtoD_v2)
-    return settle(t->cuMemcpyHtoD_v2(dst, src, n), dst, 0);
+    VB_REAL_OR_FAIL(cuMemcpyHtoD)
+    return settle(t->cuMemcpyHtoD(dst, src, n), dst, 0);
 }
 
 CUresult vb_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    VB_REAL_OR_FAIL(cuMemcpyDtoD_v2)
-    return settle(t->cuMemcpyDtoD_v2(dst, src, n), dst, src);
+    VB_REAL_OR_FAIL(cuMemcpyDtoD)
+    return settle(t->cuMemcpyDtoD(dst, src, n), dst, src);
 }
 
 CUresult vb_memset_d8(CUdeviceptr dst, unsigned char v, size_t n)
 {
-    VB_REAL_OR_FAIL(cuMemsetD8_v2)
-    return settle(t->cuMemsetD8_v2(dst, v, n), dst, 0);
+    VB_REAL_OR_FAIL(cuMemsetD8)
+    return settle(t->cuMemsetD8(dst, v, n), dst, 0);
 }
 
 CUresult vb_memset_d16(CUdeviceptr dst, unsigned short v, size_t n)
 {
-    VB_REAL_OR_FAIL(cuMemsetD16_v2)
-    return settle(t->cuMemsetD16_v2(dst, v, n), dst, 0);
+    VB_REAL_OR_FAIL(cuMemsetD16)
+    return settle(t->cuMemsetD16(dst, v, n), dst, 0);
 }
 
 CUresult vb_memset_d32(CUdeviceptr dst, unsigned int v, size_t n)
 {
-    VB_REAL_OR_FAIL(cuMemsetD32_v2)
-    return settle(t->cuMemsetD32_v2(dst, v, n), dst, 0);
+    VB_REAL_OR_FAIL(cuMemsetD32)
+    return settle(t->cuMemsetD32(dst, v, n), dst, 0);
 }

@@ -81,7 +81,7 @@ static void forget_locked(struct exported **pp)
 }
 
 /* Whether a slab is still the one its handle named: same address, size and id. */
-static int still_there(const struct vb_real *t, const struct vb_ipc_req *slab, CUcontext ctx)
+static int still_there(const struct vr_cuda *t, const struct vb_ipc_req *slab, CUcontext ctx)
 {
     unsigned long long id = 0;
     CUdeviceptr base = 0;
@@ -89,14 +89,14 @@ static int still_there(const struct vb_real *t, const struct vb_ipc_req *slab, C
     CUcontext popped;
     int same;
 
-    if (!ctx || t->cuCtxPushCurrent_v2(ctx) != CUDA_SUCCESS)
+    if (!ctx || t->cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
         return 0;
-    same = t->cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
+    same = t->cuMemGetAddressRange(&base, &size, (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
            base == slab->base && size == slab->size &&
            t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                     (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
            id == slab->id;
-    t->cuCtxPopCurrent_v2(&popped);
+    t->cuCtxPopCurrent(&popped);
     return same;
 }
 
@@ -105,7 +105,7 @@ static int still_there(const struct vb_real *t, const struct vb_ipc_req *slab, C
 static unsigned prune_at = PRUNE_AT;
 
 /* Forget the slabs that are gone (the lock held): each is checked in its own context. */
-static void prune_locked(const struct vb_real *t)
+static void prune_locked(const struct vr_cuda *t)
 {
     struct exported **pp = &exports;
 
@@ -140,7 +140,7 @@ static int remember(const struct vb_ipc_req *slab, CUcontext ctx)
 /* The server's question: a new POSIX fd of the slab req names, or a positive errno. */
 static int export_fd(const struct vb_ipc_req *req, int *fd)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     CUmemGenericAllocationHandle h;
     struct exported *e;
     CUcontext ctx = NULL;
@@ -176,7 +176,7 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
 
 CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     unsigned long long bbase = 0, id = 0;
     struct handle h;
     CUdeviceptr slab = 0;
@@ -189,7 +189,7 @@ CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!out || !dptr || vramio_alloc_range(dptr, &bbase, &bsize))
         return t->cuIpcGetMemHandle(out, dptr);
-    r = t->cuMemGetAddressRange_v2(&slab, &slab_size, (CUdeviceptr)bbase);
+    r = t->cuMemGetAddressRange(&slab, &slab_size, (CUdeviceptr)bbase);
     if (r == CUDA_SUCCESS)
         r = t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, slab);
     if (r == CUDA_SUCCESS)
@@ -274,14 +274,14 @@ static int import_count(struct import *m, uint64_t offset)
     return 0;
 }
 
-static void slab_unmap(const struct vb_real *t, CUdeviceptr va, size_t size)
+static void slab_unmap(const struct vr_cuda *t, CUdeviceptr va, size_t size)
 {
     t->cuMemUnmap(va, size);
     t->cuMemAddressFree(va, size);
 }
 
 /* Map the slab h names on device dev, from a POSIX fd its exporter sends. */
-static CUresult import_map(const struct vb_real *t, const struct handle *h, CUdevice dev,
+static CUresult import_map(const struct vr_cuda *t, const struct handle *h, CUdevice dev,
                            CUdeviceptr *va)
 {
     CUmemAccessDesc access;
@@ -340,18 +340,18 @@ static int ours(const struct handle *h)
 
 CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     struct import *m;
     struct handle h;
     CUdeviceptr va = 0;
     CUdevice dev;
     CUresult r;
 
-    if (!t || !t->cuIpcOpenMemHandle_v2)
+    if (!t || !t->cuIpcOpenMemHandle)
         return CUDA_ERROR_NOT_INITIALIZED;
     memcpy(&h, &handle, sizeof(h));
     if (!ours(&h))
-        return t->cuIpcOpenMemHandle_v2(pdptr, handle, flags);
+        return t->cuIpcOpenMemHandle(pdptr, handle, flags);
     if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
         return CUDA_ERROR_INVALID_VALUE;
     if (vb_ipc_is_self(h.pid, h.nonce))
@@ -392,7 +392,7 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
 
 CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     struct import *m, **pp;
     unsigned i, live = 0;
     int found = 0;

@@ -56,7 +56,7 @@ __attribute__((destructor)) static void bridge_fini(void)
  * the VMM calls, the GPU has no VMM or no POSIX-fd handles, or the pool has no such GPU (past
  * its table). Not EPERM: CUDA_ERROR_NOT_PERMITTED and CUDA_ERROR_OPERATING_SYSTEM map to it,
  * and the latter comes from passing conditions (out of descriptors) as well. */
-static int lasting(int rc)
+static int pool_error_is_permanent(int rc)
 {
     return rc == ENOSYS || rc == EOPNOTSUPP || rc == ENOTSUP || rc == ENODEV;
 }
@@ -92,7 +92,7 @@ static void check_pinnable(void)
 }
 
 /* size bytes from the pool on the current context's device: 1 when served. */
-static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, const char *who)
+static int from_pool(const struct vr_cuda *t, size_t size, CUdeviceptr *dptr, const char *who)
 {
     unsigned long long p = 0;
     CUcontext ctx = NULL;
@@ -106,7 +106,7 @@ static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, co
         return 0;
     rc = vramio_alloc((int)dev, size, &p);
     if (rc) {
-        if (lasting(rc) && turn_off(dev))
+        if (pool_error_is_permanent(rc) && turn_off(dev))
             vb_log("the pool cannot work on GPU %d (%s): the driver serves its allocations",
                    (int)dev, vramio_last_error());
         vb_log("%s(%zu): not from the pool (%s), from the driver", who, size,
@@ -125,14 +125,14 @@ static int from_pool(const struct vb_real *t, size_t size, CUdeviceptr *dptr, co
 
 CUresult vb_mem_alloc(CUdeviceptr *dptr, size_t size)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
 
-    if (!t || !t->cuMemAlloc_v2)
+    if (!t || !t->cuMemAlloc)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dptr && size && from_pool(t, size, dptr, "cuMemAlloc"))
         return CUDA_SUCCESS;
     atomic_fetch_add_explicit(&n_driver, 1, memory_order_relaxed);
-    return t->cuMemAlloc_v2(dptr, size);
+    return t->cuMemAlloc(dptr, size);
 }
 
 /* Rows padded to the texture pitch alignment, and to 512 bytes at least (what the driver's
@@ -140,12 +140,12 @@ CUresult vb_mem_alloc(CUdeviceptr *dptr, size_t size)
 CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                             unsigned int elem)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     size_t align = 512, p;
     CUdevice dev;
     int a = 0;
 
-    if (!t || !t->cuMemAllocPitch_v2)
+    if (!t || !t->cuMemAllocPitch)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* Bad arguments: the driver's answer is the right one. */
     if (dptr && pitch && width && height && (elem == 4 || elem == 8 || elem == 16) &&
@@ -163,18 +163,18 @@ CUresult vb_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
         }
     }
     atomic_fetch_add_explicit(&n_driver, 1, memory_order_relaxed);
-    return t->cuMemAllocPitch_v2(dptr, pitch, width, height, elem);
+    return t->cuMemAllocPitch(dptr, pitch, width, height, elem);
 }
 
 /* Wait for the work of the context the block was allocated in (the current one when the
  * bridge did not record it), made current for the wait when another one is. */
-static CUresult wait_for_block(const struct vb_real *t, CUdeviceptr dptr)
+static CUresult wait_for_block(const struct vr_cuda *t, CUdeviceptr dptr)
 {
     CUcontext cur = NULL, ctx = NULL, popped;
     CUresult r;
 
-    if (!t->cuCtxSynchronize || !t->cuCtxGetCurrent || !t->cuCtxPushCurrent_v2 ||
-        !t->cuCtxPopCurrent_v2)
+    if (!t->cuCtxSynchronize || !t->cuCtxGetCurrent || !t->cuCtxPushCurrent ||
+        !t->cuCtxPopCurrent)
         return CUDA_ERROR_NOT_INITIALIZED;
     t->cuCtxGetCurrent(&cur);
     if (!vb_block_ctx(dptr, &ctx) || !ctx)
@@ -183,21 +183,21 @@ static CUresult wait_for_block(const struct vb_real *t, CUdeviceptr dptr)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (ctx == cur)
         return t->cuCtxSynchronize();
-    r = t->cuCtxPushCurrent_v2(ctx);
+    r = t->cuCtxPushCurrent(ctx);
     if (r != CUDA_SUCCESS)
         return r;
     r = t->cuCtxSynchronize();
-    t->cuCtxPopCurrent_v2(&popped);
+    t->cuCtxPopCurrent(&popped);
     return r;
 }
 
 CUresult vb_mem_free(CUdeviceptr dptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     unsigned long long base = 0;
     CUresult r;
 
-    if (!t || !t->cuMemFree_v2)
+    if (!t || !t->cuMemFree)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dptr && vramio_alloc_range(dptr, &base, NULL) == 0 && base == dptr) {
         /* cuMemFree waits for the work that may still use the memory; the pool hands it
@@ -217,18 +217,18 @@ CUresult vb_mem_free(CUdeviceptr dptr)
             return CUDA_SUCCESS;
         }
     }
-    return t->cuMemFree_v2(dptr);
+    return t->cuMemFree(dptr);
 }
 
 /* A pool block's own range, as for memory of its own size from cuMemAlloc. */
 CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
-    const struct vb_real *t = vb_real();
+    const struct vr_cuda *t = vb_real();
     unsigned long long base = 0;
     size_t size = 0;
     int rc;
 
-    if (!t || !t->cuMemGetAddressRange_v2)
+    if (!t || !t->cuMemGetAddressRange)
         return CUDA_ERROR_NOT_INITIALIZED;
     rc = vramio_alloc_range(dptr, &base, &size);
     if (rc == 0) {
@@ -241,5 +241,5 @@ CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr
     /* A freed block: the driver's answer for a freed allocation, not the slab's range. */
     if (rc == EFAULT)
         return CUDA_ERROR_NOT_FOUND;
-    return t->cuMemGetAddressRange_v2(pbase, psize, dptr);
+    return t->cuMemGetAddressRange(pbase, psize, dptr);
 }

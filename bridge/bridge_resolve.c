@@ -6,7 +6,6 @@
  * The real driver is the one behind the shim (vr_cuda_dlopen): a replacement that called a
  * replaced name would call itself, and the pool must see the real allocation ranges.
  */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,62 +14,47 @@
 #include <unistd.h>
 #include "bridge.h"
 #include "bridge_routes.h"
-#include "cuda_loader.h"    /* util/: vr_cuda_dlopen */
 
-static struct vb_real real;
-static const struct vb_real *real_loaded;
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+/* Each row's driver function is the entry of VR_CUDA_FUNCS (util/cuda_api.h) named by the
+ * row's base name, with the row's prototype: a row without one, or with another type, does
+ * not compile. */
+#define VB_SAME_AS_DRIVER(exp, base, since, until, only, impl, ret, params, args)                \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(((struct vr_cuda *)0)->base),         \
+                                                ret (*) params),                                \
+                   #exp ": the row's prototype is not VR_CUDA_FUNCS's " #base);
+VB_ROUTES(VB_SAME_AS_DRIVER)
+#undef VB_SAME_AS_DRIVER
 
-static void load_real(void)
+/* vr_cuda_load of the bridge's own copy of util/ (vr_cuda_program_view left undefined): the
+ * real driver behind the shim. */
+const struct vr_cuda *vb_real(void)
 {
-    void *h = vr_cuda_dlopen();
-
-    if (!h)
-        return;
-#define VB_RESOLVE(fn) *(void **)&real.fn = dlsym(h, #fn);
-    VB_RESOLVE(cuMemAlloc_v2)
-    VB_RESOLVE(cuMemAllocPitch_v2) VB_RESOLVE(cuMemFree_v2) VB_RESOLVE(cuMemGetAddressRange_v2)
-    VB_RESOLVE(cuCtxGetDevice) VB_RESOLVE(cuCtxSynchronize) VB_RESOLVE(cuDeviceGetAttribute)
-    VB_RESOLVE(cuCtxGetCurrent) VB_RESOLVE(cuCtxPushCurrent_v2) VB_RESOLVE(cuCtxPopCurrent_v2)
-    VB_RESOLVE(cuStreamSynchronize) VB_RESOLVE(cuPointerGetAttribute)
-    VB_RESOLVE(cuPointerGetAttributes) VB_RESOLVE(cuPointerSetAttribute) VB_RESOLVE(cuMemcpy)
-    VB_RESOLVE(cuMemcpyHtoD_v2) VB_RESOLVE(cuMemcpyDtoD_v2) VB_RESOLVE(cuMemsetD8_v2)
-    VB_RESOLVE(cuMemsetD16_v2) VB_RESOLVE(cuMemsetD32_v2)
-    VB_RESOLVE(cuIpcGetMemHandle) VB_RESOLVE(cuIpcOpenMemHandle_v2) VB_RESOLVE(cuIpcCloseMemHandle)
-    VB_RESOLVE(cuMemRetainAllocationHandle) VB_RESOLVE(cuMemExportToShareableHandle)
-    VB_RESOLVE(cuMemImportFromShareableHandle) VB_RESOLVE(cuMemRelease)
-    VB_RESOLVE(cuMemAddressReserve) VB_RESOLVE(cuMemAddressFree) VB_RESOLVE(cuMemMap)
-    VB_RESOLVE(cuMemUnmap) VB_RESOLVE(cuMemSetAccess)
-#undef VB_RESOLVE
-    real_loaded = &real; /* the driver stays loaded for the life of the process */
-}
-
-const struct vb_real *vb_real(void)
-{
-    pthread_once(&real_once, load_real);
-    return real_loaded;
+    return vr_cuda_load(NULL, 0);
 }
 
 int vb_log_on;
 
 void vb_log(const char *fmt, ...)
 {
+    static const char prefix[] = "vramio-bridge: ";
+    const size_t p = sizeof(prefix) - 1;
     char line[512];
     va_list ap;
     int n;
 
     if (!vb_log_on)
         return;
+    memcpy(line, prefix, p);
     va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    n = vsnprintf(line + p, sizeof(line) - p - 1, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n > sizeof(line) - 2)
-        n = (int)sizeof(line) - 2;
-    line[n++] = '\n';
-    /* One write per line: lines of several threads do not interleave. */
-    if (write(STDERR_FILENO, "vramio-bridge: ", 15) < 0 || write(STDERR_FILENO, line, (size_t)n) < 0)
+    if ((size_t)n > sizeof(line) - p - 2)
+        n = (int)(sizeof(line) - p - 2);
+    line[p + (size_t)n] = '\n';
+    /* One write per line, the prefix included: lines of several threads do not interleave. */
+    if (write(STDERR_FILENO, line, p + (size_t)n + 1) < 0)
         return;
 }
 

@@ -10,8 +10,11 @@
  *   shim_entry.S (x86_64) or shim.c (elsewhere) defines each exported name in the
  *   libcuda.so.1 shim, an entry that UCM's bistro can patch, jumping to the replacement;
  *   shim.c's cuGetProcAddress(_v2) answers those entries for the base and exported names;
- *   bridge_resolve.c hands the replacements to the shim by name, type-checked against the
- *   row. Every other name is the real driver's own function (see shim.c).
+ *   bridge.h declares each replacement from its row; bridge_resolve.c hands them to the
+ *   shim by name, and checks that the row's prototype is that of the driver's function of
+ *   the base name in util/cuda_api.h's VR_CUDA_FUNCS (the one list of CUDA functions, which
+ *   the replacements call for the driver's own). Every other name is the real driver's own
+ *   function (see shim.c).
  * Asked for a version past the last known one, the shim replaces the driver's answer only when
  * the driver gives the same function for that version as for the last known one: a new ABI
  * of the name stays the driver's (the replacement would misread its arguments).
@@ -19,7 +22,8 @@
  * the driver answers its exported function of that name; the copies and memsets also have
  * per-thread-default-stream variants (_ptds), which the driver hands out for the same base
  * name under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, and those stay the driver's.
- * Adding a replacement is adding a row here (and its function, declared in bridge.h).
+ * Adding a replacement is adding a row here and writing its function (a row whose driver
+ * function VR_CUDA_FUNCS lacks does not compile: add it there).
  * Included by assembly too: nothing but the macro and the two constants below.
  */
 #ifndef VRAMIO_BRIDGE_ROUTES_H

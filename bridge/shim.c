@@ -88,7 +88,8 @@ static void complain(const char *what, const char *why)
                      "vramio-run: the bridge %s cannot be loaded (%s): the CUDA driver serves "
                      "every allocation of this process\n", what, why ? why : "unknown");
 
-    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+    if (n > 0 &&
+        write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
         return;
 }
 

@@ -115,7 +115,8 @@ int gdr_get_info_v2(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info);
 /* Map the whole pinned range for the CPU; *va corresponds to info.va. */
 int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size);
 
-/* Map with a gdr_map_flags_t request. Already mapped: EAGAIN; a type that cannot be granted: EINVAL. */
+/* Map with a gdr_map_flags_t request. Already mapped: EAGAIN; a type that cannot be granted:
+ * EINVAL. */
 int gdr_map_v2(gdr_t g, gdr_mh_t handle, void **va, size_t size, int flags);
 
 /* Remove the mapping made by gdr_map*(). Not mapped: EINVAL. */

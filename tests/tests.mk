@@ -26,8 +26,8 @@ $(UNIT_API_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_KIT_SRCS) $(TEST_KIT_H
 # White-box: may include src/ headers (the one deliberate exception).
 # The copy engine's objects and the library's log.c; copy_test.h counts the warnings, sees the
 # kernel table as the engine hands it to its choice and adds kernels of its own there.
-COPY_TEST_LOG := $(BUILD)/obj/src/log.o -Wl,--wrap=vr_log -Wl,--wrap=vr_copy_choose_from
-$(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/copy_table.h $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(COPY_OBJS) $(BUILD)/obj/src/log.o
+COPY_TEST_LOG := $(BUILD)/obj/src/process/log.o -Wl,--wrap=vr_log -Wl,--wrap=vr_copy_choose_from
+$(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/copy_table.h $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(COPY_OBJS) $(BUILD)/obj/src/process/log.o
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -Isrc -Isrc/copy,$< $(TEST_KIT_SRCS) $(COPY_OBJS) $(COPY_TEST_LOG))
 

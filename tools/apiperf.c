@@ -89,22 +89,97 @@ static void cycle(gdr_t g, uint64_t dptr, size_t size, double *times)
     void *map;
     uint64_t t0, t1;
 
-    t0 = now_ns();
+    t0 = vr_now_ns();
     check(gdr_pin_buffer(g, dptr, size, 0, 0, &mh), "gdr_pin_buffer");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_PIN] = (double)(t1 - t0) / 1e3;
     check(gdr_map(g, mh, &map, size), "gdr_map");
-    t0 = now_ns();
+    t0 = vr_now_ns();
     times[API_MAP] = (double)(t0 - t1) / 1e3;
     check(gdr_get_info(g, mh, &info), "gdr_get_info");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_INFO] = (double)(t1 - t0) / 1e3;
     check(gdr_unmap(g, mh, map, size), "gdr_unmap");
-    t0 = now_ns();
+    t0 = vr_now_ns();
     times[API_UNMAP] = (double)(t0 - t1) / 1e3;
     check(gdr_unpin_buffer(g, mh), "gdr_unpin_buffer");
-    t1 = now_ns();
+    t1 = vr_now_ns();
     times[API_UNPIN] = (double)(t1 - t0) / 1e3;
+}
+
+/* n doubles, or the program ends (out of memory). */
+static double *samples_of(unsigned long n)
+{
+    double *p = malloc(n * sizeof(double));
+
+    if (!p)
+        die(prog, "out of memory");
+    return p;
+}
+
+/* One row of the table: the call, the size it was timed at ("-" for none), its figures. */
+static void print_row(const char *fn, const char *size, const struct stats *st)
+{
+    printf("%-20s %10s %12.3f %10.3f %10.3f %10.3f\n", fn, size, st->avg, st->min, st->p50,
+           st->p99);
+}
+
+/* gdr_open and gdr_close of instances beside g: each open may set up a GPU context of its
+ * own, so 20 samples are enough. */
+static void time_open_close(const struct opts *o, struct stats *open_st, struct stats *close_st)
+{
+    unsigned long nopen = o->iters < 20 ? o->iters : 20;
+    double *osamp = samples_of(nopen), *csamp = samples_of(nopen);
+
+    for (unsigned long i = 0; i < nopen; i++) {
+        uint64_t t0 = vr_now_ns();
+        gdr_t g2 = gdr_open();
+
+        osamp[i] = (double)(vr_now_ns() - t0) / 1e3;
+        if (!g2)
+            die(prog, "gdr_open failed: %s", vramio_last_error());
+        t0 = vr_now_ns();
+        gdr_close(g2);
+        csamp[i] = (double)(vr_now_ns() - t0) / 1e3;
+    }
+    stats_compute(osamp, nopen, open_st);
+    stats_compute(csamp, nopen, close_st);
+    free(osamp);
+    free(csamp);
+}
+
+/* The pin-map-info-unmap-unpin cycle at each size from a GPU page up to o->size, doubling:
+ * a row per call and size, and the "results" array of the JSON report. */
+static void time_cycles(gdr_t g, const struct opts *o, uint64_t dptr, struct json *j)
+{
+    double *samples[API_COUNT], times[API_COUNT];
+    struct stats st;
+    char col[32];
+
+    for (int k = 0; k < API_COUNT; k++)
+        samples[k] = samples_of(o->iters);
+    json_arr(j, "results");
+    for (size_t size = GPU_PAGE_SIZE; size <= o->size; size <<= 1) {
+        for (unsigned long i = 0; i < o->warmup; i++)
+            cycle(g, dptr, size, times);
+        for (unsigned long i = 0; i < o->iters; i++) {
+            cycle(g, dptr, size, times);
+            for (int k = 0; k < API_COUNT; k++)
+                samples[k][i] = times[k];
+        }
+        json_obj(j, NULL);
+        json_int(j, "size", (long long)size);
+        snprintf(col, sizeof(col), "%zu", size);
+        for (int k = 0; k < API_COUNT; k++) {
+            stats_compute(samples[k], o->iters, &st);
+            print_row(api_names[k], col, &st);
+            json_stats(j, api_names[k], &st);
+        }
+        json_end(j);
+    }
+    json_end(j);
+    for (int k = 0; k < API_COUNT; k++)
+        free(samples[k]);
 }
 
 int main(int argc, char **argv)
@@ -112,9 +187,10 @@ int main(int argc, char **argv)
     struct opts o;
     struct gm_buf buf;
     struct json j;
-    struct stats st, open_st, close_st;
-    double *samples[API_COUNT], *osamp, *csamp, times[API_COUNT];
+    struct stats open_st, close_st;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
+    double first_open;
+    uint64_t t0;
     gdr_t g;
 
     tool_enable_backends();
@@ -124,37 +200,16 @@ int main(int argc, char **argv)
         die(prog, "cannot write %s: %s", o.json, strerror(errno));
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     tool_alloc(prog, o.co.kind, o.size, &buf, 0);
-    for (int k = 0; k < API_COUNT; k++)
-        samples[k] = malloc(o.iters * sizeof(double));
-    osamp = malloc(o.iters * sizeof(double));
-    csamp = malloc(o.iters * sizeof(double));
-    if (!osamp || !csamp)
-        die(prog, "out of memory");
 
-    /* gdr_open / gdr_close: the first open pays for backend setup; report it separately. */
-    uint64_t t0 = now_ns();
+    /* The first open pays for backend setup: reported apart from the others. */
+    t0 = vr_now_ns();
     g = gdr_open();
-    double first_open = (double)(now_ns() - t0) / 1e3;
+    first_open = (double)(vr_now_ns() - t0) / 1e3;
     if (!g)
         die(prog, "gdr_open failed: %s (run gdrcopy_info)", vramio_last_error());
     vramio_get_backend(g, &be);
     printf("backend: %s\n", vramio_backend_name(be));
-    /* Each open may set up a GPU context of its own: 20 samples are enough. */
-    unsigned long nopen = o.iters < 20 ? o.iters : 20;
-    for (unsigned long i = 0; i < nopen; i++) {
-        gdr_t g2;
-
-        t0 = now_ns();
-        g2 = gdr_open();
-        osamp[i] = (double)(now_ns() - t0) / 1e3;
-        if (!g2)
-            die(prog, "gdr_open failed: %s", vramio_last_error());
-        t0 = now_ns();
-        gdr_close(g2);
-        csamp[i] = (double)(now_ns() - t0) / 1e3;
-    }
-    stats_compute(osamp, nopen, &open_st);
-    stats_compute(csamp, nopen, &close_st);
+    time_open_close(&o, &open_st, &close_st);
 
     json_str(&j, "tool", "apiperf");
     json_str(&j, "backend", vramio_backend_name(be));
@@ -166,38 +221,12 @@ int main(int argc, char **argv)
     printf("first gdr_open: %.1f us\n", first_open);
     printf("%-20s %10s %12s %10s %10s %10s\n", "Function", "Size(B)", "Avg.Time(us)", "Min(us)",
            "P50(us)", "P99(us)");
-    printf("%-20s %10s %12.3f %10.3f %10.3f %10.3f\n", "gdr_open", "-", open_st.avg, open_st.min,
-           open_st.p50, open_st.p99);
-    printf("%-20s %10s %12.3f %10.3f %10.3f %10.3f\n", "gdr_close", "-", close_st.avg,
-           close_st.min, close_st.p50, close_st.p99);
-
-    json_arr(&j, "results");
-    for (size_t size = GPU_PAGE_SIZE; size <= o.size; size <<= 1) {
-        for (unsigned long i = 0; i < o.warmup; i++)
-            cycle(g, buf.dptr, size, times);
-        for (unsigned long i = 0; i < o.iters; i++) {
-            cycle(g, buf.dptr, size, times);
-            for (int k = 0; k < API_COUNT; k++)
-                samples[k][i] = times[k];
-        }
-        json_obj(&j, NULL);
-        json_int(&j, "size", (long long)size);
-        for (int k = 0; k < API_COUNT; k++) {
-            stats_compute(samples[k], o.iters, &st);
-            printf("%-20s %10zu %12.3f %10.3f %10.3f %10.3f\n", api_names[k], size, st.avg,
-                   st.min, st.p50, st.p99);
-            json_stats(&j, api_names[k], &st);
-        }
-        json_end(&j);
-    }
-    json_end(&j);
+    print_row("gdr_open", "-", &open_st);
+    print_row("gdr_close", "-", &close_st);
+    time_cycles(g, &o, buf.dptr, &j);
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
     check(gdr_close(g), "gdr_close");
-    for (int k = 0; k < API_COUNT; k++)
-        free(samples[k]);
-    free(osamp);
-    free(csamp);
     gm_free(&buf);
     return 0;
 }

@@ -127,9 +127,9 @@ static void cu_check(CUresult rc, const char *what)
 
 static void spin_ns(unsigned long ns)
 {
-    uint64_t end = now_ns() + ns;
+    uint64_t end = vr_now_ns() + ns;
 
-    while (now_ns() < end)
+    while (vr_now_ns() < end)
         ;
 }
 
@@ -178,15 +178,15 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
     cu_check(pp->cu->cuLaunchKernel(pp->fn, (unsigned)o->blocks, 1, 1, (unsigned)o->threads, 1, 1,
                                     0, NULL, params, NULL), "cuLaunchKernel");
     for (uint32_t i = 1; i <= iters; i++) {
-        uint64_t t0 = now_ns(), t;
+        uint64_t t0 = vr_now_ns(), t;
 
         send(arg, i);
         while (__atomic_load_n(pp->ack, __ATOMIC_ACQUIRE) != i) {
-            if (deadline_ns && now_ns() - t0 > deadline_ns)
+            if (deadline_ns && vr_now_ns() - t0 > deadline_ns)
                 die(prog, "TIMEOUT: no answer to round trip %u after %lu s (kernel state: %s)", i,
                     o->timeout_s, vr_cuda_errstr(pp->cu->cuStreamQuery(NULL)));
         }
-        t = now_ns();
+        t = vr_now_ns();
         samples[i - 1] = (double)(t - t0) / 1e3;
         if (o->delay_ns)
             spin_ns(o->delay_ns);
@@ -196,19 +196,83 @@ static void run_mode(struct pp *pp, CUdeviceptr req_dev, send_fn send, void *arg
     free(samples);
 }
 
+/* The ping-pong kernel of pplat_kernel.cu, loaded from the embedded fatbin into pp->fn. */
+static CUmodule load_kernel(struct pp *pp)
+{
+    CUmodule mod;
+    char why[256];
+
+    if (vr_cuda_require(pp->cu, cuModuleLoadData, why, sizeof(why)) ||
+        vr_cuda_require(pp->cu, cuModuleGetFunction, why, sizeof(why)) ||
+        vr_cuda_require(pp->cu, cuModuleUnload, why, sizeof(why)) ||
+        vr_cuda_require(pp->cu, cuLaunchKernel, why, sizeof(why)) ||
+        vr_cuda_require(pp->cu, cuStreamQuery, why, sizeof(why)) ||
+        vr_cuda_require(pp->cu, cuStreamSynchronize, why, sizeof(why)))
+        die(prog, "%s", why);
+    cu_check(pp->cu->cuModuleLoadData(&mod, pplat_fatbin), "cuModuleLoadData");
+    cu_check(pp->cu->cuModuleGetFunction(&pp->fn, mod, "pplat_pingpong"), "cuModuleGetFunction");
+    return mod;
+}
+
+/* A zeroed page of host memory the GPU reaches at *dev (the answer, the host mode's request). */
+static void *mapped_host_page(const struct vr_cuda *cu, CUdeviceptr *dev)
+{
+    void *p;
+
+    cu_check(cu->cuMemHostAlloc(&p, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc");
+    cu_check(cu->cuMemHostGetDevicePointer(dev, p, 0), "cuMemHostGetDevicePointer");
+    memset(p, 0, 4096);
+    return p;
+}
+
+/* Each mode asked for: the GPU polls its request flag (the last 4 bytes of the message) in
+ * the pinned page (gdr, rawmap) or in host memory (host); its round trips printed and kept. */
+static void run_modes(struct pp *pp, const struct tool_map *m, CUdeviceptr gpu_req,
+                      void *hreq, CUdeviceptr hreq_dev, struct json *j)
+{
+    static const char *const names[] = { "gdr", "rawmap", "host" };
+    struct send_gdr s_dev, s_host;
+    const struct opts *o = pp->o;
+    struct stats st[3];
+
+    s_dev = (struct send_gdr){ .mh = m->mh, .p = m->ptr, .size = o->size };
+    s_host = (struct send_gdr){ .p = hreq, .size = o->size };
+    memset(s_dev.msg, 0x77, sizeof(s_dev.msg));
+    memset(s_host.msg, 0x77, sizeof(s_host.msg));
+    memset(st, 0, sizeof(st));
+    for (int k = 0; k < 3; k++) {
+        CUdeviceptr req = (k == 2 ? hreq_dev : gpu_req) + o->size - 4;
+
+        if (!(o->mode & (1 << k)))
+            continue;
+        if (k == 0)
+            run_mode(pp, req, send_gdr, &s_dev, &st[k]);
+        else if (k == 1)
+            run_mode(pp, req, send_raw, &s_dev, &st[k]);
+        else
+            run_mode(pp, req, send_host, &s_host, &st[k]);
+        if (k < 2) /* the next mode starts from 0 again */
+            memset(m->ptr, 0, o->size), raw_sfence();
+        printf("%-7s round trip: min %.3f us, p50 %.3f us, p99 %.3f us, avg %.3f us\n",
+               names[k], st[k].min, st[k].p50, st[k].p99, st[k].avg);
+        json_stats(j, names[k], &st[k]);
+    }
+    if (o->mode & MODE_GDR)
+        printf("Round-trip latency per iteration is %.3f us\n", st[0].avg);
+    if ((o->mode & MODE_GDR) && (o->mode & MODE_HOST))
+        printf("gdr p50 / host ping-pong p50: %.3f\n", st[0].p50 / st[2].p50);
+}
+
 int main(int argc, char **argv)
 {
     char binding[400];
-    static const char *const names[] = { "gdr", "rawmap", "host" };
     struct opts o;
     struct pp pp = { .o = &o };
     struct gm_buf buf;
     struct tool_map m;
     struct json j;
-    struct stats st[3];
-    struct send_gdr s_dev, s_host;
     CUmodule mod;
-    char why[256];
     void *hreq, *hack;
     CUdeviceptr hreq_dev;
     vramio_backend_t be = VRAMIO_BACKEND_NONE;
@@ -226,67 +290,26 @@ int main(int argc, char **argv)
     printf("CPU binding: %s\n", binding);
     tool_gpu_setup(prog, o.co.kind, o.co.gpu, 0);
     pp.cu = gm_cuda();
-    if (vr_cuda_require(pp.cu, cuModuleLoadData, why, sizeof(why)) ||
-        vr_cuda_require(pp.cu, cuModuleGetFunction, why, sizeof(why)) ||
-        vr_cuda_require(pp.cu, cuModuleUnload, why, sizeof(why)) ||
-        vr_cuda_require(pp.cu, cuLaunchKernel, why, sizeof(why)) ||
-        vr_cuda_require(pp.cu, cuStreamQuery, why, sizeof(why)) ||
-        vr_cuda_require(pp.cu, cuStreamSynchronize, why, sizeof(why)))
-        die(prog, "%s", why);
-    cu_check(pp.cu->cuModuleLoadData(&mod, pplat_fatbin), "cuModuleLoadData");
-    cu_check(pp.cu->cuModuleGetFunction(&pp.fn, mod, "pplat_pingpong"), "cuModuleGetFunction");
-
-    /* The answer lives in mapped host memory; so does the request of the host mode. */
-    cu_check(pp.cu->cuMemHostAlloc(&hack, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-             "cuMemHostAlloc");
-    cu_check(pp.cu->cuMemHostGetDevicePointer(&pp.ack_dev, hack, 0), "cuMemHostGetDevicePointer");
+    mod = load_kernel(&pp);
+    hack = mapped_host_page(pp.cu, &pp.ack_dev);
     pp.ack = hack;
-    cu_check(pp.cu->cuMemHostAlloc(&hreq, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-             "cuMemHostAlloc");
-    cu_check(pp.cu->cuMemHostGetDevicePointer(&hreq_dev, hreq, 0), "cuMemHostGetDevicePointer");
-    memset(hreq, 0, 4096);
+    hreq = mapped_host_page(pp.cu, &hreq_dev);
 
     tool_alloc(prog, o.co.kind, GPU_PAGE_SIZE, &buf, 0);
     cu_check(pp.cu->cuMemsetD8((CUdeviceptr)buf.dptr, 0, GPU_PAGE_SIZE), "cuMemsetD8");
     cu_check(pp.cu->cuCtxSynchronize(), "cuCtxSynchronize");
     tool_map_open(&m, prog, buf.dptr, GPU_PAGE_SIZE, GDR_MAP_FLAG_DEFAULT, 0);
     vramio_handle_backend(m.g, m.mh, &be);
-    s_dev = (struct send_gdr){ .mh = m.mh, .p = m.ptr, .size = o.size };
-    s_host = (struct send_gdr){ .p = hreq, .size = o.size };
-    memset(s_dev.msg, 0x77, sizeof(s_dev.msg));
-    memset(s_host.msg, 0x77, sizeof(s_host.msg));
 
     printf("Running %lu iterations per mode with data size %lu bytes, kernel %lux%lu.\n",
            o.iters, o.size, o.blocks, o.threads);
-    memset(st, 0, sizeof(st));
     json_str(&j, "tool", "pplat");
     json_str(&j, "backend", vramio_backend_name(be));
     json_str(&j, "kind", gm_kind_name((enum gm_kind)o.co.kind));
     json_str(&j, "cpu_binding", binding);
     json_str(&j, "unit", "us");
     json_int(&j, "size", (long long)o.size);
-    /* The flag is the last 4 bytes of the message: the kernel polls there. */
-    for (int k = 0; k < 3; k++) {
-        CUdeviceptr req = k == 2 ? hreq_dev + o.size - 4 : (CUdeviceptr)buf.dptr + o.size - 4;
-
-        if (!(o.mode & (1 << k)))
-            continue;
-        if (k == 0)
-            run_mode(&pp, req, send_gdr, &s_dev, &st[k]);
-        else if (k == 1)
-            run_mode(&pp, req, send_raw, &s_dev, &st[k]);
-        else
-            run_mode(&pp, req, send_host, &s_host, &st[k]);
-        if (k < 2) /* the next mode starts from 0 again */
-            memset(m.ptr, 0, o.size), raw_sfence();
-        printf("%-7s round trip: min %.3f us, p50 %.3f us, p99 %.3f us, avg %.3f us\n", names[k],
-               st[k].min, st[k].p50, st[k].p99, st[k].avg);
-        json_stats(&j, names[k], &st[k]);
-    }
-    if (o.mode & MODE_GDR)
-        printf("Round-trip latency per iteration is %.3f us\n", st[0].avg);
-    if ((o.mode & MODE_GDR) && (o.mode & MODE_HOST))
-        printf("gdr p50 / host ping-pong p50: %.3f\n", st[0].p50 / st[2].p50);
+    run_modes(&pp, &m, (CUdeviceptr)buf.dptr, hreq, hreq_dev, &j);
     if (json_close(&j))
         die(prog, "writing %s failed", o.json);
     tool_map_close(&m, prog, 0);

@@ -6,7 +6,8 @@
  * The name is what the code writes (cu->cuMemAlloc); the symbol is what libcuda.so.1 exports
  * for it, which for older entry points is a versioned one (cuMemAlloc_v2): the driver keeps
  * the unversioned symbol for binaries of an older ABI. cuda_loader.h turns the list into a
- * table of function pointers filled by dlsym.
+ * table of function pointers filled by dlsym. The one list of the library, the tools and the
+ * bridge (bridge/bridge_resolve.c checks each replacement's row against its entry here).
  *
  * The types come from cuda_types.h; tests/abi/test_cuda_api.sh includes the toolkit's cuda.h
  * instead (VR_CUDA_TOOLKIT_TYPES) and checks each entry's type and symbol against it.
@@ -64,7 +65,8 @@
       (CUdeviceptr *ptr, void *p, unsigned int flags))                                      \
     X(cuMemcpyHtoD,             "cuMemcpyHtoD_v2",                                          \
       (CUdeviceptr dst, const void *src, size_t n))                                         \
-    X(cuMemcpyDtoH,             "cuMemcpyDtoH_v2",          (void *dst, CUdeviceptr src, size_t n)) \
+    X(cuMemcpyDtoH,             "cuMemcpyDtoH_v2",                                          \
+      (void *dst, CUdeviceptr src, size_t n))                                               \
     X(cuMemsetD8,               "cuMemsetD8_v2",                                            \
       (CUdeviceptr dst, unsigned char byte, size_t n))                                      \
     X(cuMemHostGetFlags,        "cuMemHostGetFlags",        (unsigned int *flags, void *p)) \
@@ -73,7 +75,8 @@
       (CUdeviceptr dst, const void *src, size_t n, CUstream stream))                        \
     X(cuMemcpyDtoHAsync,        "cuMemcpyDtoHAsync_v2",                                     \
       (void *dst, CUdeviceptr src, size_t n, CUstream stream))                              \
-    X(cuStreamCreate,           "cuStreamCreate",           (CUstream *stream, unsigned int flags)) \
+    X(cuStreamCreate,           "cuStreamCreate",                                           \
+      (CUstream *stream, unsigned int flags))                                               \
     X(cuStreamDestroy,          "cuStreamDestroy_v2",       (CUstream stream))              \
     X(cuEventCreate,            "cuEventCreate",            (CUevent *event, unsigned int flags)) \
     X(cuEventRecord,            "cuEventRecord",            (CUevent event, CUstream stream)) \
@@ -118,6 +121,28 @@
        unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,        \
        void **params, void **extra))                                                        \
     X(cuStreamQuery,            "cuStreamQuery",            (CUstream stream))              \
-    X(cuStreamSynchronize,      "cuStreamSynchronize",      (CUstream stream))
+    X(cuStreamSynchronize,      "cuStreamSynchronize",      (CUstream stream))              \
+    /* what vramio-run replaces (bridge/bridge_routes.h; the bridge calls the driver's own) */ \
+    X(cuMemAllocPitch,          "cuMemAllocPitch_v2",                                       \
+      (CUdeviceptr *ptr, size_t *pitch, size_t width, size_t height, unsigned int elem))    \
+    X(cuPointerGetAttributes,   "cuPointerGetAttributes",                                   \
+      (unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr))           \
+    X(cuPointerSetAttribute,    "cuPointerSetAttribute",                                    \
+      (const void *value, CUpointer_attribute attr, CUdeviceptr ptr))                       \
+    X(cuMemcpy,                 "cuMemcpy",                                                 \
+      (CUdeviceptr dst, CUdeviceptr src, size_t n))                                         \
+    X(cuMemcpyDtoD,             "cuMemcpyDtoD_v2",                                          \
+      (CUdeviceptr dst, CUdeviceptr src, size_t n))                                         \
+    X(cuMemsetD16,              "cuMemsetD16_v2",                                           \
+      (CUdeviceptr dst, unsigned short v, size_t n))                                        \
+    X(cuMemsetD32,              "cuMemsetD32_v2",                                           \
+      (CUdeviceptr dst, unsigned int v, size_t n))                                          \
+    X(cuIpcGetMemHandle,        "cuIpcGetMemHandle",                                        \
+      (CUipcMemHandle *out, CUdeviceptr ptr))                                               \
+    X(cuIpcOpenMemHandle,       "cuIpcOpenMemHandle_v2",                                    \
+      (CUdeviceptr *ptr, CUipcMemHandle handle, unsigned int flags))                        \
+    X(cuIpcCloseMemHandle,      "cuIpcCloseMemHandle",      (CUdeviceptr ptr))              \
+    X(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle",                     \
+      (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type))
 
 #endif /* VRAMIO_CUDA_API_H */

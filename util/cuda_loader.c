@@ -64,7 +64,8 @@ static void cuda_load(void)
                  "the CUDA driver library libcuda.so.1 cannot be loaded (%s)", e ? e : "unknown");
         return;
     }
-#define VR_CUDA_RESOLVE(name, symbol, params) cuda_table.name = (CUresult (*) params)dlsym(lib, symbol);
+#define VR_CUDA_RESOLVE(name, symbol, params)                                                 \
+    cuda_table.name = (CUresult (*) params)dlsym(lib, symbol);
     VR_CUDA_FUNCS(VR_CUDA_RESOLVE)
 #undef VR_CUDA_RESOLVE
     if (!cuda_table.cuInit || !cuda_table.cuDriverGetVersion) {

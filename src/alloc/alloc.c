@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "alloc.h"
-#include "cuda_ctx.h"
+#include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "export.h"
-#include "fork.h"
-#include "pins.h"
+#include "core/export.h"
+#include "process/fork.h"
+#include "core/pins.h"
 #include "slab_pool.h"
 #include "vramio.h"
 

@@ -13,9 +13,9 @@
  */
 #include <stdint.h>
 #include "alloc.h"
-#include "cuda_ctx.h"
+#include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "export.h"
+#include "core/export.h"
 #include "vramio.h"
 
 VR_EXPORT void *vramio_pluggable_alloc(ssize_t size, int device, void *stream)

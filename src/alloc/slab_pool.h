@@ -9,7 +9,8 @@
  *
  * Requests up to small_max bytes are rounded up to a size class (multiples of 512 bytes: the
  * alignment of cudaMalloc's memory on current GPUs, which linear textures need on some of them,
- * kept by every block since every class is a multiple of 512) and carved from slabs of slab_size bytes, each slab serving one class at a time.
+ * kept by every block since every class is a multiple of 512) and carved from slabs of
+ * slab_size bytes, each slab serving one class at a time.
  * Larger requests get a slab of their own, rounded up to slab_size. Every slab starts at a
  * multiple of slab_size, so the slab of any address is found by masking it. An emptied slab
  * stays cached for reuse by any class while the cache holds at most cache_bytes; beyond that

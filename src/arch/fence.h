@@ -28,7 +28,7 @@ static inline void vr_store_fence(void)
 
 /* Every earlier load and store of this thread, to any mapping type, ordered before every
  * later one (mfence, dmb sy, sync): what a copy ends with while mappings of more than one type
- * are live (src/handles.h, vr_mappings_mixed). */
+ * are live (src/core/handles.h, vr_mappings_mixed). */
 static inline void vr_full_fence(void)
 {
 #if defined(__x86_64__)

@@ -35,10 +35,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "backend.h"
-#include "cuda_ctx.h"
+#include "process/cuda_ctx.h"
 #include "cuda_loader.h"
 #include "dmabuf_policy.h"
-#include "fork.h"
+#include "process/fork.h"
 
 struct dmabuf_pin {
     int fd;

@@ -33,7 +33,7 @@
 #include "arch/cycles.h"
 #include "backend.h"
 #include "uapi/gdrdrv.h"
-#include "log.h"
+#include "process/log.h"
 
 #define GD_DEVICE "/dev/gdrdrv"
 #define GD_VERSION(major, minor) (((uint32_t)(major) << 16) | (minor))
@@ -210,7 +210,8 @@ static int gd_op_pin(void *ctx, const struct vr_pin_req *req, void **pinp,
     if (req->flags & GDR_PIN_FLAG_FORCE_PCIE) {
         struct gdrdrv_get_attr a = { GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, 0 };
 
-        if (c->version < GDRDRV_VERSION_WITH_GET_ATTR || gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a) || !a.val) {
+        if (c->version < GDRDRV_VERSION_WITH_GET_ATTR || gd_ioctl(c, GDRDRV_IOC_GET_ATTR, &a) ||
+            !a.val) {
             snprintf(why, len, "the gdrdrv module does not support GDR_PIN_FLAG_FORCE_PCIE");
             return EINVAL;
         }

@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "backend.h"
-#include "cuda_ctx.h"
+#include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "fork.h"
-#include "log.h"
+#include "process/fork.h"
+#include "process/log.h"
 #include "vulkan_device.h"
 #include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
@@ -130,65 +130,55 @@ static CUresult export_fd(const struct vr_cuda *cu, CUmemGenericAllocationHandle
     return cr;
 }
 
-/* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
-static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
+/* The properties of the CUDA allocation behind e, in *prop: 0 when it is device memory that
+ * can be exported as a POSIX fd, else an errno and why not. */
+static int exportable_allocation(const struct vr_cuda *cu, const struct vr_import *e,
+                                 CUmemAllocationProp *prop, char *why, size_t len)
 {
-    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)e->key.handle;
-    CUmemAllocationProp prop;
-    const struct vr_vk_gpu *gpu;
-    VkDeviceMemory mem;
-    size_t gran = 0;
-    void *cpu = NULL;
     CUresult cr;
-    VkResult vr;
-    int fd = -1, rc;
 
-    memset(&prop, 0, sizeof(prop));
-    cr = cu->cuMemGetAllocationPropertiesFromHandle(&prop, h);
+    memset(prop, 0, sizeof(*prop));
+    cr = cu->cuMemGetAllocationPropertiesFromHandle(prop,
+                                                    (CUmemGenericAllocationHandle)e->key.handle);
     if (cr != CUDA_SUCCESS) {
         snprintf(why, len, "cannot read the properties of the CUDA allocation at 0x%llx: %s",
                  (unsigned long long)e->key.base, vr_cuda_errstr(cr));
         return vr_cuda_errno(cr);
     }
-    if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+    if (!(prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
         snprintf(why, len, "the CUDA VMM allocation at 0x%llx was created without "
                  "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, so it cannot be exported to Vulkan: "
                  "add that handle type to cuMemCreate, or allocate with vramio_alloc()",
                  (unsigned long long)e->key.base);
         return ENOTSUP;
     }
-    if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
         snprintf(why, len, "the CUDA VMM allocation at 0x%llx is not device memory",
                  (unsigned long long)e->key.base);
         return ENOTSUP;
     }
-    e->device = prop.location.id;
-    if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-            CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
-        gran = GPU_PAGE_SIZE;
-    rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
-    if (rc)
-        return rc;
-    cr = export_fd(cu, h, &fd);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
-                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return vr_cuda_errno(cr);
-    }
-    {
-        VkImportMemoryFdInfoKHR imp = {
-            .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
-            .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-            .fd = fd,
-        };
-        VkMemoryAllocateInfo ai = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-            .pNext = &imp,
-            .allocationSize = e->key.size,
-            .memoryTypeIndex = gpu->memtype,
-        };
-        vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, &mem);
-    }
+    return 0;
+}
+
+/* Import fd (the exported allocation of e) into gpu's Vulkan device and map all of it: 0 with
+ * the memory and the CPU address, else an errno and why. The fd is the import's from the
+ * call on, closed here when the import fails. */
+static int import_and_map(const struct vr_vk_gpu *gpu, const struct vr_import *e, int fd,
+                          VkDeviceMemory *mem, void **cpu, char *why, size_t len)
+{
+    VkImportMemoryFdInfoKHR imp = {
+        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+        .fd = fd,
+    };
+    VkMemoryAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .pNext = &imp,
+        .allocationSize = e->key.size,
+        .memoryTypeIndex = gpu->memtype,
+    };
+    VkResult vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, mem);
+
     if (vr != VK_SUCCESS) {
         close(fd); /* a successful import owns the fd; a failed one leaves it to us */
         snprintf(why, len, "Vulkan import of the %llu-byte CUDA allocation at 0x%llx failed: %s%s",
@@ -197,13 +187,47 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
                  e->key.size > gpu->heap_size ? " (larger than the host-visible heap: BAR1)" : "");
         return vr_vk_errno(vr);
     }
-    vr = gpu->fn.vkMapMemory(gpu->dev, mem, 0, VK_WHOLE_SIZE, 0, &cpu);
-    if (vr != VK_SUCCESS || !cpu) {
-        gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
+    *cpu = NULL;
+    vr = gpu->fn.vkMapMemory(gpu->dev, *mem, 0, VK_WHOLE_SIZE, 0, cpu);
+    if (vr != VK_SUCCESS || !*cpu) {
+        gpu->fn.vkFreeMemory(gpu->dev, *mem, NULL);
         snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
                  (unsigned long long)e->key.base, vr_vk_result_name(vr));
         return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
     }
+    return 0;
+}
+
+/* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
+static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
+{
+    CUmemAllocationProp prop;
+    const struct vr_vk_gpu *gpu;
+    VkDeviceMemory mem;
+    size_t gran = 0;
+    void *cpu = NULL;
+    CUresult cr;
+    int fd = -1, rc;
+
+    rc = exportable_allocation(cu, e, &prop, why, len);
+    if (rc)
+        return rc;
+    e->device = prop.location.id;
+    if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+            CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
+        gran = GPU_PAGE_SIZE;
+    rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
+    if (rc)
+        return rc;
+    cr = export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
+    if (cr != CUDA_SUCCESS) {
+        snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
+                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
+        return vr_cuda_errno(cr);
+    }
+    rc = import_and_map(gpu, e, fd, &mem, &cpu, why, len);
+    if (rc)
+        return rc;
     /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
      * so that a forked child faults on it instead of reaching the parent's memory. */
     vr_fork_dontfork(cpu, (size_t)e->key.size);

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fork.h"
-#include "log.h"
+#include "process/fork.h"
+#include "process/log.h"
 
 #define VR_VK_MAX_GPUS 64
 

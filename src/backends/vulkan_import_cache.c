@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* vulkan_import_cache.c - shared, reference-counted imports of CUDA allocations (see the header). */
+/* vulkan_import_cache.c - shared, reference-counted imports of CUDA allocations (see the
+ * header). */
 #include "vulkan_import_cache.h"
 
 #include <errno.h>

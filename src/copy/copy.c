@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "copy.h"
-#include "log.h"
+#include "process/log.h"
 
 /*
  * The kernels, in the order of the automatic choice; the first one the CPU runs wins, so
@@ -84,7 +84,7 @@ static const struct vr_copy_kernel *active = KERNEL_C;
 unsigned char vr_copy_line_store = VR_LINE_NONE;
 
 /* The inline whole-block read of copy.h (vr_copy_from_mapping), from the active kernel. */
-struct vr_copy_fast vr_copy_fast_from = { vr_copy_c_load, 7 };
+struct vr_copy_bulk_read vr_copy_inline_read = { vr_copy_c_load, 7 };
 
 /* The policy that chooses is copy_select.c's; it is handed the table, which stays here, where
  * the copy paths see the portable kernel's fields as constants. */
@@ -92,7 +92,8 @@ __attribute__((constructor)) static void vr_copy_init(void)
 {
     active = vr_copy_choose_from(kernels, sizeof(kernels) / sizeof(kernels[0]),
                                  vr_cpu_features(), getenv("GDRCOPY_COPY_KERNEL"));
-    vr_copy_fast_from = (struct vr_copy_fast){ active->from_map.bulk, active->from_map.block - 1 };
+    vr_copy_inline_read = (struct vr_copy_bulk_read){ active->from_map.bulk,
+                                                      active->from_map.block - 1 };
     vr_copy_line_store = active->line_store;
     vr_dbg("copy kernel: %s", active->name);
 }

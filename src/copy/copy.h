@@ -16,9 +16,9 @@
  *  - a write (vr_copy_to_mapping) ends with vr_store_fence for WC, DEVICE and NONE mappings:
  *    its bytes are on their way to the device, in order before any later store of the thread
  *    (a flag the GPU polls after the data). CACHING mappings need none;
- *  - while mappings of more than one type are live in the process (src/handles.h,
+ *  - while mappings of more than one type are live in the process (src/core/handles.h,
  *    vr_mappings_mixed), a copy of either direction also ends with vr_full_fence: the only
- *    fence not issued here, but by the one caller that knows the census (src/gdrapi.c,
+ *    fence not issued here, but by the one caller that knows the census (src/core/gdrapi.c,
  *    copy_checked), through which every copy of the API goes, _auto's included.
  * docs/copy-contract.md says what a caller may rely on, and where upstream GDRCopy differs.
  *
@@ -144,11 +144,11 @@ int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src
 
 /* The chosen kernel's bulk read and the alignment it needs (block - 1), for the inline read
  * path below; set once by copy.c before main (the portable kernel's until then). */
-struct vr_copy_fast {
+struct vr_copy_bulk_read {
     void (*bulk)(void *dst, const void *src, size_t n);
     size_t mask;
 };
-extern struct vr_copy_fast vr_copy_fast_from;
+extern struct vr_copy_bulk_read vr_copy_inline_read;
 
 /*
  * Mapping -> host, inline (the rule at the top): the read fence, then whole blocks of the
@@ -163,7 +163,7 @@ extern struct vr_copy_fast vr_copy_fast_from;
 static inline int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src,
                                        size_t n)
 {
-    const struct vr_copy_fast f = vr_copy_fast_from;
+    const struct vr_copy_bulk_read f = vr_copy_inline_read;
 
     vr_read_fence();
     if ((unsigned)type <= GDR_MAPPING_TYPE_WC && !(((uintptr_t)src | n) & f.mask)) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "copy_kernels.h"
-#include "log.h"
+#include "process/log.h"
 
 int vr_copy_kernel_usable(const struct vr_copy_kernel *k, unsigned features)
 {

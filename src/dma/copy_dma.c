@@ -6,14 +6,15 @@
  * is an uncached round trip per line (about 1 GB/s); the copy engine reaches tens of GB/s
  * after a fixed cost of several microseconds, so past some size it wins by far.
  *
- * The entry points of the copy engine's room (dma.h): the device of the pin (dma_device.c),
+ * The entry points of the copy engine's directory (dma.h): the device of the pin (dma_device.c),
  * its crossover (dma_calibrate.c), then one copy by the engine (dma_transfer.c) or the BAR.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "core.h"
+#include "core/export.h"
+#include "core/pins.h"
 #include "dma.h"
 #include "dma_policy.h"
 #include "vramio.h"
@@ -80,16 +81,12 @@ VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
     const struct vr_cuda *cu;
     struct vr_dma_range r;
     struct dma_dev *d = NULL;
-    struct vr_mapping m;
     int rc;
 
     if (!read_bytes || !write_bytes)
         return vr_fail(EINVAL, "vramio_copy_auto_crossover: NULL output");
     *read_bytes = *write_bytes = 0;
-    if (vr_pin_mapping(handle.h, &m) || !m.len)
-        return vr_fail(EINVAL, "vramio_copy_auto_crossover: %#lx is not a mapped pin", handle.h);
-    rc = vr_pin_dma_range(handle, (const void *)m.base, 1, read_bytes, &r,
-                          "vramio_copy_auto_crossover");
+    rc = vr_pin_dma_start(handle, &r, "vramio_copy_auto_crossover");
     if (rc)
         return rc;
     if ((cu = vr_dma_cuda()))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dma.h - what the files of the copy engine's room share. Calls run one way: the entry
+ * dma.h - what the files of the copy engine's directory share. Calls run one way: the entry
  * points (copy_dma.c) call the calibration (dma_calibrate.c), the transfers (dma_transfer.c)
  * and the per-device state (dma_device.c); the calibration calls the transfers and the
  * device state; the transfers call neither.
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "cuda_loader.h"
-#include "pins.h"
+#include "core/pins.h"
 
 #define DMA_MAX_DEVICES 64
 #define BOUNCE_BYTES    (2u << 20)    /* per bounce buffer; two per device */
@@ -49,7 +49,7 @@ extern _Atomic size_t vr_dma_min_crossover[2];
 /* A crossover of some device is now x: lowers vr_dma_min_crossover[dir] to it. */
 void vr_dma_note_crossover(int dir, size_t x);
 
-/* CUDA with everything this room calls, or NULL (then the BAR for good). */
+/* CUDA with everything this directory calls, or NULL (then the BAR for good). */
 const struct vr_cuda *vr_dma_cuda(void);
 
 /* The device state serving handle's pin, from the pin's remembered finding or a lookup;

@@ -30,23 +30,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "arch/fence.h"
+#include "clock.h"       /* util/: vr_now_ns */
 #include "copy/copy.h"
 #include "dma.h"
 #include "dma_policy.h"
-#include "log.h"
+#include "process/log.h"
 
 #define CAL_ROUNDS 5              /* the copy engine's median of */
-
-static double now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /*
  * The engine's scratch allocation, stream-ordered on the device's private stream: cuMemFree
@@ -107,14 +99,14 @@ static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
             for (int i = 0; i < VR_DMA_ENGINE_POINTS; i++) {
                 for (int pg = 0; pg < 2; pg++) {
                     size_t n = vr_dma_engine_sizes[i];
-                    double t0 = now_ns();
+                    double t0 = (double)vr_now_ns();
                     CUresult r = pg ? vr_dma_bounced(cu, d, dir, scratch, pageable, n)
                                     : vr_dma_engine(cu, d, dir, scratch, d->bounce[0], n);
 
                     if (cu->cuStreamSynchronize(d->stream) != CUDA_SUCCESS || r != CUDA_SUCCESS)
                         goto out;
                     if (round >= 0)
-                        s[pg][k] = (struct vr_dma_sample){ n, now_ns() - t0 };
+                        s[pg][k] = (struct vr_dma_sample){ n, (double)vr_now_ns() - t0 };
                 }
                 k += round >= 0;
             }
@@ -139,7 +131,7 @@ out:
 static double fenced_now_ns(void)
 {
     vr_full_fence_wait();
-    return now_ns();
+    return (double)vr_now_ns();
 }
 
 /*

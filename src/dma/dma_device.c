@@ -17,7 +17,7 @@
 
 #include "dma.h"
 #include "dma_policy.h"
-#include "export.h"
+#include "core/export.h"
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
 pthread_mutex_t vr_dma_setup_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,7 +106,7 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
     return 0;
 }
 
-/* The loaded driver has every entry point this room calls. */
+/* The loaded driver has every entry point this directory calls. */
 static int have_entry_points(const struct vr_cuda *cu)
 {
     return cu->cuPointerGetAttribute && cu->cuDeviceGet && cu->cuDevicePrimaryCtxRetain &&

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "dma.h"
-#include "export.h"
+#include "core/export.h"
 
 static int cu_fail(CUresult r, const char *fn, const char *what)
 {

@@ -28,32 +28,32 @@ check() { # area-variable header expect(ok|fails)
     fi
 }
 check UTIL_CPPFLAGS cuda_loader.h ok
-check UTIL_CPPFLAGS core.h fails
-check LIB_CPPFLAGS core.h ok
-check LIB_CPPFLAGS cuda_ctx.h ok
+check UTIL_CPPFLAGS core/core.h fails
+check LIB_CPPFLAGS core/core.h ok
+check LIB_CPPFLAGS process/cuda_ctx.h ok
 check LIB_CPPFLAGS uapi/gdrdrv.h ok
 check TOOL_CPPFLAGS cuda_loader.h ok
 check TOOL_CPPFLAGS common/gpumem.h ok
 check TOOL_CPPFLAGS uapi/gdrdrv.h ok
-check TOOL_CPPFLAGS core.h fails
-check TOOL_CPPFLAGS backend.h fails
+check TOOL_CPPFLAGS core/core.h fails
+check TOOL_CPPFLAGS backends/backend.h fails
 check TOOL_CPPFLAGS gdrdrv_internal.h fails
 check TEST_CPPFLAGS t.h ok
 check TEST_CPPFLAGS legacy_info.h ok
 check TEST_CPPFLAGS vramio.h ok
-check TEST_CPPFLAGS core.h fails
+check TEST_CPPFLAGS core/core.h fails
 check TEST_CPPFLAGS cuda_loader.h fails
-check WB_CPPFLAGS core.h ok
-# The rooms beside the core (src/alloc/, src/dma/) are part of the library's area, as
-# backends/ and copy/ are: their files see src/ (export.h, pins.h, log.h, ...), and other
+check WB_CPPFLAGS core/core.h ok
+# The directories beside the core (src/alloc/, src/dma/) are part of the library's area, as
+# backends/ and copy/ are: their files see src/ (core/pins.h, process/log.h, ...), and other
 # areas do not see them.
-check LIB_CPPFLAGS export.h ok
-check LIB_CPPFLAGS pins.h ok
+check LIB_CPPFLAGS core/export.h ok
+check LIB_CPPFLAGS core/pins.h ok
 check LIB_CPPFLAGS alloc/slab_pool.h ok
 check LIB_CPPFLAGS dma/dma_policy.h ok
-check TOOL_CPPFLAGS export.h fails
+check TOOL_CPPFLAGS core/export.h fails
 check TOOL_CPPFLAGS alloc/slab_pool.h fails
-check TEST_CPPFLAGS pins.h fails
+check TEST_CPPFLAGS core/pins.h fails
 check TEST_CPPFLAGS dma/dma_policy.h fails
 check WB_CPPFLAGS alloc/slab_pool.h ok
 
@@ -69,15 +69,27 @@ verdict() {
     if [ -z "$bad" ]; then t_ok "include_areas/$1"; else t_fail "include_areas/$1" "${bad# }"; fi
 }
 
-# Inside the library one include path serves every room, so a room keeps its headers to
-# itself by this check: no file of src/ outside src/alloc/ or src/dma/ includes one of that
-# room's headers (white-box tests may).
+# Inside the library one include path (-Isrc) serves every directory, so alloc/ and dma/
+# keep their headers to themselves by this check: no file of src/ outside src/alloc/ or
+# src/dma/ includes one of that directory's headers (white-box tests may).
 bad=
-for room in alloc dma; do
-    hits=$(includers "\"$room/" src/ ":!src/$room/")
-    [ -n "$hits" ] && bad="$bad $room/:$hits"
+for dir in alloc dma; do
+    hits=$(includers "\"$dir/" src/ ":!src/$dir/")
+    [ -n "$hits" ] && bad="$bad $dir/:$hits"
 done
-verdict rooms_keep_their_headers
+verdict side_directories_keep_their_headers
+
+# The wall core/pins.h draws: alloc/ and dma/ see of the core only core/pins.h and
+# core/export.h (calls by handle and address, error reporting), never its objects (core.h,
+# handles.h).
+bad=
+for dir in alloc dma; do
+    hits=$(includers '"core/' "src/$dir/" | tr , '\n' | while read -r f; do
+           git grep -hE '^#[[:space:]]*include[[:space:]]*"core/' -- "$f" |
+           grep -vE '"core/(pins|export)\.h"' >/dev/null && echo "$f"; done | paste -sd, -)
+    [ -n "$hits" ] && bad="$bad $dir/:$hits"
+done
+verdict side_directories_see_the_core_through_pins_h
 
 # Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
 # the library's internals excepted: tests/unit/wb_*, wb/, copy_*, bench/).

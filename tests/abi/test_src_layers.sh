@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_src_layers.sh - dependencies between the library's files run one way: from the objects
-# of src/ (and util/) as built, file A depends on file B when A uses a symbol that B defines;
-# no two files, and no loop of files, may depend on each other. Prints the loop it finds.
-# The rooms beside the core, src/dma/ and src/alloc/, are built and checked with the rest,
-# and are leaves: no file outside a room uses a symbol defined in it (their entry points are
-# reached through the exports only); prints each such use.
+# test_src_layers.sh - the library's layout (src/README.md) as built: from the objects of src/
+# and util/, file A depends on file B when A uses a symbol that B defines.
+#  - no .c file lies at the top of src/: every file is in the directory of its layer;
+#  - dependencies run one way: no two files, and no loop of files, depend on each other
+#    (prints the loop);
+#  - layers call down only: a file uses symbols of its own directory or of a layer below it,
+#    in the order of LAYERS below (prints each call up or sideways);
+#  - dma/ and alloc/ stand beside the core: nothing calls into them (their entry points are
+#    reached through the exports), and they reach the core only through what core/pins.h and
+#    core/export.h declare, never its objects (prints each other use).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/t.sh
 B=${BUILD:-build}
 command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
+
+top=$(git ls-files 'src/*.c' | grep -v '^src/.*/' | paste -sd, -)
+if [ -z "$top" ]; then t_ok "src_layers/no_c_file_at_top"; else
+    t_fail "src_layers/no_c_file_at_top" "$top"; fi
+
 # Objects of sources that exist: a file moved or deleted leaves its old object in a build
 # folder that is reused.
 objs=$(find "$B/obj/src" "$B/obj/util" -name '*.o' 2>/dev/null | sort |
@@ -19,7 +28,11 @@ objs=$(find "$B/obj/src" "$B/obj/util" -name '*.o' 2>/dev/null | sort |
 for o in $objs; do
     nm "$o" | awk -v f="${o#"$B/obj/"}" '$1 == "U" {print f, "U", $2} NF == 3 && $2 ~ /^[TDBR]$/ {print f, "D", $3}'
 done | python3 -c '
-import sys
+import os, re, sys
+# Top to bottom; directories of one layer do not call each other.
+LAYERS = [("src/dma", "src/alloc"), ("src/core",), ("src/backends", "src/copy"),
+          ("src/process", "src/arch"), ("util",)]
+rank = {d: i for i, ds in enumerate(LAYERS) for d in ds}
 defs, uses = {}, {}
 for line in sys.stdin:
     f, kind, sym = line.split()
@@ -40,19 +53,31 @@ for f in sorted(graph):
     if not state.get(f) and not loop: visit(f)
 files = set(graph) | set(defs.values())
 fail = 0
-if loop:
-    print("not ok src_layers/one_way: " + " -> ".join(loop)); fail = 1
-else:
-    print("ok src_layers/one_way (%d files)" % len(files))
-for room in ("src/dma/", "src/alloc/"):
-    mine = sorted(f for f in files if f.startswith(room))
-    calls = sorted({"%s -> %s (%s)" % (f, defs[s], s) for f, syms in uses.items()
-                    if not f.startswith(room) for s in syms if defs.get(s, "").startswith(room)})
-    if not mine:
-        print("not ok src_layers/%s: no objects of it" % room[4:-1]); fail = 1
-    elif calls:
-        print("not ok src_layers/%s_is_a_leaf: %s" % (room[4:-1], "; ".join(calls))); fail = 1
+def verdict(name, bad, n):
+    global fail
+    if bad:
+        print("not ok src_layers/%s: %s" % (name, "; ".join(bad))); fail = 1
     else:
-        print("ok src_layers/%s_is_a_leaf (%d files)" % (room[4:-1], len(mine)))
+        print("ok src_layers/%s (%d)" % (name, n))
+verdict("one_way", [" -> ".join(loop)] if loop else [], len(files))
+calls = [(f, defs[s], s) for f, syms in uses.items() for s in syms
+         if s in defs and os.path.dirname(defs[s]) != os.path.dirname(f)]
+nolayer = sorted({os.path.dirname(f) for f in files if os.path.dirname(f) not in rank})
+verdict("every_directory_has_a_layer", nolayer, len(rank))
+up = sorted({"%s -> %s (%s)" % c for c in calls
+             if rank.get(os.path.dirname(c[1]), -1) <= rank.get(os.path.dirname(c[0]), -1)})
+verdict("layers_call_down", up, len(calls))
+wall = open("src/core/pins.h").read() + open("src/core/export.h").read()
+for side in LAYERS[0]:
+    mine = sorted(f for f in files if f.startswith(side + "/"))
+    into = sorted({"%s -> %s (%s)" % c for c in calls if c[1].startswith(side + "/")})
+    past = sorted({"%s -> %s (%s)" % c for c in calls if c[0].startswith(side + "/")
+                   and c[1].startswith("src/core/") and not re.search(r"\b%s\b" % c[2], wall)})
+    name = side[4:]
+    if not mine:
+        verdict(name + "_is_built", ["no objects of it"], 0)
+    verdict(name + "_is_a_leaf", into, len(mine))
+    verdict(name + "_reaches_the_core_through_pins_h", past, len(mine))
 sys.exit(fail)
-'
+' || T_FAILED=1
+t_done

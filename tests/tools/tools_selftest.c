@@ -144,13 +144,13 @@ struct pair_ctx {
 
 static void spin_op(struct pair_ctx *c, int who, size_t i)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = vr_now_ns();
 
     if (i > c->max_index[who])
         c->max_index[who] = i;
     if (i < c->min_index[who])
         c->min_index[who] = i;
-    while (now_ns() - t0 < c->ns * (uint64_t)who)
+    while (vr_now_ns() - t0 < c->ns * (uint64_t)who)
         ;
     c->runs[who]++;
     if (c->len < PAIR_SEQ)

@@ -20,7 +20,7 @@
 #include "copy.h"
 #include "copy_kernels.h"
 #include "copy_table.h"
-#include "log.h"
+#include "process/log.h"
 #include "t.h"
 
 /* Warnings logged so far: the selection tests check that a fallback says why. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_backend_defaults.c - white-box test of the backend tables' defaults (src/backend_ops.c)
- * and of the static capabilities the core reads from a table (backend.h): a slot a backend
+ * wb_backend_defaults.c - white-box test of the backend tables' defaults
+ * (src/backends/backend_ops.c) and of the static capabilities the core reads from a table (backend.h): a slot a backend
  * leaves out is filled once by the merge, never called through NULL; gdr_get_attribute and
  * gdr_driver_get_version answer from the table's data unless the backend's op changes it; a
  * mapping type outside the table's map_types is refused by the core, with the table's reason,
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "t.h"
-#include "core.h"
+#include "core/core.h"
 
 #define BASE (1UL << 40)
 #define PAGE 65536UL

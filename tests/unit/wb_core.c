@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "t.h"
-#include "core.h"
-#include "fork.h"
+#include "core/core.h"
+#include "process/fork.h"
 
 /* Fake "GPU" address ranges: A serves [A_BASE, +RANGE), B serves [B_BASE, +RANGE), B fails
  * finally on [FAIL_BASE, +RANGE), A pins [SLOW_BASE, +RANGE) slowly. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cuda_types.h"
-#include "backend.h"
+#include "backends/backend.h"
 #include "backends/dmabuf_policy.h"
 #include "gdrapi.h"
 #include "t.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_fork.c - white-box test of src/fork.c: a forked child of a process holding GPU-driver
+ * wb_fork.c - white-box test of src/process/fork.c: a forked child of a process holding GPU-driver
  * state whose teardown is unsafe there leaves through _exit() with the status it gave exit(),
  * stdio flushed, and without running the parent's exit handlers (the driver's teardown among
  * them); VRAMIO_FORK_CHILD_TEARDOWN=1 turns that off; a mutex held by another thread at fork
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "t.h"
-#include "fork.h"
+#include "process/fork.h"
 
 static int marker_fd = -1;
 

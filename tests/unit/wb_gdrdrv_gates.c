@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
-#include "backend.h"
+#include "backends/backend.h"
 #include "t.h"
 #include "uapi/gdrdrv.h"
 

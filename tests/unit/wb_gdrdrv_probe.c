@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
-#include "backend.h"
+#include "backends/backend.h"
 #include "t.h"
 
 #define DEVICE "/dev/gdrdrv"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_handles.c - white-box test of the token tables (src/handles.c): allocation, lookup and
+ * wb_handles.c - white-box test of the token tables (src/core/handles.c): allocation, lookup and
  * free from 16 threads, rejection of stale and made-up tokens, generation wraparound, the
  * lock-free mapping read against a concurrent writer, the copy entry points on a mapping of
  * ordinary memory (and their refusal of tokens one field off a live one), and fork while other threads use the table. Built also under TSan.
@@ -17,7 +17,7 @@
 #include "t.h"
 #include "gdrapi.h"
 #include "vramio.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "wb/hooks.h"
 
 #define NTHREADS 16

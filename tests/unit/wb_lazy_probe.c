@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "t.h"
-#include "core.h"
+#include "core/core.h"
 
 #define REFUSED (1UL << 40)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wb_mixed_mappings.c - white-box test of the mapping census (src/handles.c) behind the
+ * wb_mixed_mappings.c - white-box test of the mapping census (src/core/handles.c) behind the
  * mixed-mappings fence rule: vr_mappings_mixed() holds exactly while mappings of two or more
  * types are live, through map and unmap in any order, unpin of a mapped pin, many threads
  * mapping and unmapping at once, and a fork (the child starts with no mappings); copies still
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "t.h"
 #include "gdrapi.h"
-#include "handles.h"
+#include "core/handles.h"
 #include "wb/hooks.h"
 
 static char area[4][4096];

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "t.h"
-#include "core.h"
+#include "core/core.h"
 
 static int probe_rc[VRAMIO_BACKEND_COUNT];
 static _Atomic int live_ctx;

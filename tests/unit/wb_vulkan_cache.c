@@ -16,7 +16,7 @@
 
 #include "gdrapi.h"
 #include "t.h"
-#include "core.h"
+#include "core/core.h"
 #include "backends/vulkan_device.h"
 #include "backends/vulkan_import_cache.h"
 #include "backends/vulkan_loader.h"

@@ -31,10 +31,10 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
     /* Warm up (page-table walks, first touches) and estimate the cost of one operation. */
     for (size_t i = 0; i < 4; i++)
         fn(ctx, i);
-    t0 = now_ns();
+    t0 = vr_now_ns();
     for (size_t i = 0; i < 8; i++)
         fn(ctx, i);
-    est = (double)(now_ns() - t0) / 8.0;
+    est = (double)(vr_now_ns() - t0) / 8.0;
     batch = batch_for(est, iters);
     cap = iters / batch + 1;
     samples = malloc(cap * sizeof(*samples));
@@ -42,14 +42,14 @@ size_t measure_latency(op_fn fn, void *ctx, size_t iters, double budget_s, struc
         stats_compute(NULL, 0, st);
         return 0;
     }
-    start = now_ns();
+    start = vr_now_ns();
     while (done < iters && n < cap) {
-        t0 = now_ns();
+        t0 = vr_now_ns();
         for (size_t k = 0; k < batch; k++)
             fn(ctx, done + k);
-        samples[n++] = (double)(now_ns() - t0) / 1000.0 / (double)batch;
+        samples[n++] = (double)(vr_now_ns() - t0) / 1000.0 / (double)batch;
         done += batch;
-        if (n >= MIN_SAMPLES && (double)(now_ns() - start) > budget_s * 1e9)
+        if (n >= MIN_SAMPLES && (double)(vr_now_ns() - start) > budget_s * 1e9)
             break;
     }
     stats_compute(samples, n, st);
@@ -87,10 +87,10 @@ size_t measure_latency_pair_q(op_fn a, op_fn b, void *ctx, size_t iters, double 
     }
     est = 0;
     for (int k = 0; k < 2; k++) {
-        t0 = now_ns();
+        t0 = vr_now_ns();
         for (size_t i = 0; i < 8; i++)
             fn[k](ctx, i + (k ? iters : 0));
-        t[k] = (double)(now_ns() - t0) / 8.0;
+        t[k] = (double)(vr_now_ns() - t0) / 8.0;
         if (t[k] > est)
             est = t[k];
     }
@@ -110,25 +110,25 @@ size_t measure_latency_pair_q(op_fn a, op_fn b, void *ctx, size_t iters, double 
         q[0] = q[1] = q[2] = 0;
         return 0;
     }
-    start = now_ns();
+    start = vr_now_ns();
     while (done < iters && n < cap) {
         /* a then b in even rounds, b then a in odd ones: neither always goes first. */
         for (int k = 0; k < 2; k++) {
             int w = (int)((k + n) & 1);
 
-            t0 = now_ns();
+            t0 = vr_now_ns();
             /* b counts from iters + batch, past every index a gets: an operation that
              * moves through memory by its index never reads what the other has just read. */
             for (size_t i = 0; i < batch; i++)
                 fn[w](ctx, done + i + (w ? iters + batch : 0));
-            t[w] = (double)(now_ns() - t0) / 1000.0 / (double)batch;
+            t[w] = (double)(vr_now_ns() - t0) / 1000.0 / (double)batch;
         }
         va[n] = t[0];
         vb[n] = t[1];
         vr[n] = t[0] > 0 ? t[1] / t[0] : 0;
         n++;
         done += batch;
-        if (n >= MIN_SAMPLES && (double)(now_ns() - start) > budget_s * 1e9)
+        if (n >= MIN_SAMPLES && (double)(vr_now_ns() - start) > budget_s * 1e9)
             break;
     }
     stats_compute(va, n, sa);
@@ -156,17 +156,17 @@ double measure_bandwidth(op_fn fn, void *ctx, size_t bytes, size_t iters, struct
         return 0;
     for (size_t i = 0; i < 16 && i < iters; i++) /* warm-up: page walks, TLB, first touches */
         fn(ctx, i);
-    start = now_ns();
+    start = vr_now_ns();
     t0 = start;
     for (size_t i = 0; i < iters; i++) {
         fn(ctx, i);
         if (samples) {
-            t1 = now_ns();
+            t1 = vr_now_ns();
             samples[i] = (double)(t1 - t0) / 1000.0;
             t0 = t1;
         }
     }
-    t1 = now_ns();
+    t1 = vr_now_ns();
     if (st)
         stats_compute(samples, samples ? iters : 0, st);
     free(samples);

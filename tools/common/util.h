@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.h - small helpers shared by the tools: argument parsing, clocks, CPU binding and
+ * util.h - small helpers shared by the tools: argument parsing, CPU binding and
  * the open-pin-map sequence that every benchmark starts with.
  */
 #ifndef TOOLS_UTIL_H
@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
+#include "clock.h"     /* util/: vr_now_ns, the one monotonic clock */
 #include "gdrapi.h"
 
 /* Parse "4096", "0x1000", "64K", "1M", "2G" into bytes; 0 or EINVAL. */
@@ -25,14 +25,6 @@ void usage_error(const char *prog, const char *fmt, ...);
 /* Print "PROG: ERROR: message" to stderr and exit 1. */
 __attribute__((noreturn, format(printf, 2, 3)))
 void die(const char *prog, const char *fmt, ...);
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Bind the calling thread to one CPU (ignored when cpu < 0); 0 or an errno. */
 int bind_cpu(int cpu);

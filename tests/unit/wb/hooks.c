@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "backends/vulkan_import_cache.h"
-#include "core.h"
+#include "core/core.h"
 
 /* A pin of no gdr_t (owner 0: no gdr_t call reaches it) and no backend, mapped at base: what
  * the library reads of a pin is all there, so every path that takes a pin handle treats it
@@ -23,7 +23,7 @@ int vr_handles_test_insert(void *base, size_t len, int type, unsigned long *toke
         return ENOMEM;
     *pin = (struct vr_pin){ .info = { .va = (uintptr_t)base, .mapped_size = len },
                             .map_ptr = base, .map_pid = vr_self_pid(), .map_size = len,
-                            .map_reach = len, .map_type = (gdr_mapping_type_t)type,
+                            .map_copy_len = len, .map_type = (gdr_mapping_type_t)type,
                             .dma_dev = VR_DMA_DEV_NONE };
     rc = vr_slot_alloc(&vr_pins, pin, 0, token);
     if (rc) {

@@ -52,12 +52,12 @@ static int pin_release_locked(struct vr_slot *s)
         vr_slot_set_mapping(s, NULL, 0, 0);
     vr_slot_free_locked(&vr_pins, s);
     if (map) {
-        rc = pin->ops->unmap(pin->ctx, pin->bpin, map, pin->map_size);
+        rc = pin->ops->unmap(pin->ctx, pin->backend_pin, map, pin->map_size);
         if (rc)
             vr_warn("unpin: %s could not unmap %p: %s", pin->ops->name, map,
                     vramio_strerror(rc));
     }
-    rc2 = pin->ops->unpin(pin->ctx, pin->bpin);
+    rc2 = pin->ops->unpin(pin->ctx, pin->backend_pin);
     if (rc2)
         vr_warn("unpin: %s reported %s", pin->ops->name, vramio_strerror(rc2));
     free(pin);
@@ -73,7 +73,7 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     struct vr_pin *pin;
     size_t used = 0;
     int i, rc = ENOTSUP, first_rc = 0;
-    void *bpin = NULL;
+    void *backend_pin = NULL;
 
     uint64_t t0 = 0, took = 0;
 
@@ -87,7 +87,7 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
             rc = ENOTSUP;
         } else {
             t0 = vr_cycles_now();
-            rc = a->ops->pin(a->ctx, req, &bpin, &info, why, sizeof(why));
+            rc = a->ops->pin(a->ctx, req, &backend_pin, &info, why, sizeof(why));
             took = vr_cycles_now() - t0;
         }
         if (rc == 0)
@@ -108,7 +108,7 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
     pin = calloc(1, sizeof(*pin));
     if (pin) {
         *pin = (struct vr_pin){ .ops = gdr->active[i].ops, .ctx = gdr->active[i].ctx,
-                                .bpin = bpin, .addr = req->addr, .info = info,
+                                .backend_pin = backend_pin, .addr = req->addr, .info = info,
                                 .pin_cycles = took,
                                 .dma_dev = VR_DMA_DEV_UNKNOWN };
         rc = vr_slot_alloc(&vr_pins, pin, gdr->token, &handle->h);
@@ -116,7 +116,7 @@ static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, c
         rc = ENOMEM;
     }
     if (rc) {
-        gdr->active[i].ops->unpin(gdr->active[i].ctx, bpin);
+        gdr->active[i].ops->unpin(gdr->active[i].ctx, backend_pin);
         free(pin);
         return vr_fail_err(rc, "%s: cannot register the pin: %s", fn, vramio_strerror(rc));
     }
@@ -246,7 +246,7 @@ void vr_pins_gpu_released(uint64_t base, uint64_t size)
 
 static int op_callback_flag(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *fn)
 {
-    int rc = pin->ops->callback_flag(pin->ctx, pin->bpin, arg);
+    int rc = pin->ops->callback_flag(pin->ctx, pin->backend_pin, arg);
 
     return rc ? vr_fail(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
 }
@@ -330,20 +330,20 @@ static int op_map(struct vr_slot *s, struct vr_pin *pin, void *arg, const char *
              !(pin->ops->map_types & VR_MAP_TYPE_BIT(a->want)))
         rc = vr_fail_err(EINVAL, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name,
                          a->size, pin->ops->map_types_why);
-    else if ((rc = pin->ops->map(pin->ctx, pin->bpin, a->size, a->want, &ptr, &granted, why,
+    else if ((rc = pin->ops->map(pin->ctx, pin->backend_pin, a->size, a->want, &ptr, &granted, why,
                                  sizeof(why))))
         vr_fail_err(rc, "%s: %s could not map %zu bytes: %s", fn, pin->ops->name, a->size,
                     why[0] ? why : vramio_strerror(rc));
     else if (!ptr || granted <= GDR_MAPPING_TYPE_NONE || granted >= GDR_MAPPING_TYPE_MAX) {
-        pin->ops->unmap(pin->ctx, pin->bpin, ptr, a->size);
+        pin->ops->unmap(pin->ctx, pin->backend_pin, ptr, a->size);
         rc = vr_fail_err(EIO, "%s: %s returned an invalid mapping", fn, pin->ops->name);
     } else {
         pin->map_ptr = ptr;
         pin->map_pid = vr_self_pid();
         pin->map_size = a->size;
-        pin->map_reach = pin->ops->maps_whole_pin ? pin->info.mapped_size : a->size;
+        pin->map_copy_len = pin->ops->maps_whole_pin ? pin->info.mapped_size : a->size;
         pin->map_type = granted;
-        vr_slot_set_mapping(s, ptr, pin->map_reach, granted);
+        vr_slot_set_mapping(s, ptr, pin->map_copy_len, granted);
         *a->va = ptr;
     }
     return rc;
@@ -379,7 +379,7 @@ static int op_unmap(struct vr_slot *s, struct vr_pin *pin, void *arg, const char
                 fn, a->va, a->size, a->h, pin->map_ptr, pin->map_size);
     /* Hide the mapping from the copy path before it goes away. */
     vr_slot_set_mapping(s, NULL, 0, 0);
-    rc = pin->ops->unmap(pin->ctx, pin->bpin, pin->map_ptr, pin->map_size);
+    rc = pin->ops->unmap(pin->ctx, pin->backend_pin, pin->map_ptr, pin->map_size);
     pin->map_ptr = NULL;
     pin->map_size = 0;
     return rc ? vr_fail_err(rc, "%s: %s", fn, vramio_strerror(rc)) : 0;
@@ -431,7 +431,7 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     pin = s->obj;
     ok = pin_mapped_here(pin) && host;
     if (ok) {
-        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_reach, (int)pin->map_type };
+        m = (struct vr_mapping){ (uintptr_t)pin->map_ptr, pin->map_copy_len, (int)pin->map_type };
         ok = vr_in_mapping(&m, p, n);
     }
     if (ok)
@@ -440,6 +440,15 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
                                     .avail = m.len - ((uintptr_t)p - m.base) };
     vr_slot_unlock(s);
     return ok ? 0 : vr_copy_fail(fn, handle.h, p, n, 0);
+}
+
+int vr_pin_dma_start(gdr_mh_t handle, struct vr_dma_range *r, const char *fn)
+{
+    struct vr_mapping m;
+
+    if (vr_pin_mapping(handle.h, &m) || !m.len)
+        return vr_fail(EINVAL, "%s: %#lx is not a mapped pin", fn, handle.h);
+    return vr_pin_dma_range(handle, (const void *)m.base, 1, &m, r, fn);
 }
 
 void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev)

@@ -6,9 +6,10 @@
  * teardown in a forked child: run from the child's exit(), that teardown crashes, and the
  * parent then hangs at its own exit. A module that creates such state calls
  * vr_fork_guard_teardown() before its first call into the driver (the driver registers exit
- * handlers as it loads, so a fork during that first call counts too); from then on a child forked from this process leaves through
- * _exit() when it calls exit() or returns from main, after flushing stdio, so the inherited
- * teardown never runs there. VRAMIO_FORK_CHILD_TEARDOWN=1 turns this off.
+ * handlers as it loads, so a fork during that first call counts too); from then on a child
+ * forked from this process leaves through _exit() when it calls exit() or returns from main,
+ * after flushing stdio, so the inherited teardown never runs there.
+ * VRAMIO_FORK_CHILD_TEARDOWN=1 turns this off.
  */
 #ifndef VRAMIO_FORK_H
 #define VRAMIO_FORK_H

@@ -2,7 +2,8 @@
 /*
  * core.h - what the core files of the library (gdrapi.c, instance.c, pin.c) share: the
  * objects behind gdr_t and gdr_mh_t and the calls between those files, over export.h (the
- * export macro, error reporting) and pins.h (what the rooms beside the core call in it).
+ * export macro, error reporting) and pins.h (what the directories beside the core, alloc/
+ * and dma/, call in it).
  */
 #ifndef VRAMIO_CORE_H
 #define VRAMIO_CORE_H
@@ -10,10 +11,10 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "backend.h"
+#include "backends/backend.h"
 #include "export.h"
 #include "handles.h"
-#include "log.h"
+#include "process/log.h"
 #include "pins.h"
 
 /* One usable backend of an open gdr_t: ops is one of the instance's merged tables. state:
@@ -46,14 +47,14 @@ struct vr_gdr {
 struct vr_pin {
     const struct vr_backend_ops *ops;      /* its instance's merged table (freed after it) */
     void *ctx;
-    void *bpin;                            /* the backend's pin */
+    void *backend_pin;                     /* the backend's pin */
     uint64_t addr;                         /* the address the caller pinned */
     struct vr_pin_info info;               /* what the backend's pin reported */
     uint64_t pin_cycles;                   /* how long the backend took to pin (arch/cycles.h) */
     void *map_ptr;                         /* NULL when not mapped */
     pid_t map_pid;                         /* the process that made the mapping */
     size_t map_size;                       /* as the caller mapped it */
-    size_t map_reach;                      /* how far copies may go: see maps_whole_pin */
+    size_t map_copy_len;                   /* the bytes copies may reach: see maps_whole_pin */
     gdr_mapping_type_t map_type;
     int dma_dev;                           /* the copy engine's finding: VR_DMA_DEV_* (pins.h) */
 };
@@ -70,8 +71,8 @@ void vr_gdr_put(struct vr_gdr *gdr);
 /*
  * gdr_open's choice, for table (indexed by vramio_backend_t, probed in that order): merges
  * each table into gdr->ops, fills gdr->status and gdr->why for every backend and, when open
- * is set, the usable ones' contexts in gdr->active. Reads the environment on every call. 0, or EINVAL for an unknown
- * GDRCOPY_BACKEND (the reason in reason).
+ * is set, the usable ones' contexts in gdr->active. Reads the environment on every call. 0,
+ * or EINVAL for an unknown GDRCOPY_BACKEND (the reason in reason).
  */
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                        struct vr_gdr *gdr, int open, char *reason, size_t len);
@@ -119,10 +120,6 @@ int vr_pin_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size, const char *fn
 int vr_pin_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend, const char *fn);
 /* Unmap and unpin every pin of the instance whose token is owner (gdr_close). */
 void vr_pins_release_owned(unsigned long owner);
-
-/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves, called without the PLT. */
-int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
-int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 
 /* The error of a copy whose handle is not a live pin (not_pin) or whose range is not inside
  * its mapping: recorded, logged at debug level, EINVAL. Cold, out of line (the copy path). */

@@ -8,7 +8,7 @@
 #define VRAMIO_EXPORT_H
 
 #include <stddef.h>
-#include "log.h"
+#include "process/log.h"
 
 #ifndef VR_EXPORT
 #define VR_EXPORT __attribute__((visibility("default")))

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pins.h - what pin.c offers the rooms beside the core (alloc/, dma/): calls by GPU address
- * and by handle, none of the core's objects. Each call takes the locks it needs.
+ * pins.h - what the core (pin.c, gdrapi.c) offers the directories beside it (alloc/, dma/):
+ * calls by GPU address and by handle, none of the core's objects. Each call takes the locks
+ * it needs. tests/abi/test_src_layers.sh checks that alloc/ and dma/ use nothing else of the
+ * core but export.h.
  */
 #ifndef VRAMIO_PINS_H
 #define VRAMIO_PINS_H
@@ -32,6 +34,15 @@ struct vr_dma_range {
  * gdr_copy_*_mapping do, with the same errors; on success fill r. */
 int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
                      struct vr_dma_range *r, const char *fn);
+
+/* The range of the first byte of handle's mapping (what the copy engine's crossover of a pin
+ * is looked up by): 0, or EINVAL when handle is not a pin mapped in this process. */
+int vr_pin_dma_start(gdr_mh_t handle, struct vr_dma_range *r, const char *fn);
+
+/* gdr_copy_to_mapping / gdr_copy_from_mapping themselves (core/gdrapi.c), called without the
+ * PLT: the BAR's part of a copy. */
+int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
+int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 
 /* Remember the copy engine's finding (a VR_DMA_DEV_* value or an ordinal) for handle's pin. */
 void vr_pin_set_dma_dev(gdr_mh_t handle, int dma_dev);

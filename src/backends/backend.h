@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend.h - the interface between the gdrapi core (gdrapi.c) and a backend.
+ * backend.h - the interface between the core and a backend: core/instance.c probes and opens
+ * the backends through it, core/pin.c pins, maps and unpins through it.
  *
  * A backend is one way of giving the CPU a mapping of GPU memory. Each backend file defines
  * one `const struct vr_backend_ops`: what it can do that never changes as data (the attribute
@@ -14,8 +15,8 @@
  * The core, not the backend: rounds the range to whole GPU pages (vr_pin_req.va, .len);
  * refuses a forked child's use of its parent's gdr_t and pins (instance.c, vr_gdr_get), so
  * every op runs in the process that opened the context it is given; times each pin call
- * (tm_cycles, unless the backend measured it or is untimed); refuses a mapping type the table's map_types
- * does not list.
+ * (tm_cycles, unless the backend measured it or is untimed); refuses a mapping type the
+ * table's map_types does not list.
  *
  * Conventions: every int-returning op returns 0 or a positive errno. Ops that can fail for a
  * reason worth telling the user take (why, len) and write one line there. Ops may be called
