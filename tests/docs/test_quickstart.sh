@@ -65,6 +65,8 @@ stub "$tree/build/bin/gdrcopy_info" 'echo "gdrcopy_info $*" >>"$LOG"'
 # silent where its cache is full, as the real one is.
 mkdir -p "$tree/tests/kernel"
 stub "$tree/tests/kernel/debug-kernel.sh" '[ "$STATE" = present ] || echo "debug-kernel.sh" >>"$LOG"; echo /cache/debug'
+# The clang-configured kernel tree (.ci/setup.d/clang-tree.sh): the same, recorded when fresh.
+stub "$tree/tests/kernel/clang-tree.sh" '[ "$STATE" = present ] || echo "clang-tree.sh" >>"$LOG"; echo /cache/clang'
 
 run() {  # run NAME STATE BIN COMMAND: its output in $tmp/NAME.out, its calls in $tmp/NAME.log
     local name=$1 state=$2 bin=$3
@@ -106,6 +108,7 @@ fi
 # The set-up steps ran, with sudo for what needs root.
 if grep -q '^sudo dpkg --add-architecture arm64' "$tmp/ci.log" &&
    grep -q '^debug-kernel.sh$' "$tmp/ci.log" &&
+   grep -q '^clang-tree.sh$' "$tmp/ci.log" &&
    grep -q '^apt-get .*install .*linux-headers-6\.12\.99+deb12-amd64' "$tmp/ci.log"; then
     t_ok "quickstart/fresh/setup_steps_run"
 else
