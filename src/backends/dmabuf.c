@@ -299,20 +299,20 @@ static int export_refused(CUresult r, uint64_t va, uint64_t len, int dev, char *
     return rc;
 }
 
-/* Export [va, va + len) of device dev into p->fd; the fd is close-on-exec, and p listed for a
- * forked child to close, before any fork can copy it. */
-static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags, int dev,
-                         struct dmabuf_pin *p, char *why, size_t wlen)
+/* The plan's export into p->fd; the fd is close-on-exec, and p listed for a forked child to
+ * close, before any fork can copy it. */
+static int dmabuf_export(export_fn fn, const struct vr_dmabuf_plan *plan, struct dmabuf_pin *p,
+                         char *why, size_t wlen)
 {
-    unsigned long long ef = vr_dmabuf_export_flags(flags);
+    const CUdeviceptr va = (CUdeviceptr)plan->va;
     CUresult r;
     int err = 0;
 
     pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&export_lock);
-    r = fn(&p->fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, ef);
-    if (r == CUDA_ERROR_NOT_SUPPORTED && vr_dmabuf_retry_without_pcie(ef))
-        r = fn(&p->fd, (CUdeviceptr)va, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    r = fn(&p->fd, va, plan->len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, plan->export_flags);
+    if (r == CUDA_ERROR_NOT_SUPPORTED && plan->retry_plain)
+        r = fn(&p->fd, va, plan->len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (r == CUDA_SUCCESS && fcntl(p->fd, F_SETFD, FD_CLOEXEC) != 0) {
         err = errno;
         close(p->fd);
@@ -324,61 +324,66 @@ static int dmabuf_export(export_fn fn, uint64_t va, uint64_t len, uint32_t flags
     }
     pthread_mutex_unlock(&export_lock);
     if (r != CUDA_SUCCESS)
-        return export_refused(r, va, len, dev, why, wlen);
+        return export_refused(r, plan->va, plan->len, plan->device, why, wlen);
     if (err)
         snprintf(why, wlen, "cannot make the dma-buf fd close-on-exec: %s", strerror(err));
     return err;
 }
 
-static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
-                      struct vr_pin_info *info, char *why, size_t len)
+/* Whether the CPU reaches a BAR through PCIe alone: a fact of the host the plan rests on. */
+#if defined(__x86_64__) || defined(__i386__)
+#define HOST_PCIE_ONLY 1
+#else
+#define HOST_PCIE_ONLY 0
+#endif
+
+/* What the pin's plan rests on, asked of the driver once and nothing decided; owner: the
+ * memory's context (NULL when none owns it), for the export's context. The device is asked
+ * about only when the pointer names one. */
+static void pin_facts(const struct vr_cuda *cu, const struct vr_pin_req *req,
+                      struct vr_dmabuf_pin_facts *f, CUcontext *owner)
+{
+    const CUdeviceptr addr = (CUdeviceptr)req->addr;
+    CUdevice dev;
+    int ord = -1;
+
+    *f = (struct vr_dmabuf_pin_facts){ .addr = req->addr, .size = req->size,
+                                       .pin_flags = req->flags, .pcie_only = HOST_PCIE_ONLY,
+                                       .host_page = (uint64_t)sysconf(_SC_PAGESIZE),
+                                       .device = -1 };
+    *owner = NULL;
+    f->ptr_result = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr);
+    if (f->ptr_result == CUDA_SUCCESS)
+        f->ptr_result = cu->cuDeviceGet(&dev, ord);
+    if (f->ptr_result != CUDA_SUCCESS)
+        return;
+    f->device = ord;
+    f->dmabuf_supported = dev_attr(cu, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev);
+    f->coherent = dev_attr(cu, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                           dev);
+    if (cu->cuPointerGetAttribute(owner, CU_POINTER_ATTRIBUTE_CONTEXT, addr) != CUDA_SUCCESS)
+        *owner = NULL;
+}
+
+/* The plan carried out: the export made in a context of the plan's device. A primary context
+ * retained for it (no context of the device current, memory no context owns) stays with the
+ * pin: the export was made in it. */
+static int pin_execute(const struct vr_cuda *cu, export_fn fn, const struct vr_dmabuf_plan *plan,
+                       CUcontext owner, struct dmabuf_pin **out, char *why, size_t len)
 {
     struct vr_cuda_ctx_guard guard;
-    const struct vr_cuda *cu;
-    struct dmabuf_pin *p;
-    uint64_t va, plen;
-    int rc, ord = -1, coherent;
-    CUcontext owner = NULL;
-    CUdevice dev;
-    CUresult r;
-    export_fn fn;
+    struct dmabuf_pin *p = calloc(1, sizeof(*p));
+    int rc;
 
-    if (vr_dmabuf_host_range(req->addr, req->size, (uint64_t)sysconf(_SC_PAGESIZE), &va, &plen))
-        return EINVAL;
-    rc = vr_cuda_init(&cu, why, len);
-    if (!rc)
-        rc = export_get(cu, &fn, why, len);
-    if (rc)
-        return rc;
-    r = cu->cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                  (CUdeviceptr)req->addr);
-    if (r == CUDA_SUCCESS)
-        r = cu->cuDeviceGet(&dev, ord);
-    if (r != CUDA_SUCCESS) {
-        snprintf(why, len, "0x%llx is not CUDA device memory: %s",
-                 (unsigned long long)req->addr, vr_cuda_errstr(r));
-        return ENOTSUP;
-    }
-    if (!dev_attr(cu, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev)) {
-        snprintf(why, len, "CUDA device %d does not support dma-buf", ord);
-        return ENOTSUP;
-    }
-    coherent = dev_attr(cu, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, dev);
-    if (cu->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT,
-                                  (CUdeviceptr)req->addr) != CUDA_SUCCESS)
-        owner = NULL;
-    p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(why, len, "out of memory");
         return ENOMEM;
     }
-    *p = (struct dmabuf_pin){ .fd = -1, .va = va, .len = plen, .ctx_dev = -1, .cu = cu,
-                              .type = vr_dmabuf_map_type(coherent, req->flags) };
-    /* A primary context retained for this export (no context of the device current, memory
-     * no context owns) stays with the pin: the export was made in it. */
-    rc = vr_cuda_ctx_borrow_device(cu, ord, owner, &guard, why, len);
+    *p = (struct dmabuf_pin){ .fd = -1, .va = plan->va, .len = plan->len, .ctx_dev = -1,
+                              .cu = cu, .type = plan->map_type };
+    rc = vr_cuda_ctx_borrow_device(cu, plan->device, owner, &guard, why, len);
     if (!rc) {
-        rc = dmabuf_export(fn, va, plen, req->flags, ord, p, why, len);
+        rc = dmabuf_export(fn, plan, p, why, len);
         if (!rc)
             p->ctx_dev = vr_cuda_ctx_keep(&guard);
         vr_cuda_ctx_leave(cu, &guard);
@@ -387,9 +392,36 @@ static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         free(p);
         return rc;
     }
+    *out = p;
+    return 0;
+}
+
+/* Facts gathered, one plan made of them (dmabuf_policy.c), the plan carried out. */
+static int dmabuf_pin(void *ctx, const struct vr_pin_req *req, void **pin,
+                      struct vr_pin_info *info, char *why, size_t len)
+{
+    struct vr_dmabuf_pin_facts facts;
+    struct vr_dmabuf_plan plan;
+    const struct vr_cuda *cu;
+    struct dmabuf_pin *p;
+    CUcontext owner;
+    export_fn fn;
+    int rc;
+
+    rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = export_get(cu, &fn, why, len);
+    if (rc)
+        return rc;
+    pin_facts(cu, req, &facts, &owner);
+    rc = vr_dmabuf_plan(&facts, &plan, why, len);
+    if (!rc)
+        rc = pin_execute(cu, fn, &plan, owner, &p, why, len);
+    if (rc)
+        return rc;
     /* tm_cycles and cycles_per_ms stay 0, as GDRCopy documents them here (untimed). */
-    *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
-                                  .page_size = (uint32_t)sysconf(_SC_PAGESIZE) };
+    *info = (struct vr_pin_info){ .va = plan.va, .mapped_size = plan.len,
+                                  .page_size = plan.page_size };
     *pin = p;
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "cuda_loader.h"
 #include "cuda_types.h"
 #include "gdrapi.h"
 
@@ -40,28 +41,8 @@ int vr_dmabuf_mmap_error(int err, int v, char *why, size_t len)
     return err > 0 ? err : EIO;
 }
 
-unsigned long long vr_dmabuf_export_flags(uint32_t pin_flags)
-{
-    return (pin_flags & GDR_PIN_FLAG_FORCE_PCIE) ? CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE : 0;
-}
-
-int vr_dmabuf_retry_without_pcie(unsigned long long export_flags)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return (export_flags & CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) != 0;
-#else
-    return 0; /* on coherent Arm platforms the flag changes the path: its refusal is final */
-#endif
-}
-
-gdr_mapping_type_t vr_dmabuf_map_type(int coherent, uint32_t pin_flags)
-{
-    return coherent && !(pin_flags & GDR_PIN_FLAG_FORCE_PCIE) ? GDR_MAPPING_TYPE_CACHING
-                                                               : GDR_MAPPING_TYPE_WC;
-}
-
-int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *va,
-                         uint64_t *len)
+/* [addr, addr + size) in whole host pages of page bytes; EINVAL when that would wrap. */
+static int host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *va, uint64_t *len)
 {
     uint64_t last;
 
@@ -73,6 +54,39 @@ int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *
     *va = addr & ~(page - 1);
     *len = (last | (page - 1)) + 1 - *va;
     return 0;
+}
+
+/* Why this memory is not the dma-buf exporter's to pin (ENOTSUP: the next backend is offered
+ * it), else 0. */
+static int not_exportable(const struct vr_dmabuf_pin_facts *f, char *why, size_t len)
+{
+    if (f->ptr_result != CUDA_SUCCESS) {
+        snprintf(why, len, "0x%llx is not CUDA device memory: %s", (unsigned long long)f->addr,
+                 vr_cuda_errstr((CUresult)f->ptr_result));
+        return ENOTSUP;
+    }
+    if (!f->dmabuf_supported) {
+        snprintf(why, len, "CUDA device %d does not support dma-buf", f->device);
+        return ENOTSUP;
+    }
+    return 0;
+}
+
+int vr_dmabuf_plan(const struct vr_dmabuf_pin_facts *f, struct vr_dmabuf_plan *plan,
+                   char *why, size_t len)
+{
+    int force_pcie = (f->pin_flags & GDR_PIN_FLAG_FORCE_PCIE) != 0;
+
+    *plan = (struct vr_dmabuf_plan){ .device = f->device, .page_size = (uint32_t)f->host_page };
+    if (host_range(f->addr, f->size, f->host_page, &plan->va, &plan->len)) {
+        snprintf(why, len, "0x%llx + %llu wraps around in whole host pages",
+                 (unsigned long long)f->addr, (unsigned long long)f->size);
+        return EINVAL;
+    }
+    plan->export_flags = force_pcie ? CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE : 0;
+    plan->retry_plain = force_pcie && f->pcie_only;
+    plan->map_type = f->coherent && !force_pcie ? GDR_MAPPING_TYPE_CACHING : GDR_MAPPING_TYPE_WC;
+    return not_exportable(f, why, len);
 }
 
 int vr_dmabuf_export_errno(int cuda_result, int fd_errno)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dmabuf_policy.h - the decisions of the dma-buf backend that need no GPU: which CUDA driver
- * can mmap dma-buf exports, what an mmap errno means, which export flags a pin asks for.
+ * can mmap dma-buf exports, what an mmap errno means, and a pin's whole plan (which device,
+ * range, export flags and mapping type, or why not), taken once from facts gathered first.
  * Kept apart from dmabuf.c so that they are unit-tested everywhere.
  */
 #ifndef VRAMIO_DMABUF_POLICY_H
@@ -25,24 +26,46 @@ int vr_dmabuf_driver_check(int driver_version, char *why, size_t len);
 /* The errno a failed mmap of an export is reported as, with why. 524 becomes ENOTSUP. */
 int vr_dmabuf_mmap_error(int err, int driver_version, char *why, size_t len);
 
-/* The cuMemGetHandleForAddressRange flags for gdr_pin_flags_t pin_flags. */
-unsigned long long vr_dmabuf_export_flags(uint32_t pin_flags);
+/* What a pin's decisions rest on, gathered once at its start (dmabuf.c) with nothing decided:
+ * the request, the host, and what the driver says of the pointer and of its device. */
+struct vr_dmabuf_pin_facts {
+    uint64_t addr, size;        /* the range as the caller gave it */
+    uint32_t pin_flags;         /* gdr_pin_flags_t */
+    uint64_t host_page;         /* the host's page size, a power of two */
+    int pcie_only;              /* the CPU reaches BARs through PCIe alone (x86) */
+    int ptr_result;             /* CUresult of asking the pointer's device (SUCCESS: GPU memory) */
+    int device;                 /* the ordinal of that device */
+    int dmabuf_supported;       /* its CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */
+    int coherent;               /* its PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES (Grace) */
+};
 
-/* Whether an export refused with CUDA_ERROR_NOT_SUPPORTED under export_flags should be
- * retried without them: on x86 every BAR mapping goes through PCIe, so FORCE_PCIE is already
- * what the plain export gives (the driver accepts the PCIE flag only on coherent platforms). */
-int vr_dmabuf_retry_without_pcie(unsigned long long export_flags);
+/* What a pin does: the rest is execution (a context of the device, the export, the fd). */
+struct vr_dmabuf_plan {
+    int device;                       /* export in a context of this device */
+    uint64_t va, len;                 /* [addr, addr + size) in whole host pages, as GDRCopy:
+                                       * what is exported and mapped */
+    uint32_t page_size;               /* the host's page size, the pin's page_size */
+    unsigned long long export_flags;  /* cuMemGetHandleForAddressRange flags */
+    int retry_plain;                  /* a CUDA_ERROR_NOT_SUPPORTED is retried with flags 0 */
+    gdr_mapping_type_t map_type;      /* what a mapping of the pin is */
+};
 
-/* The mapping type of a pin: CACHING on a coherent platform (the device reads pageable memory
- * through the host's page tables: Grace), unless FORCE_PCIE asks for the BAR; WC otherwise. */
-gdr_mapping_type_t vr_dmabuf_map_type(int coherent, uint32_t pin_flags);
+/*
+ * The plan of a pin, from its facts alone (no driver call): 0 and *plan, or the pin's refusal
+ * with why: ENOTSUP for memory that is not the GPU's or a device without dma-buf (the next
+ * backend is offered it), EINVAL for a range that wraps in whole host pages.
+ *  - export flags: FORCE_PCIE asks for the PCIE mapping type;
+ *  - retry: where the CPU reaches BARs through PCIe alone (x86) every mapping already is PCIe,
+ *    so a refused PCIE flag (the driver takes it only on coherent platforms) is retried without
+ *    it; on a coherent platform the flag changes the path and its refusal is final;
+ *  - mapping type: CACHING on a coherent platform (the device reads pageable memory through the
+ *    host's page tables: Grace), unless FORCE_PCIE asks for the BAR; WC otherwise.
+ */
+int vr_dmabuf_plan(const struct vr_dmabuf_pin_facts *f, struct vr_dmabuf_plan *plan,
+                   char *why, size_t len);
 
-/* [addr, addr + size) in whole host pages of page bytes (a power of two): what is exported
- * and mapped, as GDRCopy does. EINVAL when it would wrap. */
-int vr_dmabuf_host_range(uint64_t addr, uint64_t size, uint64_t page, uint64_t *va,
-                         uint64_t *len);
-
-/* The errno of a refused export (a CUresult), given fd_errno, what opening a descriptor gives
+/* The errno of a refused export (a CUresult): the one decision a pin takes after its plan, as
+ * it rests on the driver's answer to the export. fd_errno is what opening a descriptor gives
  * right after it (0 when one could be had): EMFILE / ENFILE where the driver's
  * CUDA_ERROR_OPERATING_SYSTEM comes from running out of descriptors, ENOMEM for memory, and
  * ENOTSUP (memory this exporter does not serve: the next backend is offered it) otherwise. */

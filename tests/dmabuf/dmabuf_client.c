@@ -88,21 +88,12 @@ static CUdeviceptr alloc(size_t n)
     return d;
 }
 
-static void mode_main(void)
+/* gdr_open picks dmabuf first, with its attributes and gdrdrv 2.6's version. */
+static void check_open(gdr_t g)
 {
-    unsigned char src[5000], got[5000];
-    CUdeviceptr d = alloc(1 << 20), d2 = alloc(1 << 20);
     vramio_backend_t b = VRAMIO_BACKEND_NONE;
-    int base_fds, v1 = 0, v2 = 0, v3 = 0, major = 0, minor = 0, rc, status = 0;
-    gdr_mh_t mh, mh2, mh3;
-    gdr_info_t info;
-    void *m = NULL, *m2 = NULL;
-    gdr_t g = gdr_open();
-    unsigned char fds_before[1024];
-    pid_t pid;
+    int v1 = 0, v2 = 0, v3 = 0, major = 0, minor = 0, rc;
 
-    if (!t_check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
-        return;
     vramio_get_backend(g, &b);
     t_check(b == VRAMIO_BACKEND_DMABUF, "first_backend_dmabuf", "%s", vramio_backend_name(b));
     gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v1);
@@ -111,26 +102,45 @@ static void mode_main(void)
     t_check(v1 == 1 && v2 == 1 && v3 == 1, "attributes", "%d %d %d", v1, v2, v3);
     rc = gdr_driver_get_version(g, &major, &minor);
     t_check(rc == 0 && major == 2 && minor == 6, "driver_version", "rc %d %d.%d", rc, major, minor);
+}
 
-    base_fds = open_fds();
-    rc = gdr_pin_buffer_v2(g, (unsigned long)d + 100, sizeof(src), 0, &mh);
+/* An unaligned pin of d + 100: one fd, exported in whole host pages, as upstream. */
+static int pin_unaligned(gdr_t g, CUdeviceptr d, size_t n, int base_fds, gdr_mh_t *mh)
+{
+    vramio_backend_t b = VRAMIO_BACKEND_NONE;
+    gdr_info_t info;
+    int rc = gdr_pin_buffer_v2(g, (unsigned long)d + 100, n, 0, mh);
+
     if (!t_check(rc == 0, "pin_unaligned", "%d %s", rc, vramio_last_error()))
-        return;
-    t_check(open_fds() == base_fds + 1, "one_fd_per_pin", "%d fds, %d before", open_fds(), base_fds);
-    vramio_handle_backend(g, mh, &b);
-    gdr_get_info(g, mh, &info);
-    /* Exported in whole host pages, as upstream: [d, d + 100 + 5000) rounded. */
-    t_check(b == VRAMIO_BACKEND_DMABUF && info.va == d && info.mapped_size == round_page(5100) &&
+        return rc;
+    t_check(open_fds() == base_fds + 1, "one_fd_per_pin", "%d fds, %d before", open_fds(),
+            base_fds);
+    vramio_handle_backend(g, *mh, &b);
+    gdr_get_info(g, *mh, &info);
+    t_check(b == VRAMIO_BACKEND_DMABUF && info.va == d && info.mapped_size == round_page(100 + n) &&
                 info.page_size == (unsigned)sysconf(_SC_PAGESIZE) && !info.mapped,
             "info", "backend %s va %#llx/%#llx size %llu page %u", vramio_backend_name(b),
             (unsigned long long)info.va, (unsigned long long)d,
             (unsigned long long)info.mapped_size, info.page_size);
+    return 0;
+}
+
+/* Its mapping is write-combined only, and copies both ways reach the memory itself. */
+static void map_and_copy(gdr_t g, gdr_mh_t mh, CUdeviceptr d)
+{
+    unsigned char src[5000], got[5000];
+    gdr_info_t info;
+    void *m = NULL;
+    int rc;
+
     t_check(gdr_map_v2(g, mh, &m, round_page(5100), GDR_MAP_FLAG_REQ_CACHE_MAPPING) == EINVAL,
             "map_req_cache_einval", "accepted");
     rc = gdr_map(g, mh, &m, round_page(5100));
     gdr_get_info(g, mh, &info);
-    t_check(rc == 0 && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC,
-            "map_wc", "rc %d mapped %u type %d", rc, info.mapped, (int)info.mapping_type);
+    if (!t_check(rc == 0 && info.mapped && info.wc_mapping &&
+                     info.mapping_type == GDR_MAPPING_TYPE_WC,
+                 "map_wc", "rc %d mapped %u type %d", rc, info.mapped, (int)info.mapping_type))
+        return;
     t_pattern(src, sizeof(src), 1);
     gdr_copy_to_mapping(mh, (char *)m + 100, src, sizeof(src));
     t_check(memcmp((void *)(uintptr_t)(d + 100), src, sizeof(src)) == 0, "copy_to_device",
@@ -139,8 +149,16 @@ static void mode_main(void)
     gdr_copy_from_mapping(mh, got, (char *)m + 100, sizeof(got));
     t_check(memcmp((void *)(uintptr_t)(d + 100), got, sizeof(got)) == 0, "copy_from_device",
             "read other bytes");
+}
 
-    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh2);
+/* FORCE_PCIE: on x86 the plain export (every BAR mapping is PCIe there); refused elsewhere by
+ * the stand-in. A pin unpinned while mapped. */
+static void force_pcie(gdr_t g, CUdeviceptr d2, int base_fds)
+{
+    gdr_mh_t mh;
+    void *m = NULL;
+    int rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh);
+
 #if defined(__x86_64__)
     t_check(rc == 0 && open_fds() == base_fds + 2, "force_pcie_x86_plain_export",
             "rc %d %s, %d fds", rc, vramio_last_error(), open_fds());
@@ -148,53 +166,86 @@ static void mode_main(void)
     t_check(rc != 0, "force_pcie_refused_off_x86", "accepted");
 #endif
     if (rc == 0) {
-        rc = gdr_map(g, mh2, &m2, 1 << 20);
-        t_check(rc == 0 && gdr_unpin_buffer(g, mh2) == 0, "unpin_live_mapping", "map rc %d", rc);
+        rc = gdr_map(g, mh, &m, 1 << 20);
+        t_check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, "unpin_live_mapping", "map rc %d", rc);
     }
-    t_check(gdr_unpin_buffer(g, mh) == 0 && open_fds() == base_fds, "unpin_closes_fd",
-            "%d fds, %d before", open_fds(), base_fds);
+}
 
-    /* A range the export refuses (host memory here) is offered to the next backend; the
-     * error names what each said. */
-    rc = gdr_pin_buffer_v2(g, (unsigned long)src, 4096, 0, &mh3);
-    t_check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
-            "rc %d, '%s'", rc, vramio_last_error());
+/* A child forked while the pin is mapped is refused with EACCES and faults on the parent's
+ * mapping (not inherited, as with gdrdrv); it may leave through exit() (end 0) as well as
+ * _exit() (end 1). */
+static void fork_child_refused(gdr_t g, void *m, CUdeviceptr d, CUdeviceptr d2, int end)
+{
+    int rc, status = -1;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        gdr_mh_t c;
+        /* First, before anything could map something else into the hole: a fault, or at
+         * least not the parent's bytes (those of the memory behind the export). */
+        int seen = !m || (t_touch_faults(m) == 0 && memcmp(m, (void *)(uintptr_t)d, 64) == 0);
+        int bad = (gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != EACCES) | seen << 1;
+
+        alarm(20);
+        if (end == 0)
+            exit(bad);
+        _exit(bad);
+    }
+    rc = pid < 0 ? errno : t_wait_bounded(pid, &status, 30);
+    t_check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            end ? "fork_child_refused__exit" : "fork_child_refused_exit",
+            "rc %d, child status %#x (bit 1 of the exit code: it read the mapping)", rc,
+            (unsigned)status);
+}
+
+/* The export's fd is close-on-exec; forked children are refused; the parent keeps its map. */
+static void exports_and_fork(gdr_t g, CUdeviceptr d, CUdeviceptr d2)
+{
+    unsigned char fds_before[1024];
+    gdr_mh_t mh;
+    void *m = NULL;
+    int rc;
 
     fd_snapshot(fds_before);
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 65536, 0, &mh);
-    t_check(rc == 0 && new_fds_cloexec(fds_before), "export_fd_cloexec", "pin %d, a descriptor lacks FD_CLOEXEC",
-            rc);
-    m = NULL;
-    gdr_map(g, mh, &m, 65536);
-    for (int end = 0; end < 2; end++) {
-        /* The child is refused with EACCES, faults on the parent's mapping (not inherited,
-         * as with gdrdrv), and may leave through exit() as well as _exit(). */
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            gdr_mh_t c;
-            /* First, before anything could map something else into the hole: a fault, or
-             * at least not the parent's bytes (those of the memory behind the export). */
-            int seen = !m || (t_touch_faults(m) == 0 &&
-                              memcmp(m, (void *)(uintptr_t)d, 64) == 0);
-            int bad = (gdr_pin_buffer_v2(g, (unsigned long)d2, 4096, 0, &c) != EACCES) |
-                      seen << 1;
-
-            alarm(20);
-            if (end == 0)
-                exit(bad);
-            _exit(bad);
-        }
-        status = -1;
-        rc = rc ? rc : t_wait_bounded(pid, &status, 30);
-        t_check(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                end ? "fork_child_refused__exit" : "fork_child_refused_exit",
-                "rc %d, child status %#x (bit 1 of the exit code: it read the mapping)", rc,
-                (unsigned)status);
-    }
+    t_check(rc == 0 && new_fds_cloexec(fds_before), "export_fd_cloexec",
+            "pin %d, a descriptor lacks FD_CLOEXEC", rc);
+    if (rc == 0)
+        gdr_map(g, mh, &m, 65536);
+    for (int end = 0; end < 2; end++)
+        fork_child_refused(g, m, d, d2, end);
     t_check(m && t_touch_faults(m) == 0, "fork_parent_keeps_mapping", "the parent lost it");
-    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 65536, 0, &mh2);
-    gdr_map(g, mh2, &m2, 65536);
+}
+
+static void mode_main(void)
+{
+    CUdeviceptr d = alloc(1 << 20), d2 = alloc(1 << 20);
+    unsigned char host[4096];
+    gdr_t g = gdr_open();
+    gdr_mh_t mh;
+    int base_fds, rc;
+    void *m2 = NULL;
+
+    if (!t_check(g && d && d2, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
+        return;
+    check_open(g);
+    base_fds = open_fds();
+    if (pin_unaligned(g, d, 5000, base_fds, &mh))
+        return;
+    map_and_copy(g, mh, d);
+    force_pcie(g, d2, base_fds);
+    t_check(gdr_unpin_buffer(g, mh) == 0 && open_fds() == base_fds, "unpin_closes_fd",
+            "%d fds, %d before", open_fds(), base_fds);
+    /* A range the export refuses (host memory here) is offered to the next backend; the
+     * error names what each said. */
+    rc = gdr_pin_buffer_v2(g, (unsigned long)host, sizeof(host), 0, &mh);
+    t_check(rc != 0 && strstr(vramio_last_error(), "dmabuf"), "export_refused_falls_through",
+            "rc %d, '%s'", rc, vramio_last_error());
+    exports_and_fork(g, d, d2);
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 65536, 0, &mh);
+    gdr_map(g, mh, &m2, 65536);
     t_check(rc == 0 && gdr_close(g) == 0 && open_fds() == base_fds, "close_with_live_pins",
             "pin %d, %d fds, %d before", rc, open_fds(), base_fds);
 }

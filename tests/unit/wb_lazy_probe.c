@@ -164,17 +164,16 @@ static void *pin_refused(void *arg)
     return (void *)(intptr_t)pin(arg, REFUSED, &mh);
 }
 
-int main(void)
+/* Where gdrdrv is usable gdr_open leaves dmabuf alone, and so does a pin gdrdrv serves; the
+ * first pin it refuses probes dmabuf, once per gdr_t, and dmabuf serves it; gdr_get_attribute
+ * stays gdrdrv's; gdr_close releases the lazily opened context. */
+static void probed_at_first_refused_pin(void)
 {
     char why[VR_REASON_LEN];
     gdr_mh_t a, b, c;
-    pthread_t th[8];
-    gdr_t g;
-    int rc, v = -1, i, bad = 0;
+    gdr_t g = open_fake();
+    int rc, v = -1;
 
-    unsetenv("GDRCOPY_BACKEND");
-    unsetenv("GDRCOPY_USE_DMABUF_MMAP");
-    g = open_fake();
     vr_instance_status(g, VRAMIO_BACKEND_DMABUF, why, sizeof(why));
     t_check(g && dmabuf_probes == 0 && strstr(why, "not probed"),
             "wb_lazy/open_leaves_dmabuf_unprobed",
@@ -199,8 +198,15 @@ int main(void)
     t_check(live_pins == 0 && live_ctx == 0,
             "wb_lazy/close_releases_lazy_context", "%d pins, %d ctx",
             (int)live_pins, (int)live_ctx);
+}
 
-    /* A deferred probe that fails: the pin fails with both reasons, the probe is not redone. */
+/* A deferred probe that fails: the pin fails with both reasons, the probe is not redone. */
+static void failed_probe(void)
+{
+    gdr_mh_t a, b;
+    gdr_t g;
+    int rc;
+
     dmabuf_rc = ENODEV;
     dmabuf_probes = 0;
     g = open_fake();
@@ -215,8 +221,15 @@ int main(void)
     t_check(pin(g, 0x10000, &a) == 0, "wb_lazy/gdrdrv_still_pins", "%s", vramio_last_error());
     gdr_close(g);
     dmabuf_rc = 0;
+}
 
-    /* Eight threads' first pins, all refused by gdrdrv at once: one probe. */
+/* Eight threads' first pins, all refused by gdrdrv at once: one probe. */
+static void concurrent_first_pins(void)
+{
+    pthread_t th[8];
+    int i, bad = 0;
+    gdr_t g;
+
     dmabuf_probes = 0;
     g = open_fake();
     for (i = 0; i < 8; i++)
@@ -230,8 +243,13 @@ int main(void)
     t_check(bad == 0 && dmabuf_probes == 1, "wb_lazy/concurrent_first_pins_one_probe",
             "%d pins failed, %d probes", bad, (int)dmabuf_probes);
     gdr_close(g);
+}
 
-    /* Chosen by name, forced, or alone: gdr_open probes it, as before. */
+/* Chosen by name, forced, or alone: gdr_open probes it, as before. */
+static void probed_at_open(void)
+{
+    gdr_t g;
+
     dmabuf_probes = 0;
     setenv("GDRCOPY_BACKEND", "dmabuf", 1);
     g = open_fake();
@@ -253,6 +271,16 @@ int main(void)
     t_check(live_pins == 0 && live_ctx == 0,
             "wb_lazy/nothing_left", "%d pins, %d ctx", (int)live_pins,
             (int)live_ctx);
+}
+
+int main(void)
+{
+    unsetenv("GDRCOPY_BACKEND");
+    unsetenv("GDRCOPY_USE_DMABUF_MMAP");
+    probed_at_first_refused_pin();
+    failed_probe();
+    concurrent_first_pins();
+    probed_at_open();
     real_dmabuf_behind_gdrdrv();
     return t_status();
 }
