@@ -44,8 +44,8 @@ TOOL_CPPFLAGS := -Itools -Iutil -Idriver
 TEST_CPPFLAGS := -Iinclude -Itests/lib
 WB_CPPFLAGS   := $(TEST_CPPFLAGS) -Itests/unit -Isrc -Iutil -Idriver
 # The test kit every test program links (tests/lib/t.h): result lines, exit codes, the
-# pattern, process helpers. tests/lib/emu.c, the emulated provider's wrappers, is linked
-# into the QEMU guest's programs only (tests/kernel/guest.mk).
+# pattern, process helpers. The emulated provider's wrappers (tests/kernel/emu/emu.c) are
+# linked into the QEMU guest's programs only (tests/kernel/guest.mk).
 TEST_KIT_SRCS := tests/lib/t.c tests/lib/t_proc.c
 TEST_KIT_HDRS := $(wildcard tests/lib/*.h)
 $(BUILD)/obj/util/%.o:  AREA_CPPFLAGS = $(UTIL_CPPFLAGS)
@@ -75,7 +75,7 @@ LINK_LIBGDRAPI = -L$(BUILD)/lib -lgdrapi -Wl,-rpath,$(abspath $(BUILD)/lib)
 # and harmless there (the guest has no libcuda). Every guest program is linked by guest-link
 # (tests/kernel/guest.mk lists them; tests/kernel/run-qemu.sh asks make for them).
 GUEST_CFLAGS   = -static $(C_FLAGS) $(CFLAGS)
-GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel -Itests/lib -Itests/kernel/guest
+GUEST_CPPFLAGS = -Iinclude -Idriver -Itests/kernel/emu -Itests/lib -Itests/kernel/guest
 guest-link = rm -f $@; $(CC) $(GUEST_CFLAGS) $(1) -o $@ $(2) 2>&1 | \
     { grep -v -e "statically linked applications requires at runtime" -e ": in function" || true; }; \
     test -x $@

@@ -17,10 +17,9 @@ TOOL_STATIC := $(BUILD)/bin/gdrcopy_sanity_static
 TOOL_COMMON_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c))
 SANITY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/sanity/*.c))
 # The emulated provider's memory kind (TEST ONLY): linked into the guest's static sanity alone,
-# with the test kit's wrappers of the provider (tests/lib/emu.c).
-GM_EMU_OBJ  := $(BUILD)/obj/tests/tools/gpumem_emu.o $(BUILD)/obj/tests/lib/emu.o
-$(BUILD)/obj/tests/tools/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/lib -Itests/kernel
-$(BUILD)/obj/tests/lib/%.o: AREA_CPPFLAGS = -Itests/kernel
+# with the wrappers of the provider (both in tests/kernel/emu/).
+GM_EMU_OBJ  := $(BUILD)/obj/tests/kernel/emu/gpumem_emu.o $(BUILD)/obj/tests/kernel/emu/emu.o
+$(BUILD)/obj/tests/kernel/emu/%.o: AREA_CPPFLAGS = $(TOOL_CPPFLAGS) -Itests/lib -Itests/kernel/emu
 TOOL_LIBS   := -ldl -lpthread -lm
 NVCC        ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c

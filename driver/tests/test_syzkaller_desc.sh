@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # test_syzkaller_desc.sh - driver/syzkaller/gdrdrv.txt agrees with driver/uapi/gdrdrv.h, and
-# gdrdrv_emu.txt with it and tests/kernel/nvp2p_emu.h: the descriptions are turned into C
+# gdrdrv_emu.txt with it and tests/kernel/emu/nvp2p_emu.h: the descriptions are turned into C
 # assertions (each ioctl's code; each struct's size, and each field's offset and size, laid
 # out as syzkaller lays it out; each set of values preceded by "# uapi: PREFIX" equal to the
 # set of the headers' constants named PREFIX*) and compiled against the headers, and every
@@ -15,7 +15,7 @@ BUILD=${BUILD:-build}
 DESC=${SYZ_DESC:-driver/syzkaller/gdrdrv.txt}
 EMU_DESC=${SYZ_EMU_DESC:-driver/syzkaller/gdrdrv_emu.txt}
 HDR=driver/uapi/gdrdrv.h
-EMU_HDR=tests/kernel/nvp2p_emu.h
+EMU_HDR=tests/kernel/emu/nvp2p_emu.h
 mkdir -p "$BUILD"
 OUT=$(mktemp -d "$BUILD/syz-desc.XXXXXX")
 
@@ -75,7 +75,7 @@ while IFS='|' read -r prefix values; do
     done
 done >>"$OUT/asserts.c"
 
-if ${CC:-cc} -std=c11 -fsyntax-only -I driver -I tests/kernel "$OUT/asserts.c" 2>"$OUT/cc.log"; then
+if ${CC:-cc} -std=c11 -fsyntax-only -I driver -I "$(dirname "$EMU_HDR")" "$OUT/asserts.c" 2>"$OUT/cc.log"; then
     t_ok "syzkaller/agrees_with_uapi"
 else
     t_fail "syzkaller/agrees_with_uapi" "$(grep -m3 -oE '(error|#error): .*' "$OUT/cc.log" | tr '\n' ' ')"

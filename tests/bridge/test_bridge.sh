@@ -34,7 +34,7 @@ client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failur
 RUN=$run
 client bridged
 client fallback FAKE_CUDA_VMM=0
-client noctx FAKE_CUDA_NOCTX=1
+client noctx FAKE_CUDA_NO_CTX=1
 client peers FAKE_CUDA_DEVICES=4
 client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
 client multigpu FAKE_CUDA_DEVICES=2

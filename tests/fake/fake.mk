@@ -29,13 +29,15 @@ TEST_CUDA_CPPFLAGS := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-I$(CUDA_HOME
 test-so = $(CC) $(C_FLAGS) $(CFLAGS) $(TEST_CUDA_CPPFLAGS) -shared -fPIC -o $@ \
     $(filter %.c,$^) $(SO_FLAGS)
 
-$(FAKE_CUDA_DMABUF): tests/fake/fake_cuda_dmabuf.c
+# Both libcuda.so.1 stand-ins are built on one base (fake_cuda_base.[ch]).
+FAKE_CUDA_BASE   := tests/fake/fake_cuda_base.c tests/fake/fake_cuda_base.h
+$(FAKE_CUDA_DMABUF): tests/fake/fake_cuda_dmabuf.c $(FAKE_CUDA_BASE)
 $(FAKE_CUDA_DMABUF): SO_FLAGS = -Wl,-soname,libcuda.so.1
 $(FAKE_MMAP): tests/fake/fake_mmap.c
 $(FAKE_MMAP): SO_FLAGS = -ldl
 # -Bsymbolic: the table of cuGetProcAddress holds the stand-in's own functions, not the
 # bridge shim's of the same names (as in the real driver).
-$(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c
+$(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c $(FAKE_CUDA_BASE)
 $(FAKE_CUDA_VMM): SO_FLAGS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic
 $(FAKE_VULKAN): tests/fake/fake_vulkan.c
 $(FAKE_VULKAN): SO_FLAGS = -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs -lpthread

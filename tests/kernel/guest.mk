@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # tests/kernel/guest.mk - every static program of the QEMU guest, built one way (guest-link of
-# the top Makefile) with the test kit (tests/lib, its emulated-provider wrappers included) and
-# libgdrapi.a. Included by tests/tests.mk; tests/kernel/run-qemu.sh runs "make guest-progs"
+# the top Makefile) with the test kit (tests/lib), the emulated provider's wrappers
+# (tests/kernel/emu/emu.c) and libgdrapi.a. Included by tests/tests.mk; tests/kernel/run-qemu.sh runs "make guest-progs"
 # (for arm64 with the cross compiler and its own BUILD) and packs the results:
 #   $(BUILD)/guest/tests/NAME   tests/kernel/guest/NAME.c, run by the guest's /init by name
 # (the other areas' guest programs are make targets of their own areas, run through
@@ -10,8 +10,9 @@
 # so a guest program that does not compile fails there even where QEMU is missing.
 
 GUEST_BIN      := $(BUILD)/guest
-GUEST_KIT_SRCS := $(TEST_KIT_SRCS) tests/lib/emu.c tests/kernel/guest/mmio.c
-GUEST_KIT_HDRS := $(TEST_KIT_HDRS) tests/kernel/nvp2p_emu.h tests/kernel/guest/mmio.h \
+GUEST_KIT_SRCS := $(TEST_KIT_SRCS) tests/kernel/emu/emu.c tests/kernel/guest/mmio.c
+GUEST_KIT_HDRS := $(TEST_KIT_HDRS) tests/kernel/emu/nvp2p_emu.h \
+                  tests/kernel/emu/emu.h tests/kernel/guest/mmio.h \
                   driver/uapi/gdrdrv.h
 GUEST_TESTS    := $(patsubst tests/kernel/guest/%.c,$(GUEST_BIN)/tests/%,\
                   $(filter-out tests/kernel/guest/mmio.c,$(wildcard tests/kernel/guest/*.c)))

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # tests/kernel/run-qemu.sh - proves the gdrdrv module and the library inside QEMU guests running
 # Debian's own 6.1 and 6.12 kernels, on top of the emulated NVIDIA p2p provider
-# (tests/kernel/provider/, test only). Run by 'make check' through tests/run.sh; prints one
+# (tests/kernel/emu/provider/, test only). Run by 'make check' through tests/run.sh; prints one
 # "ok <kernel>/<name>", "not ok <kernel>/<name>: why" or "skip <kernel>/<name>: why" line per
 # guest result. Exits 77 (skip, last line says why) when QEMU or headers are missing, except
 # under CI (CI set), where that is a failure: CI installs them (.ci/setup.d/kernel.sh).
@@ -235,8 +235,8 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
     echo "# $label: kernel $abi ($ver)"
 
     local tb=$SECONDS
-    if ! build_module "$kdir" "$out/provider" tests/kernel/provider \
-        "driver/nv_p2p.h tests/kernel/nvp2p_emu.h"; then
+    if ! build_module "$kdir" "$out/provider" tests/kernel/emu/provider \
+        "driver/nv_p2p.h tests/kernel/emu/nvp2p_emu.h"; then
         echo "not ok $label/build/provider: see below"
         tail -n 30 "$out/provider.log" | sed 's/^/    /'
         return

@@ -31,7 +31,7 @@ run_modes() { # label build: that build's client, against its library
         [ "${mode%:*}" = missing ] && set -- FAKE_CUDA_DEVICES=3 FAKE_VK_GPUS=2
         [ "$mode" = fork_start ] && set -- "$@" FAKE_VK_START_MS=300
         out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_USE_DMABUF_MMAP \
-              -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NOCTX -u FAKE_VK_ACCEPT_FOREIGN \
+              -u GDRCOPY_ENABLE_LOGGING -u FAKE_CUDA_NO_CTX -u FAKE_VK_ACCEPT_FOREIGN \
               LD_LIBRARY_PATH="$fake" "$sel" "$@" timeout 60 "$prog" "${mode%:*}" 2>&1)
         rc=$?
         report "multigpu/$label/${tag}" "multigpu/$label/${tag}${mode%:*}" $rc "$out"

@@ -208,7 +208,7 @@ static void test_measure_pair(const char *name, uint64_t ns, size_t iters, size_
 }
 
 /* The installed tools know the emu kind by name but do not carry it (only the guest build
- * links tests/tools/gpumem_emu.c); using it says so instead of opening /dev/nvp2p_emu. */
+ * links tests/kernel/emu/gpumem_emu.c); using it says so instead of opening /dev/nvp2p_emu. */
 static void test_kinds(void)
 {
     enum gm_kind k = GM_CUDA;

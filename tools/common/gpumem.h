@@ -20,7 +20,7 @@ enum gm_kind {
     GM_VMM_FD,     /* cuMemCreate with a POSIX-fd handle type (what NCCL allocates) */
     GM_VRAMIO,     /* vramio_alloc() */
     GM_EMU,        /* the emulated p2p provider (/dev/nvp2p_emu): linked into the QEMU guest's
-                      static sanity only (tests/tools/gpumem_emu.c) */
+                      static sanity only (tests/kernel/emu/gpumem_emu.c) */
     GM_KIND_COUNT
 };
 

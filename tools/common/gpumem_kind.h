@@ -2,7 +2,7 @@
 /*
  * gpumem_kind.h - what one allocation kind of gpumem.h provides: a table of operations per
  * kind, so that gpumem.c dispatches instead of testing the kind at every call. The CUDA kinds
- * live in gpumem.c; the emulated provider's kind (tests/tools/gpumem_emu.c) is linked only
+ * live in gpumem.c; the emulated provider's kind (tests/kernel/emu/gpumem_emu.c) is linked only
  * into the QEMU guest's static sanity program.
  */
 #ifndef TOOLS_GPUMEM_KIND_H
@@ -26,7 +26,7 @@ struct gm_kind_ops {
     int (*live_pins)(uint64_t *pins);
 };
 
-/* Defined only where tests/tools/gpumem_emu.c is linked in (a weak reference elsewhere). */
+/* Defined only where tests/kernel/emu/gpumem_emu.c is linked in (a weak reference elsewhere). */
 extern const struct gm_kind_ops gm_emu_kind __attribute__((weak));
 
 #endif /* TOOLS_GPUMEM_KIND_H */

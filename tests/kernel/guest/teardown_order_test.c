@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * teardown_order_test.c - UNPIN and close() against the free of the GPU memory, in each
- * teardown order the provider can produce (its `order` parameter, tests/kernel/provider/
+ * teardown order the provider can produce (its `order` parameter, tests/kernel/emu/provider/
  * emu_p2p.c): 0, the consumer's callback frees the table; 1, NVIDIA's order (callback with
  * the table listed, under the lock put_pages takes, then the provider unlinks and frees it);
  * 2, the table unlinked before the callback is entered, put_pages returning 0 meanwhile

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emu.h - wrappers of the emulated p2p provider's control device (tests/kernel/nvp2p_emu.h,
- * the module in tests/kernel/provider/), for the programs that run in the QEMU guest: the
+ * emu.h - wrappers of the emulated p2p provider's control device (tests/kernel/emu/nvp2p_emu.h,
+ * the module in tests/kernel/emu/provider/), for the programs that run in the QEMU guest: the
  * guest tests, the core's and the module's guest checks, and the tools' "emu" memory kind.
  * Each returns 0 or a positive errno. TEST ONLY: nothing installed links this.
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpumem_emu.c - the "emu" allocation kind of the tools (tools/common/gpumem.h): memory of
- * the emulated p2p provider (/dev/nvp2p_emu, tests/kernel/provider), written and read through
- * its READ/WRITE ioctls by the test kit's wrappers (tests/lib/emu.h). TEST ONLY: linked into
+ * the emulated p2p provider (/dev/nvp2p_emu, tests/kernel/emu/provider), written and read through
+ * its READ/WRITE ioctls by the test kit's wrappers (tests/kernel/emu/emu.h). TEST ONLY: linked into
  * the QEMU guest's gdrcopy_sanity_static, never into the installed tools.
  */
 #include <errno.h>

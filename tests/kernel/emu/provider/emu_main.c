@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * emu_main.c - the emulated NVIDIA p2p provider (TEST ONLY, never installed or packaged):
- * module setup and the control device /dev/nvp2p_emu (tests/kernel/nvp2p_emu.h). User space
+ * module setup and the control device /dev/nvp2p_emu (tests/kernel/emu/nvp2p_emu.h). User space
  * creates "GPU allocations" at fake device addresses backed by RAM, fills and reads them,
  * frees them, injects failures and reads the leak counters. The exports are in emu_p2p.c.
  *
