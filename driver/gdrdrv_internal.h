@@ -180,6 +180,7 @@ u32 gdrdrv_tsc_khz(void);
 #ifdef GDRDRV_KUNIT             /* reached by gdrdrv_kunit.c */
 #define GDRDRV_TESTED
 int gdrdrv_handle_insert(struct gdrdrv_file *gf, struct gdrdrv_pin *pin);
+int gdrdrv_pin_check_args(u64 addr, u64 size, u32 flags, u64 *endp);
 #else
 #define GDRDRV_TESTED static
 #endif

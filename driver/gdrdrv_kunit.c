@@ -2,10 +2,11 @@
 /*
  * gdrdrv_kunit.c - KUnit suite of the module's pure logic: the handle allocator of
  * gdrdrv_pin.c (an offset allocator over a file's xarray: disjoint ranges, the cursor's wrap,
- * ENOSPC only when no gap fits) and the per-user accounting of gdrdrv_user.c. Built in only
- * with GDRDRV_KUNIT=1 against a kernel with KUnit, in the open flavour (KUnit's exports are
- * GPL-only): the QEMU rig's debug kernel does that, and KUnit runs the suite at each load of
- * the module, printing its results (KTAP) to the kernel log, where the guest looks for them.
+ * ENOSPC only when no gap fits), the pin's argument checks (gdrdrv_pin_check_args) and the
+ * per-user accounting of gdrdrv_user.c. Built in only with GDRDRV_KUNIT=1 against a kernel
+ * with KUnit, in the open flavour (KUnit's exports are GPL-only): the QEMU rig's debug kernel
+ * does that, and KUnit runs the suite at each load of the module, printing its results (KTAP)
+ * to the kernel log, where the guest looks for them.
  */
 #include <kunit/test.h>
 #include <linux/sizes.h>
@@ -127,11 +128,47 @@ static void gdrdrv_kunit_user_bounds(struct kunit *test)
 	gdrdrv_max_pinned_mib_per_user = saved_mib;
 }
 
+/*
+ * The pin's argument checks, before anything is allocated: the range rounds out to whole GPU
+ * pages; empty ranges, unknown flags, ranges over the top of the address space and ranges of
+ * more pages than an offset range can hold are refused, each at its boundary.
+ */
+static void gdrdrv_kunit_pin_args(struct kunit *test)
+{
+	const u32 pcie = GDRDRV_PIN_FLAG_FORCE_PCIE;    /* the one known flag */
+	const u64 gp = GDRDRV_GPU_PAGE_SIZE;
+	u64 end = 0, space;
+
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(gp + 5, 10, 0, &end), 0);
+	KUNIT_EXPECT_EQ(test, end, 2 * gp);
+	/* [gp - 1, gp + 1): the start rounds down to 0, the end up to 2 GPU pages. */
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(gp - 1, 2, pcie, &end), 0);
+	KUNIT_EXPECT_EQ(test, end, 2 * gp);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(gp, 0, 0, &end), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(gp, gp, 0x2, &end), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(gp, gp, 0x80000000u, &end), -EINVAL);
+
+	/* addr + size wraps; the last accepted end rounds up to the top GPU page's start. */
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(U64_MAX - gp, 2 * gp, 0, &end), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(0 - 2 * gp, gp - 1, 0, &end), 0);
+	KUNIT_EXPECT_EQ(test, end, 0 - gp);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(0 - 2 * gp, gp, 0, &end), -EINVAL);
+
+	/* A pin takes fewer pages than the offset space has: 2^16 pages here. */
+	gdrdrv_offset_space_log2 = 16;
+	space = BIT_ULL(16) << PAGE_SHIFT;
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(0, space - gp, 0, &end), 0);
+	KUNIT_EXPECT_EQ(test, end, space - gp);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(0, space, 0, &end), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gdrdrv_pin_check_args(1, space - gp, 0, &end), -EINVAL);
+}
+
 static struct kunit_case gdrdrv_kunit_cases[] = {
 	KUNIT_CASE(gdrdrv_kunit_handles_disjoint),
 	KUNIT_CASE(gdrdrv_kunit_handles_wrap),
 	KUNIT_CASE(gdrdrv_kunit_handles_enospc),
 	KUNIT_CASE(gdrdrv_kunit_user_bounds),
+	KUNIT_CASE(gdrdrv_kunit_pin_args),
 	{}
 };
 

@@ -358,14 +358,15 @@ static int gdrdrv_get_pages(struct gdrdrv_pin *pin, u32 flags)
 	return ret;
 }
 
-/* A new pin in the file's table; *pinp gets a reference of its own for the caller. */
-int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
-		      u32 va_space, u32 flags, struct gdrdrv_pin **pinp)
+/*
+ * The caller's range as a pin holds it: [addr rounded down, end) in whole GPU pages, *endp
+ * the end. -EINVAL for an empty range, an unknown flag, a range past the top of the address
+ * space (or one whose last GPU page is), and one of more pages than a handle's offset range
+ * can hold. Reads only gdrdrv_offset_space_log2: the KUnit suite checks it alone.
+ */
+GDRDRV_TESTED int gdrdrv_pin_check_args(u64 addr, u64 size, u32 flags, u64 *endp)
 {
-	struct gdrdrv_pin *pin;
-	unsigned int cap;
 	u64 end;
-	int ret;
 
 	if (!size || flags & ~GDRDRV_PIN_FLAG_FORCE_PCIE)
 		return -EINVAL;
@@ -374,10 +375,18 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	end = (end + GDRDRV_GPU_PAGE_SIZE - 1) & GDRDRV_GPU_PAGE_MASK;
 	if (((end - (addr & GDRDRV_GPU_PAGE_MASK)) >> PAGE_SHIFT) >= GDRDRV_HANDLE_LIMIT)
 		return -EINVAL;                 /* larger than any offset range we can give */
+	*endp = end;
+	return 0;
+}
 
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
+/* A pin of [addr rounded down, end) for the file, counted, with the table's reference. */
+static struct gdrdrv_pin *gdrdrv_pin_alloc(struct gdrdrv_file *gf, u64 addr, u64 end,
+					   u64 p2p_token, u32 va_space)
+{
+	struct gdrdrv_pin *pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
+
 	if (!pin)
-		return -ENOMEM;
+		return NULL;
 	atomic_long_inc(&gdrdrv_npins);
 	kref_init(&pin->ref);
 	mutex_init(&pin->lock);
@@ -393,32 +402,51 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	pin->persistent = gdrdrv_persistent_supported();
 	pin->req_type = GDRDRV_MAPPING_TYPE_NONE;
 	pin->map_type = GDRDRV_MAPPING_TYPE_NONE;
+	return pin;
+}
 
-	if ((flags & GDRDRV_PIN_FLAG_FORCE_PCIE) && !gdrdrv_force_pcie_supported()) {
-		ret = -EOPNOTSUPP;
-		goto out_free;
-	}
+/*
+ * Charge the pin to its user, then take its GPU pages. On failure nothing is held but what
+ * the pin's last put undoes (the charge, the callback's id).
+ */
+static int gdrdrv_pin_acquire(struct gdrdrv_pin *pin, u32 flags)
+{
+	int ret;
+
+	if ((flags & GDRDRV_PIN_FLAG_FORCE_PCIE) && !gdrdrv_force_pcie_supported())
+		return -EOPNOTSUPP;
 	ret = gdrdrv_user_charge(&pin->uid, pin->mapped_size);
 	if (ret)
-		goto out_free;
+		return ret;
 	pin->charged = true;
 	ret = gdrdrv_get_pages(pin, flags);
-	if (ret) {
+	if (ret)
 		gdr_dbg("get_pages va 0x%llx size 0x%llx: %d\n", pin->va, pin->mapped_size, ret);
-		goto out_free;
-	}
+	return ret;
+}
 
-	/* From here the callback may fire; it takes pin->lock before touching the table. */
+/* The pages just taken, checked; from get_pages on the callback may fire and take pin->lock. */
+static int gdrdrv_pin_check_pages(struct gdrdrv_pin *pin)
+{
+	int ret;
+
 	mutex_lock(&pin->lock);
 	ret = pin->cb_fired ? -EFAULT : gdrdrv_check_table(pin);
 	mutex_unlock(&pin->lock);
-	if (ret)
-		goto out_put;
+	return ret;
+}
 
-	/*
-	 * Once listed the pin is the caller's to UNPIN (from another thread too: handles are
-	 * predictable), so the caller's reference is taken before gf->lock lets anyone reach it.
-	 */
+/*
+ * List the pin in its file, within max_pins_per_file. Once listed the pin is the caller's to
+ * UNPIN (from another thread too: handles are predictable), so the caller's reference is
+ * taken before gf->lock lets anyone reach it.
+ */
+static int gdrdrv_pin_publish(struct gdrdrv_file *gf, struct gdrdrv_pin *pin,
+			      struct gdrdrv_pin **pinp)
+{
+	unsigned int cap;
+	int ret;
+
 	mutex_lock(&gf->lock);
 	cap = READ_ONCE(gdrdrv_max_pins_per_file);
 	if (cap && gf->npins + atomic_read(&gf->ndetached) >= cap) {
@@ -429,7 +457,7 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 	}
 	if (ret) {
 		mutex_unlock(&gf->lock);
-		goto out_put;
+		return ret;
 	}
 	gf->npins++;
 	kref_get(&pin->ref);
@@ -438,6 +466,32 @@ int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
 		pin->handle, pin->persistent ? " (persistent)" : "");
 	list_add_tail(&pin->node, &gf->pins);
 	mutex_unlock(&gf->lock);
+	return 0;
+}
+
+/* A new pin in the file's table; *pinp gets a reference of its own for the caller. */
+int gdrdrv_pin_create(struct gdrdrv_file *gf, u64 addr, u64 size, u64 p2p_token,
+		      u32 va_space, u32 flags, struct gdrdrv_pin **pinp)
+{
+	struct gdrdrv_pin *pin;
+	u64 end;
+	int ret;
+
+	ret = gdrdrv_pin_check_args(addr, size, flags, &end);
+	if (ret)
+		return ret;
+	pin = gdrdrv_pin_alloc(gf, addr, end, p2p_token, va_space);
+	if (!pin)
+		return -ENOMEM;
+	ret = gdrdrv_pin_acquire(pin, flags);
+	if (ret)
+		goto out_free;
+	ret = gdrdrv_pin_check_pages(pin);
+	if (ret)
+		goto out_put;
+	ret = gdrdrv_pin_publish(gf, pin, pinp);
+	if (ret)
+		goto out_put;
 	return 0;
 
 out_put:

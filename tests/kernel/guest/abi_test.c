@@ -150,88 +150,130 @@ struct old_pin_v2 { uint64_t addr, size; uint32_t flags, pad; uint64_t handle; }
 struct old_req_type { uint64_t handle; uint32_t mapping_type; };
 struct old_version { uint32_t gdrdrv_version, minimum_gdr_api_version; };
 
-/* One library version's calls: open check, pin, (request,) map, info, data, flag, unpin. */
-static void old_library(unsigned lib, uint64_t va)
+/* A result's name, "lib2.<lib>/<step>"; one buffer, each name used before the next is made. */
+static const char *lib_step(unsigned lib, const char *step)
 {
-    long pshift = __builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+    static char name[64];
+
+    snprintf(name, sizeof(name), "lib2.%u/%s", lib, step);
+    return name;
+}
+
+/* The library's checks at open: GET_VERSION, and from 2.5 the persistent attribute. */
+static void old_open(unsigned lib)
+{
     struct old_version ver;
-    uint64_t handle = 0;
-    char name[64];
     int e;
 
-#define NAME(step) (snprintf(name, sizeof(name), "lib2.%u/%s", lib, step), name)
     memset(&ver, 0xa5, sizeof(ver));
     e = ioc(GDRDRV_IOC_GET_VERSION, &ver);
     /* The library's own checks at open: module at least 2.0, and needs no newer library. */
     t_check(!e && ver.gdrdrv_version >= V(0) && ver.minimum_gdr_api_version <= V(lib),
-            NAME("open_version_check"), "ret %d version %#x min api %#x", e, ver.gdrdrv_version,
-            ver.minimum_gdr_api_version);
+            lib_step(lib, "open_version_check"), "ret %d version %#x min api %#x", e,
+            ver.gdrdrv_version, ver.minimum_gdr_api_version);
     if (lib >= 5) {
         struct old_attr a = { .attr = GDRDRV_ATTR_USE_PERSISTENT_MAPPING, .val = 7 };
 
         e = ioc(GDRDRV_IOC_GET_ATTR, &a);
-        t_check(!e && a.val <= 1, NAME("get_attr"), "ret %d val %u", e, a.val);
+        t_check(!e && a.val <= 1, lib_step(lib, "get_attr"), "ret %d val %u", e, a.val);
+    }
+}
+
+/* The pin call of the version (PIN_BUFFER_V2 from 2.5); returns its error, *handle the pin. */
+static int old_pin(unsigned lib, uint64_t va, uint64_t *handle)
+{
+    int e;
+
+    if (lib >= 5) {
         struct old_pin_v2 p;
         memset(&p, 0xa5, sizeof(p));
         p.addr = va, p.size = 2 * GPU_PAGE, p.flags = 0, p.pad = 0, p.handle = 0;
         e = ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p);
-        handle = p.handle;
+        *handle = p.handle;
     } else {
         struct old_pin p;
         memset(&p, 0xa5, sizeof(p));     /* the implicit padding after va_space is garbage */
         p.addr = va, p.size = 2 * GPU_PAGE, p.p2p_token = 0, p.va_space = 0, p.handle = 0;
         e = ioc(GDRDRV_IOC_PIN_BUFFER, &p);
-        handle = p.handle;
+        *handle = p.handle;
     }
-    if (!t_check(!e && handle, NAME("pin"), "ret %d handle %#llx", e, (unsigned long long)handle))
+    return e;
+}
+
+/* The info call of the version (GET_INFO_V2 from 2.4): whether the pin is mapped, and WC. */
+static int old_info(unsigned lib, uint64_t va, uint64_t handle, uint32_t *mapped, uint32_t *wc)
+{
+    int e;
+
+    if (lib >= 4) {
+        struct old_info_v2 i;
+        memset(&i, 0xa5, sizeof(i));
+        i.handle = handle;
+        e = ioc(GDRDRV_IOC_GET_INFO_V2, &i);
+        *mapped = i.mapping_type != GDRDRV_MAPPING_TYPE_NONE;
+        *wc = i.mapping_type == GDRDRV_MAPPING_TYPE_WC;
+        e = e ? e : i.va != va || i.mapped_size != 2 * GPU_PAGE ? EIO : 0;
+    } else {
+        struct old_info i;
+        memset(&i, 0xa5, sizeof(i));
+        i.handle = handle;
+        e = ioc(GDRDRV_IOC_GET_INFO, &i);
+        *mapped = i.mapped, *wc = i.wc_mapping;
+        e = e ? e : i.va != va || i.mapped_size != 2 * GPU_PAGE ? EIO : 0;
+    }
+    return e;
+}
+
+/* The pin mapped as the library maps it: the info says WC, and the provider sees the bytes. */
+static void old_map(unsigned lib, uint64_t va, uint64_t handle)
+{
+    long pshift = __builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+    unsigned char *m = mmap(NULL, 2 * GPU_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                            (off_t)(handle << pshift));
+
+    if (!t_check(m != MAP_FAILED, lib_step(lib, "mmap"), "%s", strerror(errno)))
+        return;
+    uint32_t mapped = 0, wc = 0;
+    int e = old_info(lib, va, handle, &mapped, &wc);
+    t_check(!e && mapped == 1 && wc == 1, lib_step(lib, "get_info"), "ret %d mapped %u wc %u", e,
+            mapped, wc);
+    unsigned char want[512], got[512];
+    t_pattern(got, sizeof(got), 4000 + lib);
+    memcpy(m + GPU_PAGE + 64, got, sizeof(got));
+    __sync_synchronize();
+    emu_read(va + GPU_PAGE + 64, want, sizeof(want));
+    t_check(!memcmp(want, got, sizeof(got)), lib_step(lib, "data"),
+            "the provider sees other bytes");
+    munmap(m, 2 * GPU_PAGE);
+}
+
+/* One library version's calls: open check, pin, (request,) map, info, data, flag, unpin. */
+static void old_library(unsigned lib, uint64_t va)
+{
+    uint64_t handle = 0;
+    int e;
+
+    old_open(lib);
+    e = old_pin(lib, va, &handle);
+    if (!t_check(!e && handle, lib_step(lib, "pin"), "ret %d handle %#llx", e,
+                 (unsigned long long)handle))
         return;
     if (lib >= 5) {
         struct old_req_type r;
         memset(&r, 0xa5, sizeof(r));
         r.handle = handle, r.mapping_type = GDRDRV_MAPPING_TYPE_NONE;
         e = ioc(GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
-        t_check(!e, NAME("req_mapping_type"), "%s", strerror(e));
+        t_check(!e, lib_step(lib, "req_mapping_type"), "%s", strerror(e));
     }
-    unsigned char *m = mmap(NULL, 2 * GPU_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                            (off_t)(handle << pshift));
-    if (t_check(m != MAP_FAILED, NAME("mmap"), "%s", strerror(errno))) {
-        uint32_t mapped = 0, wc = 0;
-
-        if (lib >= 4) {
-            struct old_info_v2 i;
-            memset(&i, 0xa5, sizeof(i));
-            i.handle = handle;
-            e = ioc(GDRDRV_IOC_GET_INFO_V2, &i);
-            mapped = i.mapping_type != GDRDRV_MAPPING_TYPE_NONE;
-            wc = i.mapping_type == GDRDRV_MAPPING_TYPE_WC;
-            e = e ? e : i.va != va || i.mapped_size != 2 * GPU_PAGE ? EIO : 0;
-        } else {
-            struct old_info i;
-            memset(&i, 0xa5, sizeof(i));
-            i.handle = handle;
-            e = ioc(GDRDRV_IOC_GET_INFO, &i);
-            mapped = i.mapped, wc = i.wc_mapping;
-            e = e ? e : i.va != va || i.mapped_size != 2 * GPU_PAGE ? EIO : 0;
-        }
-        t_check(!e && mapped == 1 && wc == 1, NAME("get_info"), "ret %d mapped %u wc %u", e,
-                mapped, wc);
-        unsigned char want[512], got[512];
-        t_pattern(got, sizeof(got), 4000 + lib);
-        memcpy(m + GPU_PAGE + 64, got, sizeof(got));
-        __sync_synchronize();
-        emu_read(va + GPU_PAGE + 64, want, sizeof(want));
-        t_check(!memcmp(want, got, sizeof(got)), NAME("data"), "the provider sees other bytes");
-        munmap(m, 2 * GPU_PAGE);
-    }
+    old_map(lib, va, handle);
     struct old_cb_flag c;
     memset(&c, 0xa5, sizeof(c));
     c.handle = handle;
     e = ioc(GDRDRV_IOC_GET_CB_FLAG, &c);
-    t_check(!e && c.flag == 0, NAME("get_cb_flag"), "ret %d flag %u", e, c.flag);
+    t_check(!e && c.flag == 0, lib_step(lib, "get_cb_flag"), "ret %d flag %u", e, c.flag);
     struct gdrdrv_unpin_buffer u = { .handle = handle };
     e = ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
-    t_check(!e, NAME("unpin"), "%s", strerror(e));
-#undef NAME
+    t_check(!e, lib_step(lib, "unpin"), "%s", strerror(e));
 }
 
 int main(int argc, char **argv)

@@ -49,6 +49,117 @@ static int read_param(const char *name)
     return *dot >= '0' && *dot <= '9' ? atoi(dot) : -1;
 }
 
+/* A round trip's state: the allocation and the provider's bytes (dev), the pin, its mapping. */
+struct trip {
+    const char *tag;
+    unsigned int kind;
+    uint64_t offset;
+    size_t size;
+    int v1;
+    uint64_t va, base;
+    unsigned char *dev, *host, *back;
+    gdr_mh_t mh;
+    gdr_info_t info;
+    void *map;
+    char name[128];
+};
+#define ALLOC_SIZE ((size_t)1 << 20)    /* each round trip's allocation */
+
+/* A step's result line, named "<tag>/<step>"; false (the round trip ends) when it failed. */
+#define STEP(cond, step, ...) \
+    (snprintf(t->name, sizeof(t->name), "%s/%s", t->tag, step), \
+     t_check(cond, t->name, __VA_ARGS__))
+
+/* A fresh allocation with a pattern of its own, pinned from its start (v1 or v2 call). */
+static int trip_pin(struct trip *t)
+{
+    int ret = emu_alloc(ALLOC_SIZE, t->kind, 0, &t->va);
+
+    if (!STEP(!ret, "alloc", "provider ALLOC: %s", strerror(ret)))
+        return 0;
+    t_pattern(t->dev, ALLOC_SIZE, (uint32_t)(t->kind * 1000 + t->offset));
+    ret = emu_write(t->va, t->dev, ALLOC_SIZE);
+    if (!STEP(!ret, "fill", "provider WRITE: %s", strerror(ret)))
+        return 0;
+    size_t pin_size = t->offset + t->size;
+    ret = t->v1 ? gdr_pin_buffer(g, t->va, pin_size, 0, 0, &t->mh) :
+                  gdr_pin_buffer_v2(g, t->va, pin_size, 0, &t->mh);
+    return STEP(!ret && t->mh.h, "pin", "%s: %s", t->v1 ? "gdr_pin_buffer" : "gdr_pin_buffer_v2",
+                strerror(ret));
+}
+
+/* The pin's info before mapping (the range in whole GPU pages), then a WC mapping of it. */
+static int trip_map(struct trip *t)
+{
+    gdr_info_t *info = &t->info;
+    uint64_t want_va = t->va & ~(GPU_PAGE - 1);
+    uint64_t want_size = ((t->va + t->offset + t->size + GPU_PAGE - 1) & ~(GPU_PAGE - 1)) - want_va;
+    int ret = gdr_get_info_v2(g, t->mh, info);
+
+    if (!STEP(!ret && info->va == want_va && info->mapped_size == want_size && !info->mapped &&
+              info->mapping_type == GDR_MAPPING_TYPE_NONE &&
+              (info->page_size == 65536 ||
+               (t->kind != 1 && (info->page_size == 4096 || info->page_size == 131072))),
+              "info_unmapped",
+              "ret %d va 0x%llx (want 0x%llx) size %llu (want %llu) page %u mapped %u type %d",
+              ret, (unsigned long long)info->va, (unsigned long long)want_va,
+              (unsigned long long)info->mapped_size, (unsigned long long)want_size,
+              info->page_size, info->mapped, info->mapping_type))
+        return 0;
+    ret = gdr_map(g, t->mh, &t->map, info->mapped_size);
+    if (!STEP(!ret && t->map, "map", "gdr_map: %s", strerror(ret)))
+        return 0;
+    ret = gdr_get_info_v2(g, t->mh, info);
+    return STEP(!ret && info->mapped && info->mapping_type == GDR_MAPPING_TYPE_WC &&
+                info->wc_mapping, "info_mapped",
+                "ret %d mapped %u wc %u type %d (want WC for a non-cacheable alloc)", ret,
+                info->mapped, info->wc_mapping, info->mapping_type);
+}
+
+/* `size` bytes at `offset` both ways through the mapping, checked against the provider. */
+static int trip_copy(struct trip *t)
+{
+    uint64_t off = t->offset;
+    size_t size = t->size;
+    unsigned char *user = (unsigned char *)t->map + (t->va - t->info.va) + off;
+
+    /* Device -> host: what the provider holds is what the mapping shows. */
+    int ret = gdr_copy_from_mapping(t->mh, t->host, user, size);
+    if (!STEP(!ret && !memcmp(t->host, t->dev + off, size), "read",
+              "ret %d or data differs from the provider's", ret) ||
+        !STEP(((volatile unsigned char *)user)[size - 1] == t->dev[off + size - 1], "load",
+              "a plain CPU load through the mapping differs"))
+        return 0;
+
+    /* Host -> device: the provider sees the new bytes, and nothing outside them changed. */
+    t_pattern(t->host, size, (uint32_t)(7 + t->kind + off));
+    ret = gdr_copy_to_mapping(t->mh, user, t->host, size);
+    if (!STEP(!ret, "write", "gdr_copy_to_mapping: %s", strerror(ret)))
+        return 0;
+    ret = emu_read(t->va, t->back, ALLOC_SIZE);
+    return STEP(!ret && !memcmp(t->back + off, t->host, size) && !memcmp(t->back, t->dev, off) &&
+                !memcmp(t->back + off + size, t->dev + off + size, ALLOC_SIZE - off - size),
+                "write_seen_by_provider", "ret %d or the provider's bytes differ", ret);
+}
+
+/* Unmap (the info says so), then unpin: the provider's pin goes. */
+static int trip_release(struct trip *t)
+{
+    int ret = gdr_unmap(g, t->mh, t->map, t->info.mapped_size);
+
+    t->map = NULL;
+    if (!STEP(!ret, "unmap", "gdr_unmap: %s", strerror(ret)))
+        return 0;
+    ret = gdr_get_info_v2(g, t->mh, &t->info);
+    if (!STEP(!ret && !t->info.mapped, "info_after_unmap", "ret %d mapped %u", ret, t->info.mapped))
+        return 0;
+    ret = gdr_unpin_buffer(g, t->mh);
+    t->mh.h = 0;
+    return STEP(!ret && emu_live_pins() == t->base, "unpin", "ret %d live pins %llu (was %llu)",
+                ret, (unsigned long long)emu_live_pins(), (unsigned long long)t->base);
+}
+#undef STEP
+
 /*
  * One full round trip: pin [va, va + offset + size) of a fresh allocation, map it, copy `size`
  * bytes at `offset` both ways. `v1` pins with gdr_pin_buffer, else gdr_pin_buffer_v2. Returns
@@ -56,86 +167,20 @@ static int read_param(const char *name)
  */
 static int round_trip(const char *tag, unsigned int kind, uint64_t offset, size_t size, int v1)
 {
-    char name[128];
-    uint64_t va = 0, base = emu_live_pins();
-    size_t alloc_size = 1 << 20;
-    unsigned char *dev = malloc(alloc_size), *host = malloc(size), *back = malloc(alloc_size);
-    gdr_mh_t mh = { 0 };
-    gdr_info_t info;
-    void *map = NULL;
-    int ret, bad = 1;
+    struct trip t = { .tag = tag, .kind = kind, .offset = offset, .size = size, .v1 = v1,
+                      .base = emu_live_pins(), .dev = malloc(ALLOC_SIZE), .host = malloc(size),
+                      .back = malloc(ALLOC_SIZE) };
+    int bad = !(trip_pin(&t) && trip_map(&t) && trip_copy(&t) && trip_release(&t));
 
-#define STEP(cond, step, ...) \
-    do { snprintf(name, sizeof(name), "%s/%s", tag, step); \
-         if (!t_check(cond, name, __VA_ARGS__)) goto out; } while (0)
-
-    ret = emu_alloc(alloc_size, kind, 0, &va);
-    STEP(!ret, "alloc", "provider ALLOC: %s", strerror(ret));
-    t_pattern(dev, alloc_size, (uint32_t)(kind * 1000 + offset));
-    ret = emu_write(va, dev, alloc_size);
-    STEP(!ret, "fill", "provider WRITE: %s", strerror(ret));
-
-    uint64_t addr = va;
-    size_t pin_size = offset + size;
-    ret = v1 ? gdr_pin_buffer(g, addr, pin_size, 0, 0, &mh) : gdr_pin_buffer_v2(g, addr, pin_size, 0, &mh);
-    STEP(!ret && mh.h, "pin", "%s: %s", v1 ? "gdr_pin_buffer" : "gdr_pin_buffer_v2", strerror(ret));
-
-    uint64_t want_va = addr & ~(GPU_PAGE - 1);
-    uint64_t want_size = ((addr + pin_size + GPU_PAGE - 1) & ~(GPU_PAGE - 1)) - want_va;
-    ret = gdr_get_info_v2(g, mh, &info);
-    STEP(!ret && info.va == want_va && info.mapped_size == want_size && !info.mapped &&
-         info.mapping_type == GDR_MAPPING_TYPE_NONE &&
-         (info.page_size == 65536 || (kind != 1 && (info.page_size == 4096 || info.page_size == 131072))),
-         "info_unmapped", "ret %d va 0x%llx (want 0x%llx) size %llu (want %llu) page %u mapped %u type %d",
-         ret, (unsigned long long)info.va, (unsigned long long)want_va,
-         (unsigned long long)info.mapped_size, (unsigned long long)want_size, info.page_size,
-         info.mapped, info.mapping_type);
-
-    ret = gdr_map(g, mh, &map, info.mapped_size);
-    STEP(!ret && map, "map", "gdr_map: %s", strerror(ret));
-    ret = gdr_get_info_v2(g, mh, &info);
-    STEP(!ret && info.mapped && info.mapping_type == GDR_MAPPING_TYPE_WC && info.wc_mapping,
-         "info_mapped", "ret %d mapped %u wc %u type %d (want WC for a non-cacheable alloc)",
-         ret, info.mapped, info.wc_mapping, info.mapping_type);
-
-    /* Device -> host: what the provider holds is what the mapping shows. */
-    unsigned char *user = (unsigned char *)map + (addr - info.va) + offset;
-    ret = gdr_copy_from_mapping(mh, host, user, size);
-    STEP(!ret && !memcmp(host, dev + offset, size), "read", "ret %d or data differs from the provider's",
-         ret);
-    STEP(((volatile unsigned char *)user)[size - 1] == dev[offset + size - 1], "load",
-         "a plain CPU load through the mapping differs");
-
-    /* Host -> device: the provider sees the new bytes, and nothing outside them changed. */
-    t_pattern(host, size, (uint32_t)(7 + kind + offset));
-    ret = gdr_copy_to_mapping(mh, user, host, size);
-    STEP(!ret, "write", "gdr_copy_to_mapping: %s", strerror(ret));
-    ret = emu_read(va, back, alloc_size);
-    STEP(!ret && !memcmp(back + offset, host, size) && !memcmp(back, dev, offset) &&
-         !memcmp(back + offset + size, dev + offset + size, alloc_size - offset - size),
-         "write_seen_by_provider", "ret %d or the provider's bytes differ", ret);
-
-    ret = gdr_unmap(g, mh, map, info.mapped_size);
-    map = NULL;
-    STEP(!ret, "unmap", "gdr_unmap: %s", strerror(ret));
-    ret = gdr_get_info_v2(g, mh, &info);
-    STEP(!ret && !info.mapped, "info_after_unmap", "ret %d mapped %u", ret, info.mapped);
-    ret = gdr_unpin_buffer(g, mh);
-    mh.h = 0;
-    STEP(!ret && emu_live_pins() == base, "unpin", "ret %d live pins %llu (was %llu)", ret,
-         (unsigned long long)emu_live_pins(), (unsigned long long)base);
-    bad = 0;
-out:
-#undef STEP
-    if (map)
-        gdr_unmap(g, mh, map, info.mapped_size);
-    if (mh.h)
-        gdr_unpin_buffer(g, mh);
-    if (va)
-        emu_free(va);
-    free(dev);
-    free(host);
-    free(back);
+    if (t.map)
+        gdr_unmap(g, t.mh, t.map, t.info.mapped_size);
+    if (t.mh.h)
+        gdr_unpin_buffer(g, t.mh);
+    if (t.va)
+        emu_free(t.va);
+    free(t.dev);
+    free(t.host);
+    free(t.back);
     return bad;
 }
 

@@ -80,8 +80,15 @@ static void test_misaligned_struct(uint64_t va)
             "get_version %d (0x%x) pin %d unpin %d", e1, v.gdrdrv_version, e2, e3);
 }
 
-/* Zeroed, garbage and huge arguments: errors for everything that names no valid object. */
-static void test_bad_values(uint64_t va)
+static void unpin(uint64_t handle)
+{
+    struct gdrdrv_unpin_buffer u = { .handle = handle };
+
+    ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
+}
+
+/* Each code with a zeroed and a 0xff-filled argument. */
+static void test_zeroed_and_filled(void)
 {
     unsigned char buf[64];
     char name[64];
@@ -107,7 +114,11 @@ static void test_bad_values(uint64_t va)
         snprintf(name, sizeof(name), "bad_values_0x%08lx", codes[c]);
         t_check(!fails, name, "%s", why);
     }
+}
 
+/* Pins of ranges that name no valid GPU memory, or with an unknown flag or a nonzero pad. */
+static void test_pin_rejects(uint64_t va)
+{
     struct gdrdrv_pin_buffer_v2 p;
     struct { uint64_t addr, size; const char *what; } cases[] = {
         { va, ~0ULL, "huge size" },
@@ -118,15 +129,16 @@ static void test_bad_values(uint64_t va)
         { 0xffff888000000000ULL, GPU_PAGE, "kernel address" },
         { va, 1ULL << 40, "1 TiB" },
     };
+    char name[64];
+    int e;
+
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         p = (struct gdrdrv_pin_buffer_v2){ .addr = cases[i].addr, .size = cases[i].size };
         e = ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p);
         snprintf(name, sizeof(name), "pin_rejects_%zu", i);
         t_check(e != 0, name, "%s was pinned", cases[i].what);
-        if (!e) {
-            struct gdrdrv_unpin_buffer u = { .handle = p.handle };
-            ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
-        }
+        if (!e)
+            unpin(p.handle);
     }
     p = (struct gdrdrv_pin_buffer_v2){ .addr = va, .size = GPU_PAGE, .flags = 0x80000000u };
     e = ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p);
@@ -134,21 +146,24 @@ static void test_bad_values(uint64_t va)
     p = (struct gdrdrv_pin_buffer_v2){ .addr = va, .size = GPU_PAGE, .pad = 1 };
     e = ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p);
     printf("# PIN_BUFFER_V2 with nonzero pad -> %d\n", e);
-    if (!e) {
-        struct gdrdrv_unpin_buffer u = { .handle = p.handle };
-        ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
-    }
+    if (!e)
+        unpin(p.handle);
+}
 
+/* Out-of-range attributes, and out-of-range mapping types on a valid pin. */
+static void test_bad_selectors(uint64_t va)
+{
     struct gdrdrv_get_attr a = { .attr = 0 };
     int a0 = ioc(GDRDRV_IOC_GET_ATTR, &a);
     a.attr = 3;
     int a3 = ioc(GDRDRV_IOC_GET_ATTR, &a);
     a.attr = 0xffffffffu;
     int am = ioc(GDRDRV_IOC_GET_ATTR, &a);
-    t_check(a0 == EINVAL && a3 == EINVAL && am == EINVAL, "get_attr_unknown", "%d %d %d", a0, a3, am);
+    t_check(a0 == EINVAL && a3 == EINVAL && am == EINVAL, "get_attr_unknown", "%d %d %d", a0, a3,
+            am);
 
     /* REQ_MAPPING_TYPE with an out-of-range type on a valid pin. */
-    p = (struct gdrdrv_pin_buffer_v2){ .addr = va, .size = GPU_PAGE };
+    struct gdrdrv_pin_buffer_v2 p = { .addr = va, .size = GPU_PAGE };
     if (!ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
         struct gdrdrv_req_mapping_type r = { .handle = p.handle, .mapping_type = 4 };
         int r4 = ioc(GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
@@ -156,11 +171,20 @@ static void test_bad_values(uint64_t va)
         int rm = ioc(GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
         struct gdrdrv_unpin_buffer u = { .handle = p.handle };
         int u1 = ioc(GDRDRV_IOC_UNPIN_BUFFER, &u), u2 = ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
-        t_check(r4 == EINVAL && rm == EINVAL, "req_mapping_type_range", "type 4 -> %d, ~0 -> %d", r4, rm);
+        t_check(r4 == EINVAL && rm == EINVAL, "req_mapping_type_range", "type 4 -> %d, ~0 -> %d",
+                r4, rm);
         t_check(!u1 && u2 != 0, "double_unpin", "first %d second %d", u1, u2);
     } else {
         t_fail("req_mapping_type_range", "valid pin failed");
     }
+}
+
+/* Zeroed, garbage and huge arguments: errors for everything that names no valid object. */
+static void test_bad_values(uint64_t va)
+{
+    test_zeroed_and_filled();
+    test_pin_rejects(va);
+    test_bad_selectors(va);
 }
 
 /* Same numbers with other size/direction encodings, and unknown numbers: ENOTTY or EINVAL. */
@@ -251,8 +275,7 @@ static void test_mmap_misuse(uint64_t va)
     } else {
         t_fail("mremap_grow_refused", "mmap: %s", strerror(errno));
     }
-    struct gdrdrv_unpin_buffer u = { .handle = p.handle };
-    ioc(GDRDRV_IOC_UNPIN_BUFFER, &u);
+    unpin(p.handle);
 }
 
 /* ---- the fuzzer --------------------------------------------------------------------------- */
@@ -283,127 +306,152 @@ static void fuzz_unpin(uint64_t h)
             maps[i].touchable = 0;
 }
 
-static void fuzz(uint64_t *vas, int nvas)
+static uint64_t handles[MAX_LIVE];      /* the fuzzer's pins, by slot */
+static int pins_ok, maps_ok;            /* calls that reached a real object */
+
+/* Ops 0 and 1 pin with PIN_BUFFER_V2 into a slot, op 2 with PIN_BUFFER and unpins at once. */
+static void fuzz_pin(unsigned op, int slot, uint64_t addr, uint64_t size)
 {
-    uint64_t handles[MAX_LIVE] = { 0 };
-    unsigned char buf[128];
-    int pins_ok = 0, maps_ok = 0;
+    if (op != 2) {
+        struct gdrdrv_pin_buffer_v2 p = { .addr = addr, .size = size,
+                                          .flags = (rnd() % 8) ? 0 : rnd() };
+        if (!ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
+            if (handles[slot])
+                fuzz_unpin(handles[slot]);
+            handles[slot] = p.handle;
+            pins_ok++;
+        }
+        return;
+    }
+    struct gdrdrv_pin_buffer p = { .addr = addr, .size = size, .p2p_token = rnd() % 2 ? 0 : rnd(),
+                                   .va_space = rnd() % 2 ? 0 : (uint32_t)rnd() };
+    if (!ioc(GDRDRV_IOC_PIN_BUFFER, &p)) {
+        fuzz_unpin(p.handle);
+        pins_ok++;
+    }
+}
 
-    for (int step = 0; step < FUZZ_STEPS; step++) {
-        unsigned op = rnd() % 12;
-        int slot = rnd() % MAX_LIVE;
-        uint64_t h = (rnd() % 4) ? handles[rnd() % MAX_LIVE] : rnd() % 4096;
-        uint64_t va = vas[rnd() % nvas];
-        uint64_t addr = va + (rnd() % 4) * GPU_PAGE + ((rnd() % 3) ? 0 : rnd() % GPU_PAGE);
-        uint64_t size = (rnd() % 5) ? (rnd() % 4 + 1) * GPU_PAGE - ((rnd() % 3) ? 0 : rnd() % 4096)
-                                    : rnd();
+/* Op 3: unpin, possibly of a mapped or stale handle, and forget it. */
+static void fuzz_forget(uint64_t h)
+{
+    fuzz_unpin(h);
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (handles[i] == h)
+            handles[i] = 0;
+}
 
-        memset(buf, 0, sizeof(buf));
-        switch (op) {
-        case 0: case 1: {      /* pins, valid-ish */
-            struct gdrdrv_pin_buffer_v2 p = { .addr = addr, .size = size, .flags = (rnd() % 8) ? 0 : rnd() };
-            if (!ioc(GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
-                if (handles[slot])
-                    fuzz_unpin(handles[slot]);
-                handles[slot] = p.handle;
-                pins_ok++;
-            }
-            break;
-        }
-        case 2: {
-            struct gdrdrv_pin_buffer p = { .addr = addr, .size = size, .p2p_token = rnd() % 2 ? 0 : rnd(),
-                                           .va_space = rnd() % 2 ? 0 : (uint32_t)rnd() };
-            if (!ioc(GDRDRV_IOC_PIN_BUFFER, &p)) {
-                fuzz_unpin(p.handle);
-                pins_ok++;
-            }
-            break;
-        }
-        case 3: {              /* unpin, possibly of a mapped or stale handle */
-            fuzz_unpin(h);
-            for (int i = 0; i < MAX_LIVE; i++)
-                if (handles[i] == h)
-                    handles[i] = 0;
-            break;
-        }
-        case 4: {
-            struct gdrdrv_get_info_v2 i = { .handle = h };
-            ioc(rnd() % 2 ? GDRDRV_IOC_GET_INFO_V2 : GDRDRV_IOC_GET_INFO, &i);
-            break;
-        }
-        case 5: {
-            struct gdrdrv_get_cb_flag c = { .handle = h };
-            ioc(GDRDRV_IOC_GET_CB_FLAG, &c);
-            break;
-        }
-        case 6: {
-            struct gdrdrv_req_mapping_type r = { .handle = h, .mapping_type = rnd() % 6 };
-            ioc(GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
-            break;
-        }
-        case 7: case 8: {      /* mmap at a handle, sometimes with a bad length or offset */
-            size_t len = (rnd() % 4) ? (rnd() % 4 + 1) * GPU_PAGE : (rnd() % 64 + 1) * 4096;
-            uint64_t skew = (rnd() % 8) ? 0 : rnd() % 32;
-            off_t off = (off_t)((h + skew) << GUEST_PAGE_SHIFT);
-            void *m = mmap(NULL, len, PROT_READ | ((rnd() % 4) ? PROT_WRITE : 0),
-                           (rnd() % 8) ? MAP_SHARED : MAP_PRIVATE, fd, off);
-            if (m != MAP_FAILED) {
-                if (maps[slot].p)
-                    munmap(maps[slot].p, maps[slot].len);
-                maps[slot] = (struct mapping){ m, len, h, !skew };
-                maps_ok++;
-            }
-            break;
-        }
-        case 9: {              /* munmap, whole or partial */
-            if (maps[slot].p) {
-                if (rnd() % 4 == 0 && maps[slot].len > 4096) {
-                    munmap(maps[slot].p, 4096);  /* split the VMA, keep the rest */
-                    maps[slot].p = (char *)maps[slot].p + 4096;
-                    maps[slot].len -= 4096;
-                } else {
-                    munmap(maps[slot].p, maps[slot].len);
-                    maps[slot].p = NULL;
-                }
-            }
-            break;
-        }
-        case 10: {             /* random command of our magic, random bytes */
-            for (size_t i = 0; i < sizeof(buf); i++)
-                buf[i] = (unsigned char)rnd();
-            ioc(_IOC(rnd() % 4, GDRDRV_IOCTL_MAGIC, rnd() % 12 == 0 ? 255 : rnd() % 10,
-                     rnd() % 80), buf);
-            break;
-        }
-        case 11: {             /* the known commands with random bytes */
-            for (size_t i = 0; i < sizeof(buf); i++)
-                buf[i] = (unsigned char)rnd();
-            int e = ioc(codes[rnd() % NCODES], buf);
-            if (e == 0) {
-                /* It may have pinned, or unpinned a live handle: handle both. */
-                uint64_t any;
-                memcpy(&any, buf, 8);
-                for (int i = 0; i < MAX_LIVE; i++)
-                    if (maps[i].handle == any)
-                        maps[i].touchable = 0;
-            }
-            break;
-        }
-        }
-        if (op == 7 || op == 8 || op == 9) {
-            /* Touch a live mapping: persistent pins keep the pages, so it must work. */
-            if (maps[slot].p && maps[slot].touchable) {
-                volatile unsigned char *q = maps[slot].p;
-                (void)q[rnd() % maps[slot].len];
-            }
+/* Ops 4, 5, 6: GET_INFO (either version), GET_CB_FLAG, REQ_MAPPING_TYPE of a handle. */
+static void fuzz_query(unsigned op, uint64_t h)
+{
+    if (op == 4) {
+        struct gdrdrv_get_info_v2 i = { .handle = h };
+        ioc(rnd() % 2 ? GDRDRV_IOC_GET_INFO_V2 : GDRDRV_IOC_GET_INFO, &i);
+    } else if (op == 5) {
+        struct gdrdrv_get_cb_flag c = { .handle = h };
+        ioc(GDRDRV_IOC_GET_CB_FLAG, &c);
+    } else {
+        struct gdrdrv_req_mapping_type r = { .handle = h, .mapping_type = rnd() % 6 };
+        ioc(GDRDRV_IOC_REQ_MAPPING_TYPE, &r);
+    }
+}
+
+/* Ops 7 and 8: mmap at a handle into a slot, sometimes with a bad length or offset. */
+static void fuzz_mmap(int slot, uint64_t h)
+{
+    size_t len = (rnd() % 4) ? (rnd() % 4 + 1) * GPU_PAGE : (rnd() % 64 + 1) * 4096;
+    uint64_t skew = (rnd() % 8) ? 0 : rnd() % 32;
+    off_t off = (off_t)((h + skew) << GUEST_PAGE_SHIFT);
+    void *m = mmap(NULL, len, PROT_READ | ((rnd() % 4) ? PROT_WRITE : 0),
+                   (rnd() % 8) ? MAP_SHARED : MAP_PRIVATE, fd, off);
+    if (m != MAP_FAILED) {
+        if (maps[slot].p)
+            munmap(maps[slot].p, maps[slot].len);
+        maps[slot] = (struct mapping){ m, len, h, !skew };
+        maps_ok++;
+    }
+}
+
+/* Op 9: munmap a slot's mapping, whole or its first page (which splits the VMA). */
+static void fuzz_munmap(int slot)
+{
+    if (maps[slot].p) {
+        if (rnd() % 4 == 0 && maps[slot].len > 4096) {
+            munmap(maps[slot].p, 4096);  /* split the VMA, keep the rest */
+            maps[slot].p = (char *)maps[slot].p + 4096;
+            maps[slot].len -= 4096;
+        } else {
+            munmap(maps[slot].p, maps[slot].len);
+            maps[slot].p = NULL;
         }
     }
+}
+
+/* Op 10: a random command of our magic; op 11: a known command; random bytes for both. */
+static void fuzz_garbage(unsigned op)
+{
+    unsigned char buf[128];
+
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (unsigned char)rnd();
+    if (op == 10) {
+        ioc(_IOC(rnd() % 4, GDRDRV_IOCTL_MAGIC, rnd() % 12 == 0 ? 255 : rnd() % 10,
+                 rnd() % 80), buf);
+        return;
+    }
+    int e = ioc(codes[rnd() % NCODES], buf);
+    if (e == 0) {
+        /* It may have pinned, or unpinned a live handle: handle both. */
+        uint64_t any;
+        memcpy(&any, buf, 8);
+        for (int i = 0; i < MAX_LIVE; i++)
+            if (maps[i].handle == any)
+                maps[i].touchable = 0;
+    }
+}
+
+/* One step: the draws every step makes, in their order, then one of 12 operations. */
+static void fuzz_step(uint64_t *vas, int nvas)
+{
+    unsigned op = rnd() % 12;
+    int slot = rnd() % MAX_LIVE;
+    uint64_t h = (rnd() % 4) ? handles[rnd() % MAX_LIVE] : rnd() % 4096;
+    uint64_t va = vas[rnd() % nvas];
+    uint64_t addr = va + (rnd() % 4) * GPU_PAGE + ((rnd() % 3) ? 0 : rnd() % GPU_PAGE);
+    uint64_t size = (rnd() % 5) ? (rnd() % 4 + 1) * GPU_PAGE - ((rnd() % 3) ? 0 : rnd() % 4096)
+                                : rnd();
+
+    if (op <= 2)
+        fuzz_pin(op, slot, addr, size);
+    else if (op == 3)
+        fuzz_forget(h);
+    else if (op <= 6)
+        fuzz_query(op, h);
+    else if (op <= 8)
+        fuzz_mmap(slot, h);
+    else if (op == 9)
+        fuzz_munmap(slot);
+    else
+        fuzz_garbage(op);
+    if (op == 7 || op == 8 || op == 9) {
+        /* Touch a live mapping: persistent pins keep the pages, so it must work. */
+        if (maps[slot].p && maps[slot].touchable) {
+            volatile unsigned char *q = maps[slot].p;
+            (void)q[rnd() % maps[slot].len];
+        }
+    }
+}
+
+/* A bounded random walk of ioctl/mmap/munmap with a fixed seed: the same steps every run. */
+static void fuzz(uint64_t *vas, int nvas)
+{
+    for (int step = 0; step < FUZZ_STEPS; step++)
+        fuzz_step(vas, nvas);
     for (int i = 0; i < MAX_LIVE; i++)
         if (maps[i].p)
             munmap(maps[i].p, maps[i].len);
     printf("# fuzz: %d steps, %d pins, %d mappings succeeded\n", FUZZ_STEPS, pins_ok, maps_ok);
-    t_check(pins_ok > 0 && maps_ok > 0, "fuzz_ran", "pins %d maps %d (the fuzzer must reach real objects)",
-            pins_ok, maps_ok);
+    t_check(pins_ok > 0 && maps_ok > 0, "fuzz_ran",
+            "pins %d maps %d (the fuzzer must reach real objects)", pins_ok, maps_ok);
 }
 
 int main(void)

@@ -22,101 +22,157 @@
 #include "mmio.h"
 
 /* ---- one pin of a BAR allocation, mapped, copied both ways --------------------------------- */
+static const struct { uint64_t off, len; } cuts[] = {
+    { 1, 1 }, { 3, 7 }, { 63, 130 }, { 4095, 4098 }, { GPU_PAGE - 3, 9 }, { 0x1234, 777 },
+    { GPU_PAGE + 5, GPU_PAGE + 1000 }, { 8, 8 }, { 2 * GPU_PAGE - 1, 1 },
+};
+#define NCUTS (sizeof(cuts) / sizeof(cuts[0]))
+#define ASIZE (1ULL << 20)              /* each round trip's allocation */
+
+/* A round trip's state: the allocation, its model (what the BAR must hold), the pin. */
+struct trip {
+    gdr_t g;
+    const char *tag;
+    unsigned kind, flags;
+    uint64_t pin_off, pin_len;
+    unsigned char *model, *buf;
+    uint64_t va, base, *pp;
+    size_t np;
+    gdr_mh_t mh;
+    void *map;
+    char name[128];
+};
+
+/* The name of a step's result line: "<tag>/<step>". */
+static const char *step_name(struct trip *t, const char *step)
+{
+    snprintf(t->name, sizeof(t->name), "%s/%s", t->tag, step);
+    return t->name;
+}
+
+/* A step's result line; false (the round trip ends) when it failed. */
+#define STEP(cond, step, ...) t_check(cond, step_name(t, step), __VA_ARGS__)
+
+/* A BAR allocation filled with the model's bytes, its pages found in the BAR. */
+static int trip_alloc(struct trip *t)
+{
+    int ret = emu_alloc(ASIZE, t->kind, BAR_FLAG | t->flags, &t->va);
+
+    if (!STEP(!ret, "alloc", "provider ALLOC_BAR: %s", strerror(ret)))
+        return 0;
+    t_pattern(t->model, ASIZE, t->kind * 77 + t->flags);
+    ret = emu_write(t->va, t->model, ASIZE);
+    if (!STEP(!ret, "fill", "provider WRITE: %s", strerror(ret)))
+        return 0;
+    t->pp = bar_capture(t->va + t->pin_off, t->pin_len, &t->np);
+    return STEP(t->pp != NULL, "pages_in_bar",
+                "a page of the pin is not in the BAR [0x%llx, 0x%llx)", (unsigned long long)bar_lo,
+                (unsigned long long)bar_hi);
+}
+
+/* Pin and map: a WC mapping, its pages reserved WC in PAT and its PTEs WC. */
+static int trip_map(struct trip *t)
+{
+    gdr_info_t info;
+    int ret = gdr_pin_buffer_v2(t->g, t->va + t->pin_off, t->pin_len, 0, &t->mh);
+
+    if (!STEP(!ret, "pin", "%s", strerror(ret)))
+        return 0;
+    ret = gdr_map(t->g, t->mh, &t->map, t->pin_len);
+    if (!STEP(!ret, "map", "%s", strerror(ret)))
+        return 0;
+    ret = gdr_get_info_v2(t->g, t->mh, &info);
+    int where = info.va == t->va + t->pin_off && info.mapped_size == t->pin_len;
+    if (!STEP(!ret && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC &&
+              where, "info_wc", "ret %d mapped %u wc %u type %d va/size %s", ret, info.mapped,
+              info.wc_mapping, info.mapping_type, where ? "ok" : "wrong"))
+        return 0;
+    check_wc(step_name(t, "memtype_wc"), t->pp, t->np);
+    check_ptes(step_name(t, "ptes_wc"), t->map, t->pp, t->np, MODE(WC));
+    return 1;
+}
+
+/* Reads of the whole pin, then writes at unaligned offsets and odd sizes, seen by the provider. */
+static int trip_writes(struct trip *t)
+{
+    unsigned char *m = t->map, *model = t->model + t->pin_off;
+    uint64_t len = t->pin_len;
+    int ret = gdr_copy_from_mapping(t->mh, t->buf, m, len);
+
+    if (!STEP(!ret && !memcmp(t->buf, model, len), "read_all", "ret %d or data differs", ret))
+        return 0;
+    /* The model says what the BAR must hold. */
+    for (size_t i = 0; i < NCUTS; i++) {
+        if (cuts[i].off + cuts[i].len > len)
+            continue;
+        t_pattern(t->buf, cuts[i].len, 1000 + i);
+        ret |= gdr_copy_to_mapping(t->mh, m + cuts[i].off, t->buf, cuts[i].len);
+        memcpy(model + cuts[i].off, t->buf, cuts[i].len);
+    }
+    ((volatile unsigned char *)m)[len - 2] = 0xa5;              /* plain stores too */
+    ((volatile uint64_t *)m)[3] = 0x0123456789abcdefULL;
+    model[len - 2] = 0xa5;
+    memcpy(model + 24, &(uint64_t){ 0x0123456789abcdefULL }, 8);
+    return STEP(!ret && !emu_read(t->va, t->buf, ASIZE) && !memcmp(t->buf, t->model, ASIZE),
+                "writes_seen_by_provider", "copy ret %d or the provider's bytes differ", ret);
+}
+
+/* The provider writes; unaligned reads through the mapping see it. */
+static int trip_reads(struct trip *t)
+{
+    unsigned char *m = t->map, *model = t->model + t->pin_off;
+    uint64_t len = t->pin_len;
+    int ret;
+
+    t_pattern(t->model, ASIZE, 4242 + t->kind);
+    ret = emu_write(t->va, t->model, ASIZE);
+    for (size_t i = 0; !ret && i < NCUTS; i++) {
+        if (cuts[i].off + cuts[i].len > len)
+            continue;
+        ret = gdr_copy_from_mapping(t->mh, t->buf, m + cuts[i].off, cuts[i].len);
+        if (!ret && memcmp(t->buf, model + cuts[i].off, cuts[i].len))
+            ret = -(int)i - 1;
+    }
+    return STEP(!ret && ((volatile unsigned char *)m)[len - 1] == model[len - 1],
+                "unaligned_reads", "ret %d (negative: cut %d differs)", ret, -ret - 1);
+}
+
+/* Unmap and unpin: each gives its PAT reservation back, and the provider its pages. */
+static void trip_release(struct trip *t)
+{
+    int ret = gdr_unmap(t->g, t->mh, t->map, t->pin_len);
+
+    t->map = NULL;
+    if (!STEP(!ret, "unmap", "%s", strerror(ret)))
+        return;
+    check_released(step_name(t, "unmap_releases_memtype"), t->pp, t->np);
+    ret = gdr_unpin_buffer(t->g, t->mh);
+    t->mh.h = 0;
+    if (!STEP(!ret && emu_live_pins() == t->base, "unpin", "ret %d live pins %llu (was %llu)", ret,
+              (unsigned long long)emu_live_pins(), (unsigned long long)t->base))
+        return;
+    check_released(step_name(t, "memtype_released"), t->pp, t->np);
+}
+#undef STEP
+
 static void round_trip(gdr_t g, const char *tag, unsigned kind, unsigned flags, uint64_t pin_off,
                        uint64_t pin_len)
 {
-    static const struct { uint64_t off, len; } cuts[] = {
-        { 1, 1 }, { 3, 7 }, { 63, 130 }, { 4095, 4098 }, { GPU_PAGE - 3, 9 }, { 0x1234, 777 },
-        { GPU_PAGE + 5, GPU_PAGE + 1000 }, { 8, 8 }, { 2 * GPU_PAGE - 1, 1 },
-    };
-    const uint64_t asize = 1 << 20;
-    unsigned char *model = malloc(asize), *buf = malloc(asize);
-    uint64_t va = 0, base = emu_live_pins(), *pp = NULL;
-    size_t np = 0;
-    gdr_mh_t mh = { 0 };
-    gdr_info_t info;
-    void *map = NULL;
-    char name[128];
-    int ret;
+    struct trip t = { .g = g, .tag = tag, .kind = kind, .flags = flags, .pin_off = pin_off,
+                      .pin_len = pin_len, .model = malloc(ASIZE), .buf = malloc(ASIZE),
+                      .base = emu_live_pins() };
 
-#define STEP(cond, step, ...) \
-    do { snprintf(name, sizeof(name), "%s/%s", tag, step); \
-         if (!t_check(cond, name, __VA_ARGS__)) goto out; } while (0)
-#define NAME(step) (snprintf(name, sizeof(name), "%s/%s", tag, step), name)
-
-    ret = emu_alloc(asize, kind, BAR_FLAG | flags, &va);
-    STEP(!ret, "alloc", "provider ALLOC_BAR: %s", strerror(ret));
-    t_pattern(model, asize, kind * 77 + flags);
-    ret = emu_write(va, model, asize);
-    STEP(!ret, "fill", "provider WRITE: %s", strerror(ret));
-    pp = bar_capture(va + pin_off, pin_len, &np);
-    STEP(pp != NULL, "pages_in_bar", "a page of the pin is not in the BAR [0x%llx, 0x%llx)",
-         (unsigned long long)bar_lo, (unsigned long long)bar_hi);
-
-    ret = gdr_pin_buffer_v2(g, va + pin_off, pin_len, 0, &mh);
-    STEP(!ret, "pin", "%s", strerror(ret));
-    ret = gdr_map(g, mh, &map, pin_len);
-    STEP(!ret, "map", "%s", strerror(ret));
-    ret = gdr_get_info_v2(g, mh, &info);
-    STEP(!ret && info.mapped && info.wc_mapping && info.mapping_type == GDR_MAPPING_TYPE_WC &&
-         info.va == va + pin_off && info.mapped_size == pin_len, "info_wc",
-         "ret %d mapped %u wc %u type %d va/size %s", ret, info.mapped, info.wc_mapping,
-         info.mapping_type, info.va == va + pin_off && info.mapped_size == pin_len ? "ok" : "wrong");
-    check_wc(NAME("memtype_wc"), pp, np);
-    check_ptes(NAME("ptes_wc"), map, pp, np, MODE(WC));
-
-    unsigned char *m = map;
-    ret = gdr_copy_from_mapping(mh, buf, m, pin_len);
-    STEP(!ret && !memcmp(buf, model + pin_off, pin_len), "read_all", "ret %d or data differs", ret);
-
-    /* Writes at unaligned offsets and odd sizes; the model says what the BAR must hold. */
-    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
-        if (cuts[i].off + cuts[i].len > pin_len)
-            continue;
-        t_pattern(buf, cuts[i].len, 1000 + i);
-        ret |= gdr_copy_to_mapping(mh, m + cuts[i].off, buf, cuts[i].len);
-        memcpy(model + pin_off + cuts[i].off, buf, cuts[i].len);
-    }
-    ((volatile unsigned char *)m)[pin_len - 2] = 0xa5;          /* plain stores too */
-    ((volatile uint64_t *)m)[3] = 0x0123456789abcdefULL;
-    model[pin_off + pin_len - 2] = 0xa5;
-    memcpy(model + pin_off + 24, &(uint64_t){ 0x0123456789abcdefULL }, 8);
-    STEP(!ret && !emu_read(va, buf, asize) && !memcmp(buf, model, asize), "writes_seen_by_provider",
-         "copy ret %d or the provider's bytes differ", ret);
-
-    /* The provider writes; unaligned reads through the mapping see it. */
-    t_pattern(model, asize, 4242 + kind);
-    ret = emu_write(va, model, asize);
-    for (size_t i = 0; !ret && i < sizeof(cuts) / sizeof(cuts[0]); i++) {
-        if (cuts[i].off + cuts[i].len > pin_len)
-            continue;
-        ret = gdr_copy_from_mapping(mh, buf, m + cuts[i].off, cuts[i].len);
-        if (!ret && memcmp(buf, model + pin_off + cuts[i].off, cuts[i].len))
-            ret = -(int)i - 1;
-    }
-    STEP(!ret && ((volatile unsigned char *)m)[pin_len - 1] == model[pin_off + pin_len - 1],
-         "unaligned_reads", "ret %d (negative: cut %d differs)", ret, -ret - 1);
-
-    ret = gdr_unmap(g, mh, map, pin_len);
-    map = NULL;
-    STEP(!ret, "unmap", "%s", strerror(ret));
-    check_released(NAME("unmap_releases_memtype"), pp, np);
-    ret = gdr_unpin_buffer(g, mh);
-    mh.h = 0;
-    STEP(!ret && emu_live_pins() == base, "unpin", "ret %d live pins %llu (was %llu)", ret,
-         (unsigned long long)emu_live_pins(), (unsigned long long)base);
-    check_released(NAME("memtype_released"), pp, np);
-out:
-#undef STEP
-    if (map)
-        gdr_unmap(g, mh, map, pin_len);
-    if (mh.h)
-        gdr_unpin_buffer(g, mh);
-    if (va)
-        emu_free(va);
-    free(pp);
-    free(model);
-    free(buf);
+    if (trip_alloc(&t) && trip_map(&t) && trip_writes(&t) && trip_reads(&t))
+        trip_release(&t);
+    if (t.map)
+        gdr_unmap(g, t.mh, t.map, pin_len);
+    if (t.mh.h)
+        gdr_unpin_buffer(g, t.mh);
+    if (t.va)
+        emu_free(t.va);
+    free(t.pp);
+    free(t.model);
+    free(t.buf);
 }
 
 /*

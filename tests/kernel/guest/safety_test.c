@@ -89,23 +89,13 @@ static void test_exit_releases(void)
 }
 
 /* ---- fork: the child reaches neither the mapping nor the fd ------------------------------- */
-static void test_fork(void)
-{
-    uint64_t va = 0, handle = 0;
-    gdr_t g = gdr_open();
-    gdr_mh_t mh = { 0 };
-    void *map = NULL;
-    int fd = open("/dev/gdrdrv", O_RDWR), rc;
-    pid_t pid;
 
-    if (!g || fd < 0 || emu_alloc(4 * GPU_PAGE, 1, 0, &va) ||
-        gdr_pin_buffer_v2(g, va, 2 * GPU_PAGE, 0, &mh) || gdr_map(g, mh, &map, 2 * GPU_PAGE) ||
-        raw_pin(fd, va + 2 * GPU_PAGE, 2 * GPU_PAGE, &handle)) {
-        t_fail("fork", "setup failed");
-        goto out;
-    }
-    /* The child touching the parent's mapping: not inherited, so SIGSEGV. */
-    pid = fork();
+/* The child touching the parent's mapping: not inherited, so SIGSEGV, even with MADV_DOFORK. */
+static void test_fork_mapping(void *map)
+{
+    pid_t pid = fork();
+    int rc;
+
     if (pid == 0) {
         signal(SIGSEGV, SIG_DFL);
         signal(SIGBUS, SIG_DFL);
@@ -113,7 +103,8 @@ static void test_fork(void)
         _exit(0);
     }
     rc = t_wait_child(pid, 60);
-    t_check(rc == 128 + SIGSEGV, "fork_mapping_not_inherited", "child status %d (want SIGSEGV)", rc);
+    t_check(rc == 128 + SIGSEGV, "fork_mapping_not_inherited", "child status %d (want SIGSEGV)",
+            rc);
 
     /* Asking for the mapping to be inherited must not work either (VM_IO refuses DOFORK). */
     int dofork = madvise(map, 2 * GPU_PAGE, MADV_DOFORK) ? errno : 0;
@@ -124,11 +115,15 @@ static void test_fork(void)
         _exit(0);
     }
     rc = t_wait_child(pid, 60);
-    t_check(rc == 128 + SIGSEGV, "fork_dofork_not_inherited", "madvise(MADV_DOFORK) %d, child status %d "
-            "(want SIGSEGV)", dofork, rc);
+    t_check(rc == 128 + SIGSEGV, "fork_dofork_not_inherited",
+            "madvise(MADV_DOFORK) %d, child status %d (want SIGSEGV)", dofork, rc);
+}
 
-    /* The inherited fd: every ioctl and mmap refused with EACCES. */
-    pid = fork();
+/* The inherited fd: every ioctl and mmap refused with EACCES. */
+static void test_fork_fd(int fd, uint64_t handle, uint64_t va)
+{
+    pid_t pid = fork();
+
     if (pid == 0) {
         uint64_t h2;
         int a = raw_info_errno(fd, handle), b = raw_mmap_errno(fd, handle, GPU_PAGE);
@@ -139,11 +134,15 @@ static void test_fork(void)
         printf("# child: info %d mmap %d pin %d unpin %d\n", a, b, c, d);
         _exit(a == EACCES && b == EACCES && c == EACCES && d == EACCES ? 0 : 1);
     }
-    rc = t_wait_child(pid, 60);
+    int rc = t_wait_child(pid, 60);
     t_check(rc == 0, "fork_fd_eacces", "child status %d (ioctl/mmap not all EACCES)", rc);
+}
 
-    /* The library in the child: a clean error, not a crash. */
-    pid = fork();
+/* The library in the child: a clean error, not a crash. */
+static void test_fork_library(gdr_t g, gdr_mh_t mh, uint64_t va)
+{
+    pid_t pid = fork();
+
     if (pid == 0) {
         gdr_mh_t m2;
         gdr_info_t info;
@@ -154,15 +153,35 @@ static void test_fork(void)
         (void)gdr_get_info_v2(g, mh, &info);
         _exit(a && b ? 0 : 1);
     }
-    rc = t_wait_child(pid, 60);
+    int rc = t_wait_child(pid, 60);
     t_check(rc == 0, "fork_library_refused", "child status %d", rc);
+}
+
+/* A library pin mapped and a raw pin; children of the process reach neither. */
+static void test_fork(void)
+{
+    uint64_t va = 0, handle = 0;
+    gdr_t g = gdr_open();
+    gdr_mh_t mh = { 0 };
+    void *map = NULL;
+    int fd = open("/dev/gdrdrv", O_RDWR);
+
+    if (!g || fd < 0 || emu_alloc(4 * GPU_PAGE, 1, 0, &va) ||
+        gdr_pin_buffer_v2(g, va, 2 * GPU_PAGE, 0, &mh) || gdr_map(g, mh, &map, 2 * GPU_PAGE) ||
+        raw_pin(fd, va + 2 * GPU_PAGE, 2 * GPU_PAGE, &handle)) {
+        t_fail("fork", "setup failed");
+        goto out;
+    }
+    test_fork_mapping(map);
+    test_fork_fd(fd, handle, va);
+    test_fork_library(g, mh, va);
 
     /* And the parent still owns everything. */
     unsigned char buf[64], want[64];
     emu_read(va, want, sizeof(want));
     gdr_copy_from_mapping(mh, buf, map, sizeof(buf));
-    t_check(!memcmp(buf, want, sizeof(buf)) && !raw_info_errno(fd, handle), "fork_parent_unaffected",
-            "parent lost its mapping or pin");
+    t_check(!memcmp(buf, want, sizeof(buf)) && !raw_info_errno(fd, handle),
+            "fork_parent_unaffected", "parent lost its mapping or pin");
 out:
     if (map)
         gdr_unmap(g, mh, map, 2 * GPU_PAGE);
