@@ -352,6 +352,10 @@ if [ -z "$bad" ]; then res ok dmesg/clean; else
     dmesg | tail -n 60 | sed 's/^/## dmesg: /'
 fi
 echo "@@ DONE failed=$FAILED"
+# The console's write returns before the UART has sent every byte; QEMU exits at the port
+# write below, and what was still queued is lost (seen once: a complete run whose last lines,
+# this one among them, never reached the host, reported as a failed boot). Let it drain.
+sleep 1
 if [ "$FAILED" = 0 ]; then printf '\020' | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 else printf '\021' | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null; fi
 # Not reached: QEMU exits on the port write. Power off in case it did not.
