@@ -25,11 +25,7 @@ client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failur
     out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" "$@" \
           timeout 60 $RUN "$dir/bridge_client" "$mode" 2>&1)
     rc=$?
-    printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
-    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-        t_fail "bridge/$mode/exit" "status $rc"
-        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-    fi
+    t_relay "bridge/$mode/exit" $rc "$out"
 }
 RUN=$run
 client bridged
@@ -47,11 +43,7 @@ client plain
 # CUDA IPC of bridged blocks between two processes (bridge_ipc.c): ipc_client.c.
 out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" \
       timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -E '^(ok|not ok|skip) '
-if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-    t_fail "bridge/ipc/exit" "status $rc"; printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-fi
+t_relay bridge/ipc/exit $? "$out"
 
 # The log says what was intercepted, and how it ended.
 log=$(LD_LIBRARY_PATH="$fake" timeout 60 "$run" --log "$dir/bridge_client" bridged 2>&1 >/dev/null)

@@ -38,11 +38,7 @@ vrun() { # vramio-run ARGS... under the emulator
         -E VRAMIO_BRIDGE_LIB="$o/lib/libvramio_bridge.so" "$ldso" "$o/bin/vramio-run" "$@"
 }
 results() { # name status output: its result lines, prefixed; a crash is a failure
-    sed -nE "s#^(ok|not ok|skip) #\\1 $arch/#p" <<<"$3"
-    if [ "$2" -ne 0 ] && ! grep -q '^not ok ' <<<"$3"; then
-        t_fail "$arch/$1" "exited $2"
-        grep -vE '^(ok|skip) ' <<<"$3" | tail -n 5 | sed 's/^/    /'
-    fi
+    t_relay "$arch/$1" "$2" "$3" "$arch/"
 }
 
 out_v=$(vrun --version 2>&1)

@@ -19,7 +19,7 @@ t_make "${PFX}build" dmabuf-emu-progs || exit 1
 fake=$(cd "$B/tests/fake/cuda-dmabuf" && pwd)
 
 run_client() { # name prog mode VAR=value...: run with the stand-in, one result line per case
-    local name=$1 prog=$2 mode=$3 out rc kv
+    local name=$1 prog=$2 mode=$3 out kv
     local -a cmd=(env -u GDRCOPY_BACKEND -u GDRCOPY_USE_DMABUF_MMAP -u GDRCOPY_ENABLE_LOGGING
                   -u VRAMIO_DMA_CROSSOVER_READ -u VRAMIO_DMA_CROSSOVER_WRITE -u LD_PRELOAD)
     shift 3
@@ -33,12 +33,7 @@ run_client() { # name prog mode VAR=value...: run with the stand-in, one result 
         cmd+=("$@")
     fi
     out=$(timeout --kill-after=10 120 "${cmd[@]}" "$prog" "$mode" 2>&1)
-    rc=$?
-    printf '%s\n' "$out" | sed -n "s#^\(ok\|not ok\|skip\) #\1 $PFX$name/#p"
-    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
-        t_fail "$PFX$name/exit" "status $rc"
-        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
-    fi
+    t_relay "$PFX$name/exit" $? "$out" "$PFX$name/"
 }
 
 # The modes of dmabuf_upstream_client.c: what GDRCopy 2.6 does on an R610 driver.

@@ -17,6 +17,20 @@ t_status() { echo "$T_FAILED"; }
 t_done() { exit "$T_FAILED"; }
 t_skip_all() { echo "$1"; exit "$T_SKIP"; }
 
+# t_relay NAME STATUS OUTPUT [PREFIX]: a program's result lines passed on (PREFIX put after
+# "ok ", "not ok " or "skip "); a "not ok" among them fails this script too, and a status
+# other than 0 with no "not ok" to explain it is the failure NAME, with the output's end.
+t_relay() {
+    local name=$1 rc=$2 out=$3 pfx=${4:-}
+    printf '%s\n' "$out" | sed -nE "s#^(ok|not ok|skip) #\\1 $pfx#p"
+    if printf '%s\n' "$out" | grep -q '^not ok '; then
+        T_FAILED=1
+    elif [ "$rc" -ne 0 ]; then
+        t_fail "$name" "status $rc"
+        printf '%s\n' "$out" | grep -vE '^(ok|skip) ' | tail -n 5 | sed 's/^/    /'
+    fi
+}
+
 # t_make NAME [VAR=value...] TARGET...: the programs a script runs, from make (the rules of
 # tests/tests.mk and its fragments; the flags are the top Makefile's), run from the top with
 # BUILD (default build) and CC when they are set; a VAR=value given here wins over those.
