@@ -21,7 +21,8 @@ run=$(realpath "$B/bin/vramio-run" 2>/dev/null) ||
     { t_fail users/built "no $B/bin/vramio-run"; exit 1; }
 t_make users/build users-progs || exit 1
 
-user=vramio-t-other
+# A name of this run's own: two runs at once on one machine must not remove each other's user.
+user=vramio-t-$$
 made_user=
 if ! id -u "$user" >/dev/null 2>&1; then
     useradd --system --no-create-home --shell /usr/sbin/nologin "$user" ||
