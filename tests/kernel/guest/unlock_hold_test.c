@@ -17,8 +17,9 @@
  *          UNPIN, which runs on while the callback is still held.
  * The hold is let go once UNPIN has returned (a gdrdrv that waited for pin->lock only has
  * freed the pin by then: KASAN reports the callback's resumed unlock, which the rig fails on)
- * or after HOLD_MS (a gdrdrv that waits for its callback). Skips where the provider cannot
- * hold (no lockdep, so no lock tracepoints: the stock kernels) or there is one CPU.
+ * or after HOLD_MS (a gdrdrv that waits for its callback). On the debug kernel the provider
+ * finds the point by lockdep's tracepoints, on the stock x86-64 kernels by a kprobe; the test
+ * skips where it has neither, or where there is one CPU.
  *   unlock_hold_test     run with gdrdrv use_persistent_mapping=0
  */
 #include <errno.h>
@@ -225,7 +226,7 @@ static int round_of(int fd, char *why, size_t len)
     e = put_param(HOLD, "1\n");
     if (e) {
         snprintf(why, len, "the provider cannot hold a callback in mutex_unlock here: %s%s",
-                 strerror(e), e == EOPNOTSUPP ? " (no lockdep lock tracepoints)" : "");
+                 strerror(e), e == EOPNOTSUPP ? " (neither lockdep's tracepoints nor kprobes)" : "");
         emu_free(r.va);
         return e == EOPNOTSUPP ? 77 : 1;
     }

@@ -7,12 +7,14 @@
  * resumed unlock touches freed memory. tests/kernel/guest/unlock_hold_test.c opens the window
  * every time with this hold (driver/README.md, the L2 test).
  *
- * The point is found with lockdep's lock tracepoints (lock_release, lock_acquire), which
- * exist only where lockdep does (the rig's debug kernel); elsewhere arming fails with
- * EOPNOTSUPP and the test skips. A module cannot name those tracepoints (not exported), so it
- * finds them by name (for_each_kernel_tracepoint). The probes are registered only while
- * armed, and look only at the task that FREE is running a callback in
- * (emu_hold_cb_begin/end), in task context (an interrupt's locks are not the callback's).
+ * The point is found in one of two ways. Where lockdep exists (the rig's debug kernel), by its
+ * lock tracepoints: the callback's task releases a mutex (lock_release) and then acquires that
+ * mutex's wait_lock (lock_acquire). A module cannot name those tracepoints (not exported), so
+ * it finds them by name (for_each_kernel_tracepoint). Elsewhere on x86-64 (the stock
+ * kernels, which have kprobes and no lockdep), by a kprobe on _raw_spin_lock called from
+ * __mutex_unlock_slowpath (its return address). Without either, arming fails with
+ * EOPNOTSUPP and the test skips. The probes are registered only while armed, and look only at
+ * the task that FREE is running a callback in (emu_hold_cb_begin/end).
  *
  * unlock_hold (/sys/module/nvp2p_emu/parameters/unlock_hold): write 1 to arm, 0 to end a hold
  * and disarm; reads 0 off, 1 armed, 2 holding, 3 held and let go. A hold lasts until the
@@ -20,6 +22,8 @@
  */
 #include <linux/atomic.h>
 #include <linux/delay.h>
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -50,6 +54,21 @@ void emu_hold_cb_end(void)
 	WRITE_ONCE(emu_hold_task, NULL);
 }
 
+/*
+ * The callback's task is at the point: hold it there (once per arming), spinning, as it is
+ * inside raw_spin_lock with preemption off (in a kprobe, interrupts too maybe), until let go.
+ */
+static void __maybe_unused emu_hold_now(void)
+{
+	unsigned int ms;
+
+	if (atomic_cmpxchg(&emu_hold_state, EMU_HOLD_ARMED, EMU_HOLD_HOLDING) != EMU_HOLD_ARMED)
+		return;
+	for (ms = 0; ms < EMU_HOLD_MAX_MS && !READ_ONCE(emu_hold_release); ms++)
+		mdelay(1);
+	atomic_set(&emu_hold_state, EMU_HOLD_DONE);
+}
+
 #if defined(CONFIG_DEBUG_LOCK_ALLOC) && defined(CONFIG_TRACEPOINTS)
 
 static struct tracepoint *emu_tp_acquire, *emu_tp_release;
@@ -76,15 +95,6 @@ static void emu_hold_on_release(void *data, struct lockdep_map *map, unsigned lo
 		emu_hold_next = &container_of(map, struct mutex, dep_map)->wait_lock.dep_map;
 }
 
-/* Spin with preemption off (the callback's task is inside raw_spin_lock) until let go. */
-static void emu_hold_wait(void)
-{
-	unsigned int ms;
-
-	for (ms = 0; ms < EMU_HOLD_MAX_MS && !READ_ONCE(emu_hold_release); ms++)
-		mdelay(1);
-}
-
 static void emu_hold_on_acquire(void *data, struct lockdep_map *map, unsigned int subclass,
 				int trylock, int read, int check, struct lockdep_map *next_lock,
 				unsigned long ip)
@@ -95,11 +105,8 @@ static void emu_hold_on_acquire(void *data, struct lockdep_map *map, unsigned in
 		return;
 	want = emu_hold_next;
 	emu_hold_next = NULL;           /* only the acquire right after the release counts */
-	if (map != want ||
-	    atomic_cmpxchg(&emu_hold_state, EMU_HOLD_ARMED, EMU_HOLD_HOLDING) != EMU_HOLD_ARMED)
-		return;
-	emu_hold_wait();
-	atomic_set(&emu_hold_state, EMU_HOLD_DONE);
+	if (map == want)
+		emu_hold_now();
 }
 
 static void emu_hold_find_tp(struct tracepoint *tp, void *priv)
@@ -145,7 +152,62 @@ static void emu_hold_unregister(void)
 	emu_hold_registered = false;
 }
 
-#else /* no lockdep: its tracepoints, and the maps in a mutex, do not exist */
+#elif defined(CONFIG_KPROBES) && defined(CONFIG_X86_64)
+
+#define EMU_UNLOCK_FN "__mutex_unlock_slowpath"
+
+static struct kprobe emu_hold_kp;
+static bool emu_hold_registered;
+
+/*
+ * Whether the probed _raw_spin_lock was called from the mutex unlock's slow path: at the
+ * function's entry the return address is on top of the stack. A compiler may have given the
+ * function a suffix (".constprop.0").
+ */
+static bool emu_hold_from_unlock(struct pt_regs *regs)
+{
+	unsigned long ret = *(unsigned long *)kernel_stack_pointer(regs);
+	size_t n = strlen(EMU_UNLOCK_FN);
+	char sym[KSYM_SYMBOL_LEN];
+
+	sprint_symbol_no_offset(sym, ret);
+	return !strncmp(sym, EMU_UNLOCK_FN, n) && (sym[n] == '\0' || sym[n] == '.');
+}
+
+/* Interrupts in the callback's task take no mutex's wait_lock: no context check needed. */
+static int emu_hold_on_spin(struct kprobe *kp, struct pt_regs *regs)
+{
+	if (current == READ_ONCE(emu_hold_task) && emu_hold_from_unlock(regs))
+		emu_hold_now();
+	return 0;
+}
+
+/* Under emu_hold_lock. A kprobe is registered afresh each time (register_kprobe sets addr). */
+static int emu_hold_register(void)
+{
+	int ret;
+
+	if (emu_hold_registered)
+		return 0;
+	memset(&emu_hold_kp, 0, sizeof(emu_hold_kp));
+	emu_hold_kp.symbol_name = "_raw_spin_lock";
+	emu_hold_kp.pre_handler = emu_hold_on_spin;
+	ret = register_kprobe(&emu_hold_kp);
+	if (!ret)
+		emu_hold_registered = true;
+	return ret;
+}
+
+/* Under emu_hold_lock; returns once no handler is running (a hold included). */
+static void emu_hold_unregister(void)
+{
+	if (!emu_hold_registered)
+		return;
+	unregister_kprobe(&emu_hold_kp);
+	emu_hold_registered = false;
+}
+
+#else /* neither lockdep's tracepoints nor kprobes */
 
 static int emu_hold_register(void)
 {
