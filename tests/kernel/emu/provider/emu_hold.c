@@ -86,8 +86,8 @@ static bool emu_hold_mine(void)
 }
 
 /*
- * The map may be any lock's: the address is only compared, never followed, so for a lock
- * that is not a mutex it matches nothing.
+ * The map may be any lock's, the mutex around it computed blindly: the address is only
+ * compared with the one acquire that follows, never followed itself.
  */
 static void emu_hold_on_release(void *data, struct lockdep_map *map, unsigned long ip)
 {
