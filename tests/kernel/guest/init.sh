@@ -180,6 +180,7 @@ if [ -f /modules/gdrdrv.ko ]; then
             run_test np-put-unlinked /tests/put_unlinked_test
             run_test np-callback-order /tests/callback_order_test
             run_test np-teardown-order /tests/teardown_order_test
+            run_test np-unlock-hold /tests/unlock_hold_test
             run_test np-reshape /tests/reshape_test
             run_test np-user /tests/user_test
             check_gdrdrv gdrdrv-nonpersistent 0

@@ -91,6 +91,11 @@ int emu_bar_hold(phys_addr_t phys, u64 len, u32 mode, u64 va); /* a PAT entry, k
 int emu_bar_release(u64 va);
 void emu_bar_release_all_holds(void);
 
+/* emu_hold.c: holding a free callback inside its mutex_unlock (the unlock_hold parameter). */
+void emu_hold_cb_begin(void);   /* FREE is about to run a callback in this task */
+void emu_hold_cb_end(void);
+void emu_hold_exit(void);
+
 /* emu_pte.c: the PTE ioctl (x86 and arm64; EOPNOTSUPP elsewhere). */
 long emu_ioc_pte(void __user *uarg);
 

@@ -400,6 +400,7 @@ static void __exit emu_exit(void)
 	struct emu_alloc *a, *tmp;
 
 	misc_deregister(&emu_misc);
+	emu_hold_exit();
 	emu_bar_release_all_holds();
 	emu_drop_all_pins();
 	mutex_lock(&emu_lock);

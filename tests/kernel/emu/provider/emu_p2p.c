@@ -419,7 +419,9 @@ int emu_free_allocation(u64 va)
 		bool free_now;
 
 		WRITE_ONCE(p->cb_task, current);
+		emu_hold_cb_begin();
 		p->free_callback(p->data);
+		emu_hold_cb_end();
 		mutex_lock(&emu_lock);
 		list_del(&p->fire_node);
 		if (order == EMU_ORDER_NVIDIA && p->listed)

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * emu_hold.c - the unlock hold of the emulated provider (TEST ONLY): holds a consumer's free
+ * callback inside the slow path of its mutex_unlock, between the release of the owner word
+ * and the spinlock the slow path takes next (lock->wait_lock, to wake the first waiter).
+ * Another task may take the mutex in that window, and if that lets the pin be freed, the
+ * resumed unlock touches freed memory. tests/kernel/guest/unlock_hold_test.c opens the window
+ * every time with this hold (driver/README.md, the L2 test).
+ *
+ * The point is found in one of two ways. Where lockdep exists (the rig's debug kernel), by its
+ * lock tracepoints: the callback's task releases a mutex (lock_release) and then acquires that
+ * mutex's wait_lock (lock_acquire). A module cannot name those tracepoints (not exported), so
+ * it finds them by name (for_each_kernel_tracepoint). Elsewhere on x86-64 (the stock
+ * kernels, which have kprobes and no lockdep), by a kprobe on _raw_spin_lock called from
+ * __mutex_unlock_slowpath (its return address). Without either, arming fails with
+ * EOPNOTSUPP and the test skips. The probes are registered only while armed, and look only at
+ * the task that FREE is running a callback in (emu_hold_cb_begin/end).
+ *
+ * unlock_hold (/sys/module/nvp2p_emu/parameters/unlock_hold): write 1 to arm, 0 to end a hold
+ * and disarm; reads 0 off, 1 armed, 2 holding, 3 held and let go. A hold lasts until the
+ * write of 0, or EMU_HOLD_MAX_MS at most (a test that dies must not leave a CPU spinning).
+ */
+#include <linux/atomic.h>
+#include <linux/delay.h>
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
+
+#include "emu.h"
+
+#define EMU_HOLD_MAX_MS 3000
+
+enum { EMU_HOLD_OFF, EMU_HOLD_ARMED, EMU_HOLD_HOLDING, EMU_HOLD_DONE };
+
+static atomic_t emu_hold_state = ATOMIC_INIT(EMU_HOLD_OFF);
+static bool emu_hold_release;                   /* the test's "let go" */
+static struct task_struct *emu_hold_task;       /* running a free callback while armed */
+static DEFINE_MUTEX(emu_hold_lock);             /* arming and disarming */
+
+void emu_hold_cb_begin(void)
+{
+	if (atomic_read(&emu_hold_state) == EMU_HOLD_ARMED)
+		WRITE_ONCE(emu_hold_task, current);
+}
+
+void emu_hold_cb_end(void)
+{
+	WRITE_ONCE(emu_hold_task, NULL);
+}
+
+/*
+ * The callback's task is at the point: hold it there (once per arming), spinning, as it is
+ * inside raw_spin_lock with preemption off (in a kprobe, interrupts too maybe), until let go.
+ */
+static void __maybe_unused emu_hold_now(void)
+{
+	unsigned int ms;
+
+	if (atomic_cmpxchg(&emu_hold_state, EMU_HOLD_ARMED, EMU_HOLD_HOLDING) != EMU_HOLD_ARMED)
+		return;
+	for (ms = 0; ms < EMU_HOLD_MAX_MS && !READ_ONCE(emu_hold_release); ms++)
+		mdelay(1);
+	atomic_set(&emu_hold_state, EMU_HOLD_DONE);
+}
+
+#if defined(CONFIG_DEBUG_LOCK_ALLOC) && defined(CONFIG_TRACEPOINTS)
+
+static struct tracepoint *emu_tp_acquire, *emu_tp_release;
+static bool emu_hold_registered;
+
+/*
+ * The wait_lock of the mutex that the callback's task released last: what its unlock's slow
+ * path takes next, if it goes on (waiters queued). Only that task writes it.
+ */
+static struct lockdep_map *emu_hold_next;
+
+static bool emu_hold_mine(void)
+{
+	return current == READ_ONCE(emu_hold_task) && in_task();
+}
+
+/*
+ * The map may be any lock's, the mutex around it computed blindly: the address is only
+ * compared with the one acquire that follows, never followed itself.
+ */
+static void emu_hold_on_release(void *data, struct lockdep_map *map, unsigned long ip)
+{
+	if (emu_hold_mine())
+		emu_hold_next = &container_of(map, struct mutex, dep_map)->wait_lock.dep_map;
+}
+
+static void emu_hold_on_acquire(void *data, struct lockdep_map *map, unsigned int subclass,
+				int trylock, int read, int check, struct lockdep_map *next_lock,
+				unsigned long ip)
+{
+	struct lockdep_map *want;
+
+	if (!emu_hold_mine())
+		return;
+	want = emu_hold_next;
+	emu_hold_next = NULL;           /* only the acquire right after the release counts */
+	if (map == want)
+		emu_hold_now();
+}
+
+static void emu_hold_find_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "lock_acquire"))
+		emu_tp_acquire = tp;
+	else if (!strcmp(tp->name, "lock_release"))
+		emu_tp_release = tp;
+}
+
+/* Under emu_hold_lock. */
+static int emu_hold_register(void)
+{
+	int ret;
+
+	if (emu_hold_registered)
+		return 0;
+	if (!emu_tp_acquire || !emu_tp_release)
+		for_each_kernel_tracepoint(emu_hold_find_tp, NULL);
+	if (!emu_tp_acquire || !emu_tp_release)
+		return -EOPNOTSUPP;
+	ret = tracepoint_probe_register(emu_tp_release, emu_hold_on_release, NULL);
+	if (ret)
+		return ret;
+	ret = tracepoint_probe_register(emu_tp_acquire, emu_hold_on_acquire, NULL);
+	if (ret) {
+		tracepoint_probe_unregister(emu_tp_release, emu_hold_on_release, NULL);
+		tracepoint_synchronize_unregister();
+		return ret;
+	}
+	emu_hold_registered = true;
+	return 0;
+}
+
+/* Under emu_hold_lock; returns once no probe is running (a hold included). */
+static void emu_hold_unregister(void)
+{
+	if (!emu_hold_registered)
+		return;
+	tracepoint_probe_unregister(emu_tp_acquire, emu_hold_on_acquire, NULL);
+	tracepoint_probe_unregister(emu_tp_release, emu_hold_on_release, NULL);
+	tracepoint_synchronize_unregister();
+	emu_hold_registered = false;
+}
+
+#elif defined(CONFIG_KPROBES) && defined(CONFIG_X86_64)
+
+#define EMU_UNLOCK_FN "__mutex_unlock_slowpath"
+
+static struct kprobe emu_hold_kp;
+static bool emu_hold_registered;
+
+/*
+ * Whether the probed _raw_spin_lock was called from the mutex unlock's slow path: at the
+ * function's entry the return address is on top of the stack. A compiler may have given the
+ * function a suffix (".constprop.0").
+ */
+static bool emu_hold_from_unlock(struct pt_regs *regs)
+{
+	unsigned long ret = *(unsigned long *)kernel_stack_pointer(regs);
+	size_t n = strlen(EMU_UNLOCK_FN);
+	char sym[KSYM_SYMBOL_LEN];
+
+	sprint_symbol_no_offset(sym, ret);
+	return !strncmp(sym, EMU_UNLOCK_FN, n) && (sym[n] == '\0' || sym[n] == '.');
+}
+
+/* Interrupts in the callback's task take no mutex's wait_lock: no context check needed. */
+static int emu_hold_on_spin(struct kprobe *kp, struct pt_regs *regs)
+{
+	if (current == READ_ONCE(emu_hold_task) && emu_hold_from_unlock(regs))
+		emu_hold_now();
+	return 0;
+}
+
+/* Under emu_hold_lock. A kprobe is registered afresh each time (register_kprobe sets addr). */
+static int emu_hold_register(void)
+{
+	int ret;
+
+	if (emu_hold_registered)
+		return 0;
+	memset(&emu_hold_kp, 0, sizeof(emu_hold_kp));
+	emu_hold_kp.symbol_name = "_raw_spin_lock";
+	emu_hold_kp.pre_handler = emu_hold_on_spin;
+	ret = register_kprobe(&emu_hold_kp);
+	if (!ret)
+		emu_hold_registered = true;
+	return ret;
+}
+
+/* Under emu_hold_lock; returns once no handler is running (a hold included). */
+static void emu_hold_unregister(void)
+{
+	if (!emu_hold_registered)
+		return;
+	unregister_kprobe(&emu_hold_kp);
+	emu_hold_registered = false;
+}
+
+#else /* neither lockdep's tracepoints nor kprobes */
+
+static int emu_hold_register(void)
+{
+	return -EOPNOTSUPP;
+}
+
+static void emu_hold_unregister(void)
+{
+}
+
+#endif
+
+static int emu_hold_arm(void)
+{
+	int ret;
+
+	WRITE_ONCE(emu_hold_release, false);
+	ret = emu_hold_register();
+	if (!ret)
+		atomic_set(&emu_hold_state, EMU_HOLD_ARMED);
+	return ret;
+}
+
+/* Lets a hold go, and waits until it has. */
+static void emu_hold_disarm(void)
+{
+	WRITE_ONCE(emu_hold_release, true);
+	emu_hold_unregister();
+	atomic_set(&emu_hold_state, EMU_HOLD_OFF);
+}
+
+static int emu_hold_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+	int ret = kstrtobool(val, &on);
+
+	if (ret)
+		return ret;
+	mutex_lock(&emu_hold_lock);
+	if (on)
+		ret = emu_hold_arm();
+	else
+		emu_hold_disarm();
+	mutex_unlock(&emu_hold_lock);
+	return ret;
+}
+
+static int emu_hold_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&emu_hold_state));
+}
+
+static const struct kernel_param_ops emu_hold_ops = {
+	.set = emu_hold_set,
+	.get = emu_hold_get,
+};
+module_param_cb(unlock_hold, &emu_hold_ops, NULL, 0644);
+MODULE_PARM_DESC(unlock_hold, "1 arms the hold of the next free callback inside its mutex_unlock, 0 lets go; reads 0 off, 1 armed, 2 holding, 3 held");
+
+/* Module exit: no probe may outlive the module's text. */
+void emu_hold_exit(void)
+{
+	mutex_lock(&emu_hold_lock);
+	emu_hold_disarm();
+	mutex_unlock(&emu_hold_lock);
+}
