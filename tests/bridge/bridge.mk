@@ -12,10 +12,10 @@
 #                         load ($(BUILD)/tests/interpose/lib/)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
-$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
-    $(FAKE_DIR)/cuda-vmm/libcuda.so
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
+    $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
-	$(call script-client,,$(FAKE_CUDA_VMM_LINK))
+	$(call script-client,-Itests/fake,$(FAKE_CUDA_VMM_LINK))
 
 # NVIDIA's runtime, shared and static, asking the bridge's shim for the driver's functions.
 CUDA_LIB ?= $(CUDA_HOME)/lib64
