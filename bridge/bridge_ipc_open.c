@@ -309,14 +309,19 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     lock_take();
     m = import_at(dptr);
-    for (i = 0; m && i < m->nblocks && m->va + m->blocks[i].offset != dptr; i++)
+    /* The last opened of the blocks at dptr: blocks at one address (one freed in the exporter
+     * and another allocated in its place, both opened here) close in the reverse order. */
+    for (i = m ? m->nblocks : 0; i > 0 && m->va + m->blocks[i - 1].offset != dptr; i--)
         ;
-    if (!m || i == m->nblocks) {
+    if (!i) {
         lock_drop();
         return t->cuIpcCloseMemHandle(dptr); /* not an open block: the driver's answer */
     }
-    if (--m->blocks[i].refs == 0) /* its record goes: the last one takes its place */
-        m->blocks[i] = m->blocks[--m->nblocks];
+    i--;
+    if (--m->blocks[i].refs == 0) { /* its record goes; the others keep their order */
+        m->nblocks--;
+        memmove(&m->blocks[i], &m->blocks[i + 1], (m->nblocks - i) * sizeof(m->blocks[0]));
+    }
     for (i = 0; i < m->nblocks; i++)
         live += m->blocks[i].refs;
     if (!live)
@@ -339,7 +344,7 @@ int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
     m = import_at(ptr);
     if (m)
         where = VB_IPC_UNOPENED;
-    for (i = 0; m && i < m->nblocks; i++)
+    for (i = m ? m->nblocks : 0; i-- > 0;) /* the last opened first, as a close finds them */
         if (ptr - m->va >= m->blocks[i].offset &&
             ptr - m->va - m->blocks[i].offset < m->blocks[i].size) {
             *base = m->va + m->blocks[i].offset;
