@@ -246,7 +246,7 @@ static void answer(int c, const struct script *s)
         break;
     case OWN_MEMORY:
     case ODD_FDS:
-        fds[n++] = own_memory(s->mem);
+        /* ODD_FDS: 1 to 3 descriptors, the first a pipe's where the script says so. */
         if (s->kind == ODD_FDS && s->pipe_fd && !pipe(p)) {
             struct stat st;
 
@@ -254,9 +254,10 @@ static void answer(int c, const struct script *s)
                 pipes[npipes++] = (unsigned long)st.st_ino;
             fds[n++] = p[0];
         }
-        while (s->kind == ODD_FDS && n < s->nfd + 1 && n < FDPASS_MAX)
+        do
             fds[n++] = own_memory(s->mem);
-        fdpass_send(c, &s->status, sizeof(s->status), fds, s->kind == OWN_MEMORY ? 1 : n);
+        while (s->kind == ODD_FDS && n < s->nfd);
+        fdpass_send(c, &s->status, sizeof(s->status), fds, s->kind == ODD_FDS ? s->nfd : 1);
         for (i = 0; i < n; i++)
             if (fds[i] != p[0])
                 close(fds[i]);
