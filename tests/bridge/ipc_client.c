@@ -18,7 +18,7 @@
  * claimed larger and the offset moved, issue 38's attack) opens nothing, least of all the
  * importer's own memory: refused by the exporter here, and by the importer itself when the
  * exporter lies (a child of the importer that answers every request with memory of its own,
- * as an exporter of another user can).
+ * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -165,20 +166,28 @@ _Static_assert(sizeof(struct vb_handle) == sizeof(CUipcMemHandle), "a handle's 6
 #define REQ_FLAGS 48
 #define LIAR_NONCE 0x6c6961726c696172ull
 
+/* Another user: nobody's uid, which needs no account (Debian's nobody is 65534). */
+#define OTHER_UID 65534u
+
 /* Bind the socket name of a handle of this process (nonce LIAR_NONCE) and say yes to every
  * request, with a 2 MiB memfd of the stand-in driver's kind (filled with 0xee) when asked
- * for one. Ends when killed, or after 30 s. */
+ * for one; as another user when started by root (CI runs the tests as root). Its uid goes
+ * to ready once it listens. Ends when killed, or after 30 s. */
 static void liar(int ready)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
-    unsigned char req[128], ok = 1;
+    unsigned char req[128];
     int32_t status = 0;
     int s, c, mfd;
-    uint32_t flags;
+    uint32_t flags, uid;
     ssize_t n;
     void *p;
 
     alarm(30);
+    /* Where that uid cannot be taken (a user namespace without it), as root still. */
+    if (geteuid() == 0 && !setgroups(0, NULL) && !setresgid(OTHER_UID, OTHER_UID, OTHER_UID))
+        setresuid(OTHER_UID, OTHER_UID, OTHER_UID);
+    uid = (uint32_t)geteuid();
     n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "vramio-ipc-%u-%u-%016llx",
                  (unsigned)geteuid(), (unsigned)getpid(), LIAR_NONCE);
     mfd = memfd_create(FAKE_GPU_MEMFD_PREFIX "0", MFD_CLOEXEC);
@@ -191,7 +200,7 @@ static void liar(int ready)
     if (p == MAP_FAILED)
         _exit(2);
     memset(p, 0xee, 2u << 20);
-    if (write(ready, &ok, 1) != 1)
+    if (write(ready, &uid, sizeof(uid)) != (ssize_t)sizeof(uid))
         _exit(2);
     while ((c = accept(s, NULL, NULL)) >= 0) {
         n = recv(c, req, sizeof(req), 0);
@@ -202,18 +211,19 @@ static void liar(int ready)
     _exit(0);
 }
 
-/* The attack against an exporter that lies: a block of its slab opened, then the same handle
- * with the slab's size claimed 16 TiB and the offset reaching this process's stack. */
+/* The attack against an exporter that lies (another user's, when root runs this): a block of
+ * its slab opened, then the same handle with the slab's size claimed 16 TiB and the offset
+ * reaching this process's stack. */
 static void lying_exporter(void)
 {
     char priv[64] = "IMPORTER-PRIVATE-DATA";
-    struct vb_handle h = { VB_MAGIC, 0, LIAR_NONCE, 0x40000000, 7, 9, 0, 4096,
-                           (uint32_t)geteuid(), (2u << 20) / 4096 }, f;
+    struct vb_handle h = { VB_MAGIC, 0, LIAR_NONCE, 0x40000000, 7, 9, 0, 4096, 0,
+                           (2u << 20) / 4096 }, f;
     CUipcMemHandle ch;
     CUdeviceptr p = 0, pf = 0;
     CUresult r, rf = CUDA_ERROR_UNKNOWN;
     int fds[2], st;
-    unsigned char ok = 0;
+    uint32_t uid = UINT32_MAX;
     pid_t pid;
 
     if (pipe(fds) || (pid = fork()) < 0) {
@@ -225,7 +235,7 @@ static void lying_exporter(void)
         liar(fds[1]);
     }
     close(fds[1]);
-    if (read(fds[0], &ok, 1) != 1 || !ok) {
+    if (read(fds[0], &uid, sizeof(uid)) != (ssize_t)sizeof(uid)) {
         t_fail("bridge/ipc/lying_exporter", "the liar did not start");
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
@@ -233,6 +243,9 @@ static void lying_exporter(void)
     }
     close(fds[0]);
     h.pid = (uint32_t)pid;
+    h.uid = uid;
+    if (uid != (uint32_t)geteuid())
+        printf("# the lying exporter runs as uid %u\n", (unsigned)uid);
     memcpy(&ch, &h, sizeof(ch));
     r = cuIpcOpenMemHandle(&p, ch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (t_check(r == CUDA_SUCCESS && all_are(p, 4096, 0xee), "bridge/ipc/lying_exporter_block_opens",
