@@ -5,7 +5,8 @@
  * allocations to vramio_alloc's pool, bridge_attr.c, which makes pool blocks answer like
  * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in
  * bridge_routes.h), and the names by which the libcuda.so.1 shim (shim.c, libvramio_cuda.so)
- * and vramio-run find the bridge and the driver; bridge_ipc_server.c serves the IPC handles.
+ * and vramio-run find the bridge and the driver; bridge_ipc_server.c serves the IPC handles,
+ * bridge_ipc_open.c opens them.
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
@@ -51,19 +52,42 @@ void vb_block_add(CUdeviceptr base, CUcontext ctx);
 void vb_block_forget(CUdeviceptr base);
 /* The context the block at base was allocated in: 1, or 0 when the bridge did not record it. */
 int vb_block_ctx(CUdeviceptr base, CUcontext *ctx);
+/* The block's identity: the BUFFER_ID the bridge answers for the block at base, new for each
+ * allocation. 1 with *id; 0 when the block has no record (make 0) or no memory (make 1). */
+int vb_block_id(CUdeviceptr base, int make, unsigned long long *id);
 
-/* bridge_ipc_server.c: an importer asks the exporting process for a slab's POSIX fd. */
+/* bridge_ipc_server.c: an importer asks the exporting process whether a block it has a
+ * handle of is still that block, and for its slab's POSIX fd when it has not mapped the slab
+ * yet. The request's bytes, as sent (both ends are one build of the bridge: a request of
+ * another size is refused). */
 struct vb_ipc_req {
-    uint64_t base, id, size; /* the slab: its address, the driver's BUFFER_ID for it, size */
+    uint64_t base, id, size;  /* the slab: its address, the driver's BUFFER_ID for it, size */
+    uint64_t offset, bsize;   /* the block: from the slab's start, its size */
+    uint64_t block_id;        /* and its identity (vb_block_id) */
+    uint32_t flags;           /* VB_IPC_WANT_FD, or 0: only whether the block is still there */
+    uint32_t zero;            /* 0 */
 };
-/* The exporter's answer to a request: a new fd of the slab, or a positive errno. */
+#define VB_IPC_WANT_FD 1u
+/* The exporter's answer to a request: 0 (with a new fd of the slab in *fd when the request
+ * wants one, else *fd untouched) or a positive errno. */
 typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, int *fd);
 /* Start this process's server (once; again in a forked child): 0 with its nonce, or errno. */
 int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce);
+/* Answer one connection c (a request, then the reply) with the started server's export
+ * function; c stays open. The server's thread runs it for each peer;
+ * tests/bridge/fuzz_ipc_handle.c calls it directly. */
+void vb_ipc_serve_one(int c);
 /* Whether pid and nonce name this process's own server. */
 int vb_ipc_is_self(uint32_t pid, uint64_t nonce);
-/* Ask the server of process pid (user uid, nonce) for req's fd: 0 with *fd, or errno. */
+/* Ask the server of process pid (user uid, nonce) about req: 0 (with *fd when req wants
+ * one), or a positive errno (the server's, or of the exchange). */
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd);
+
+/* bridge_ipc_open.c: where ptr lies among the blocks this process opened from IPC handles:
+ * 1 in an open block (its start and size in *base and *size), VB_IPC_UNOPENED in a slab
+ * mapped for them but in no open block, 0 elsewhere. */
+#define VB_IPC_UNOPENED (-1)
+int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size);
 
 #endif /* VRAMIO_BRIDGE_H */

@@ -8,7 +8,9 @@
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
  * SYNC_MEMOPS can be set and reads back 1, and IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
- * makes the IPC handles, bridge_ipc.c). Every other attribute is the driver's answer.
+ * makes the IPC handles, bridge_ipc.c). A block opened from such a handle in another process
+ * answers RANGE_START_ADDR and RANGE_SIZE as its own too (bridge_ipc_open.c). Every other
+ * attribute is the driver's answer.
  *
  * What SYNC_MEMOPS promises, measured on an H200 (tests/gpu/bridge/driver_probe.c): on plain
  * cuMemAlloc memory a pageable cuMemcpyHtoD, a cuMemsetD8 and a cuMemcpyDtoD all return with
@@ -132,6 +134,19 @@ int vb_block_ctx(CUdeviceptr base, CUcontext *ctx)
     return r != NULL;
 }
 
+int vb_block_id(CUdeviceptr base, int make, unsigned long long *id)
+{
+    struct rec *r;
+
+    pthread_once(&fork_once, fork_register);
+    lock_take();
+    r = make ? get(base, NULL) : find(base);
+    if (r)
+        *id = r->id;
+    lock_drop();
+    return r != NULL;
+}
+
 /* The pool block holding ptr: 1 with its start and size; 0 when the pool does not know ptr;
  * FREED when ptr lies in a freed block of a slab the pool still holds. */
 #define FREED (-1)
@@ -145,6 +160,24 @@ static int block_of(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
         return rc == EFAULT ? FREED : 0;
     *base = (CUdeviceptr)b;
     *size = s;
+    return 1;
+}
+
+/* The range attributes of a block opened from an IPC handle (bridge_ipc_open.c): the
+ * block's, as cuMemGetAddressRange says, not its slab's. 1 when a is one and ptr such a
+ * block. */
+static int opened_range(CUpointer_attribute a, void *data, CUdeviceptr ptr)
+{
+    CUdeviceptr base;
+    size_t size;
+
+    if ((a != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && a != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
+        vb_ipc_range(ptr, &base, &size) != 1)
+        return 0;
+    if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+        *(CUdeviceptr *)data = base;
+    else
+        *(size_t *)data = size;
     return 1;
 }
 
@@ -204,6 +237,8 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
     where = block_of(ptr, &base, &size);
     if (data && where == 1 && answer(attr, data, base, size))
         return CUDA_SUCCESS;
+    if (data && !where && opened_range(attr, data, ptr))
+        return CUDA_SUCCESS;
     return t->cuPointerGetAttribute(data, attr, driver_view(ptr, where));
 }
 
@@ -222,11 +257,13 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
     /* The driver checks the arguments and fills in every attribute; ours replace its. */
     where = block_of(ptr, &base, &size);
     r = t->cuPointerGetAttributes(n, attrs, data, driver_view(ptr, where));
-    if (r != CUDA_SUCCESS || !attrs || !data || where != 1)
+    if (r != CUDA_SUCCESS || !attrs || !data || where == FREED)
         return r;
     for (i = 0; i < n; i++)
-        if (data[i])
+        if (data[i] && where == 1)
             answer(attrs[i], data[i], base, size);
+        else if (data[i])
+            opened_range(attrs[i], data[i], ptr);
     return CUDA_SUCCESS;
 }
 

@@ -1,22 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bridge_ipc.c - CUDA IPC handles (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle)
- * for pool blocks, as the driver gives them for cuMemAlloc memory.
+ * bridge_ipc.c - CUDA IPC handles (cuIpcGetMemHandle) for pool blocks, as the driver gives
+ * them for cuMemAlloc memory, and the exporter's side of opening them elsewhere.
  *
  * Why: cuMemAlloc memory is legacy-IPC capable, and programs rely on it: PyTorch shares CUDA
  * tensors between processes with it, and UCX's cuda_ipc transport moves rendezvous data with
  * it. A pool block lies in a VMM allocation (a slab), which the driver's legacy IPC refuses;
  * and UCX's other route for VMM memory (the allocation's POSIX fd, mapped from its start for
  * the length cuMemGetAddressRange gives) cannot describe a block inside a slab. So the bridge
- * says IS_LEGACY_CUDA_IPC_CAPABLE for its blocks (bridge_attr.c) and makes the handles itself:
- * a handle names the exporting process, the slab (its address and the driver's BUFFER_ID for
- * it, which a later slab at the same address does not share) and the block within it. Opening
- * one fetches the slab's POSIX fd from the exporter (bridge_ipc_server.c), maps the whole slab
- * once per device and returns the block's address in it; each open counts, as the driver's
- * do, and the last close unmaps. Every other handle and pointer is the driver's business.
+ * says IS_LEGACY_CUDA_IPC_CAPABLE for its blocks (bridge_attr.c) and makes the handles itself
+ * (bridge_ipc.h: the exporting process, the slab, the block and the block's identity).
+ * Opening one (bridge_ipc_open.c) asks the exporter (bridge_ipc_server.c) whether the block
+ * is still the one the handle names, which is answered here: the slab must be the one
+ * exported (address, size, the driver's BUFFER_ID) and still there, the block live in it at
+ * the handle's offset, with its size and identity. The slab's POSIX fd goes with the answer
+ * when the opener has not mapped the slab yet. Every other handle is the driver's business.
  *
- * The mapping holds the slab's memory: a block freed by its owner while another process has
- * it open stays readable there (the driver calls that undefined; here it is safe).
  * A handle opened in a process that does not run under vramio-run reaches the real driver,
  * which refuses it with an error (CUDA_ERROR_INVALID_VALUE): a program sees a clean failure.
  */
@@ -26,23 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "bridge.h"
+#include "bridge_ipc.h"
 #include "vramio.h"
-
-#define VB_IPC_MAGIC 0x56524950u /* "VRIP" */
-
-/* The handle's bytes (CUipcMemHandle's 64). */
-struct handle {
-    uint32_t magic;
-    uint32_t pid;       /* the exporting process */
-    uint64_t nonce;     /* its server's (bridge_ipc_server.c) */
-    struct vb_ipc_req slab; /* the slab there: what its server is asked for */
-    uint64_t offset;    /* the block, from the slab's start */
-    uint64_t size;
-    uint32_t uid;       /* the exporter's user: its socket's name */
-    uint32_t pad;
-};
-_Static_assert(sizeof(struct handle) == sizeof(CUipcMemHandle), "a handle fills CUipcMemHandle");
 
 /* ---- the exporting side ---------------------------------------------------------------- */
 
@@ -137,7 +121,20 @@ static int remember(const struct vb_ipc_req *slab, CUcontext ctx)
     return e ? 0 : ENOMEM;
 }
 
-/* The server's question: a new POSIX fd of the slab req names, or a positive errno. */
+/* Whether the block req names is live, with the size and identity the handle gave it
+ * (req's slab is the exported one, still there: checked before). */
+static int block_still_there(const struct vb_ipc_req *req)
+{
+    unsigned long long base = 0, id = 0;
+    size_t size = 0;
+
+    return !vramio_alloc_range(req->base + req->offset, &base, &size) &&
+           base == req->base + req->offset && size == req->bsize &&
+           vb_block_id((CUdeviceptr)base, 0, &id) && id == req->block_id;
+}
+
+/* The server's question: whether req's block is still there (0 or ENOENT) and, when req
+ * wants it, a new POSIX fd of its slab in *fd. */
 static int export_fd(const struct vb_ipc_req *req, int *fd)
 {
     const struct vr_cuda *t = vb_real();
@@ -148,6 +145,9 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
 
     if (!t)
         return ENODEV;
+    if (!req->size || !req->bsize || req->offset >= req->size ||
+        req->bsize > req->size - req->offset)
+        return EINVAL;
     lock_take();
     e = *exported_link(req->id);
     if (e && e->slab.base == req->base && e->slab.size == req->size)
@@ -165,6 +165,13 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
         lock_drop();
         return ENOENT;
     }
+    if (!block_still_there(req)) {
+        vb_log("ipc: block 0x%llx for a peer: not the block of its handle (freed since)",
+               (unsigned long long)(req->base + req->offset));
+        return ENOENT;
+    }
+    if (!(req->flags & VB_IPC_WANT_FD))
+        return 0;
     if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)req->base) != CUDA_SUCCESS)
         return ENOENT;
     r = t->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
@@ -177,9 +184,10 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
 CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
     const struct vr_cuda *t = vb_real();
-    unsigned long long bbase = 0, id = 0;
-    struct handle h;
-    CUdeviceptr slab = 0;
+    unsigned long long bbase = 0, id = 0, block_id = 0;
+    struct vb_ipc_handle h;
+    struct vb_ipc_req slab;
+    CUdeviceptr sbase = 0;
     size_t bsize = 0, slab_size = 0;
     CUcontext ctx = NULL;
     uint64_t nonce;
@@ -189,240 +197,39 @@ CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!out || !dptr || vramio_alloc_range(dptr, &bbase, &bsize))
         return t->cuIpcGetMemHandle(out, dptr);
-    r = t->cuMemGetAddressRange(&slab, &slab_size, (CUdeviceptr)bbase);
+    r = t->cuMemGetAddressRange(&sbase, &slab_size, (CUdeviceptr)bbase);
     if (r == CUDA_SUCCESS)
-        r = t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, slab);
+        r = t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, sbase);
     if (r == CUDA_SUCCESS)
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    memset(&h, 0, sizeof(h));
-    h.slab.base = slab;
-    h.slab.id = id;
-    h.slab.size = slab_size;
+    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB):
+     * the driver's answer for VMM memory. */
+    if (slab_size % VB_IPC_UNIT || slab_size / VB_IPC_UNIT > UINT32_MAX)
+        return t->cuIpcGetMemHandle(out, dptr);
+    if (!vb_block_id((CUdeviceptr)bbase, 1, &block_id))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(&slab, 0, sizeof(slab));
+    slab.base = sbase;
+    slab.id = id;
+    slab.size = slab_size;
     pthread_once(&fork_once, fork_register);
-    if (vb_ipc_server_start(export_fd, &nonce) || remember(&h.slab, ctx))
+    if (vb_ipc_server_start(export_fd, &nonce) || remember(&slab, ctx))
         return CUDA_ERROR_OPERATING_SYSTEM;
+    memset(&h, 0, sizeof(h));
     h.magic = VB_IPC_MAGIC;
     h.pid = (uint32_t)getpid();
     h.uid = (uint32_t)geteuid();
     h.nonce = nonce;
-    h.offset = bbase - slab;
+    h.slab_base = sbase;
+    h.slab_id = id;
+    h.slab_units = (uint32_t)(slab_size / VB_IPC_UNIT);
+    h.block_id = block_id;
+    h.offset = bbase - sbase;
     h.size = bsize;
     memcpy(out, &h, sizeof(h));
     vb_log("ipc: handle of block 0x%llx (%zu bytes, slab 0x%llx + %llu)", bbase, bsize,
-           (unsigned long long)slab, (unsigned long long)h.offset);
-    return CUDA_SUCCESS;
-}
-
-/* ---- the importing side ---------------------------------------------------------------- */
-
-struct opened {              /* a block opened through a handle, with its open count */
-    uint64_t offset;
-    unsigned refs;
-};
-
-/* A slab of another process, mapped on one device. */
-struct import {
-    struct import *next;
-    uint32_t pid;
-    uint64_t nonce;
-    struct vb_ipc_req slab;
-    CUdevice dev;
-    CUdeviceptr va;
-    struct opened *blocks;
-    unsigned nblocks, cap;
-};
-static struct import *imports;
-/* Held across an open's request and mapping, so that two threads opening handles of one slab
- * map it once. */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct import *import_find(const struct handle *h, CUdevice dev)
-{
-    struct import *m;
-
-    for (m = imports; m; m = m->next)
-        if (m->pid == h->pid && m->nonce == h->nonce && m->slab.id == h->slab.id &&
-            m->dev == dev)
-            return m;
-    return NULL;
-}
-
-/* Count one more open of the block at offset: 0 or ENOMEM. */
-static int import_count(struct import *m, uint64_t offset)
-{
-    struct opened *b;
-    unsigned i;
-
-    for (i = 0; i < m->nblocks; i++)
-        if (m->blocks[i].offset == offset) {
-            m->blocks[i].refs++;
-            return 0;
-        }
-    if (m->nblocks == m->cap) {
-        unsigned cap = m->cap ? 2 * m->cap : 4;
-
-        b = realloc(m->blocks, cap * sizeof(*b));
-        if (!b)
-            return ENOMEM;
-        m->blocks = b;
-        m->cap = cap;
-    }
-    m->blocks[m->nblocks].offset = offset;
-    m->blocks[m->nblocks++].refs = 1;
-    return 0;
-}
-
-static void slab_unmap(const struct vr_cuda *t, CUdeviceptr va, size_t size)
-{
-    t->cuMemUnmap(va, size);
-    t->cuMemAddressFree(va, size);
-}
-
-/* Map the slab h names on device dev, from a POSIX fd its exporter sends. */
-static CUresult import_map(const struct vr_cuda *t, const struct handle *h, CUdevice dev,
-                           CUdeviceptr *va)
-{
-    CUmemAccessDesc access;
-    CUmemGenericAllocationHandle mh;
-    CUdeviceptr p = 0;
-    CUresult r;
-    int fd = -1, rc;
-
-    rc = vb_ipc_fetch(h->uid, h->pid, h->nonce, &h->slab, &fd);
-    if (rc) {
-        vb_log("ipc: no fd from process %u: %s", h->pid, strerror(rc));
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    r = t->cuMemImportFromShareableHandle(&mh, (void *)(uintptr_t)fd,
-                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    close(fd);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = t->cuMemAddressReserve(&p, h->slab.size, 0, 0, 0);
-    if (r == CUDA_SUCCESS) {
-        r = t->cuMemMap(p, h->slab.size, 0, mh, 0);
-        if (r == CUDA_SUCCESS) {
-            memset(&access, 0, sizeof(access));
-            access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            access.location.id = dev;
-            access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            r = t->cuMemSetAccess(p, h->slab.size, &access, 1);
-            if (r != CUDA_SUCCESS)
-                t->cuMemUnmap(p, h->slab.size);
-        }
-        if (r != CUDA_SUCCESS)
-            t->cuMemAddressFree(p, h->slab.size);
-    }
-    t->cuMemRelease(mh); /* the mapping holds the memory */
-    if (r == CUDA_SUCCESS)
-        *va = p;
-    return r;
-}
-
-/* One more open of the block at offset, its address in *pdptr (the lock held). An import
- * whose first count fails stays mapped with no opens: the next open of its slab uses it. */
-static CUresult opened_at(struct import *m, uint64_t offset, CUdeviceptr *pdptr)
-{
-    if (import_count(m, offset))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *pdptr = m->va + offset;
-    return CUDA_SUCCESS;
-}
-
-static int ours(const struct handle *h)
-{
-    uint64_t n = h->slab.size;
-
-    return h->magic == VB_IPC_MAGIC && n && h->size && h->offset < n && h->size <= n - h->offset;
-}
-
-CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
-{
-    const struct vr_cuda *t = vb_real();
-    struct import *m;
-    struct handle h;
-    CUdeviceptr va = 0;
-    CUdevice dev;
-    CUresult r;
-
-    if (!t || !t->cuIpcOpenMemHandle)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    memcpy(&h, &handle, sizeof(h));
-    if (!ours(&h))
-        return t->cuIpcOpenMemHandle(pdptr, handle, flags);
-    if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
-        return CUDA_ERROR_INVALID_VALUE;
-    if (vb_ipc_is_self(h.pid, h.nonce))
-        return CUDA_ERROR_INVALID_CONTEXT; /* as the driver: not in the exporting process */
-    r = t->cuCtxGetDevice(&dev);
-    if (r != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&open_lock);
-    lock_take(); /* found and counted under one hold: a close cannot free it in between */
-    m = import_find(&h, dev);
-    if (m)
-        r = opened_at(m, h.offset, pdptr);
-    lock_drop();
-    if (!m) {
-        r = import_map(t, &h, dev, &va);
-        if (r == CUDA_SUCCESS && !(m = calloc(1, sizeof(*m)))) {
-            slab_unmap(t, va, h.slab.size);
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        if (m) {
-            m->pid = h.pid;
-            m->nonce = h.nonce;
-            m->slab = h.slab;
-            m->dev = dev;
-            m->va = va;
-            lock_take();
-            m->next = imports;
-            imports = m;
-            r = opened_at(m, h.offset, pdptr);
-            lock_drop();
-        }
-    }
-    pthread_mutex_unlock(&open_lock);
-    vb_log("ipc: open of process %u's block (slab + %llu) = %d", h.pid,
-           (unsigned long long)h.offset, (int)r);
-    return r;
-}
-
-CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
-{
-    const struct vr_cuda *t = vb_real();
-    struct import *m, **pp;
-    unsigned i, live = 0;
-    int found = 0;
-
-    if (!t || !t->cuIpcCloseMemHandle)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    lock_take();
-    for (pp = &imports; (m = *pp); pp = &m->next) {
-        if (dptr < m->va || dptr - m->va >= m->slab.size)
-            continue;
-        for (i = 0; i < m->nblocks; i++) {
-            if (!found && m->blocks[i].refs && m->va + m->blocks[i].offset == dptr) {
-                m->blocks[i].refs--;
-                found = 1;
-            }
-            live += m->blocks[i].refs;
-        }
-        if (found)
-            break;
-        live = 0;
-    }
-    if (found && !live)
-        *pp = m->next; /* the last open of this slab: unmap it below */
-    lock_drop();
-    if (!found)
-        return t->cuIpcCloseMemHandle(dptr);
-    if (!live) {
-        slab_unmap(t, m->va, m->slab.size);
-        free(m->blocks);
-        free(m);
-    }
+           (unsigned long long)sbase, (unsigned long long)h.offset);
     return CUDA_SUCCESS;
 }

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bridge_ipc_server.c - how a bridged block's memory reaches another process: the exporting
- * process answers on a UNIX socket with a POSIX file descriptor of the slab's allocation
- * (SCM_RIGHTS), which the other process imports (bridge_ipc.c).
+ * process answers on a UNIX socket whether the block that a handle names is still there (a
+ * block freed since is refused, as the driver refuses its handles) and, when the other
+ * process has not mapped the block's slab yet, with a POSIX file descriptor of the slab's
+ * allocation (SCM_RIGHTS), which that process imports (bridge_ipc_open.c; the exporter's
+ * side of the question is bridge_ipc.c's). Each side takes from the other exactly one
+ * request or one answer of the expected size, and nothing else: anything longer, shorter or
+ * with other control data is refused (tests/bridge/fuzz_ipc_handle.c tries them).
  *
  * Why a socket and not pidfd_getfd(2): pidfd_getfd needs ptrace rights over the exporter,
  * which Yama's default (ptrace_scope 1, as on Ubuntu) refuses between sibling processes, the
@@ -80,7 +85,7 @@ static void set_timeouts(int fd)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* The reply: a status (0 or a positive errno) and, with 0, the descriptor. */
+/* The reply: a status (0 or a positive errno) and, with 0, the descriptor when there is one. */
 static void reply(int c, int32_t status, int fd)
 {
     char cbuf[CMSG_SPACE(sizeof(int))];
@@ -88,7 +93,7 @@ static void reply(int c, int32_t status, int fd)
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
     struct cmsghdr *cm;
 
-    if (status == 0) {
+    if (status == 0 && fd >= 0) {
         memset(cbuf, 0, sizeof(cbuf));
         m.msg_control = cbuf;
         m.msg_controllen = sizeof(cbuf);
@@ -102,11 +107,12 @@ static void reply(int c, int32_t status, int fd)
         vb_log("ipc: reply failed: %s", strerror(errno));
 }
 
-static void serve_one(int c)
+void vb_ipc_serve_one(int c)
 {
     struct vb_ipc_req req;
     struct ucred cred;
     socklen_t len = sizeof(cred);
+    vb_ipc_export_fn export_fd = srv_export;
     int fd = -1, rc;
     ssize_t n;
 
@@ -116,14 +122,17 @@ static void serve_one(int c)
         reply(c, EPERM, -1);
         return;
     }
-    n = recv(c, &req, sizeof(req), 0);
-    if (n != (ssize_t)sizeof(req)) {
+    /* MSG_TRUNC: the packet's real length, so that a longer one is refused, not cut. */
+    n = recv(c, &req, sizeof(req), MSG_TRUNC);
+    if (n != (ssize_t)sizeof(req) || (req.flags & ~VB_IPC_WANT_FD) || req.zero) {
         reply(c, EINVAL, -1);
         return;
     }
-    rc = srv_export(&req, &fd);
-    reply(c, rc, fd);
-    if (rc == 0)
+    rc = export_fd ? export_fd(&req, &fd) : ENODEV;
+    if (rc == 0 && (req.flags & VB_IPC_WANT_FD) && fd < 0)
+        rc = EIO;
+    reply(c, rc, rc == 0 && (req.flags & VB_IPC_WANT_FD) ? fd : -1);
+    if (fd >= 0)
         close(fd);
 }
 
@@ -134,7 +143,7 @@ static void *serve(void *arg)
     for (;;) {
         c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (c >= 0) {
-            serve_one(c);
+            vb_ipc_serve_one(c);
             close(c);
         } else if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
             return NULL;
@@ -222,6 +231,38 @@ int vb_ipc_is_self(uint32_t pid, uint64_t nonce)
     return self;
 }
 
+/* The fd that a reply carries (-1: none); any other control data is refused: EPROTO, with
+ * whatever descriptors it brought closed. */
+static int reply_fd(struct msghdr *m, int *fd)
+{
+    struct cmsghdr *cm;
+    int bad = (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, got;
+    size_t i, nfd;
+
+    *fd = -1;
+    for (cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+            bad = 1;
+            continue;
+        }
+        nfd = cm->cmsg_len > CMSG_LEN(0) ? (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+        for (i = 0; i < nfd; i++) {
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (*fd < 0 && !bad)
+                *fd = got;
+            else {
+                bad = 1;
+                close(got);
+            }
+        }
+    }
+    if (bad && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return bad ? EPROTO : 0;
+}
+
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd)
 {
@@ -231,10 +272,9 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                         .msg_controllen = sizeof(cbuf) };
     struct sockaddr_un a;
-    struct cmsghdr *cm;
     socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
     struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
-    int s, rc, got = -1;
+    int s, rc, got = -1, want = (req->flags & VB_IPC_WANT_FD) != 0;
     ssize_t n;
 
     s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -260,20 +300,27 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
         close(s);
         return rc;
     }
-    n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
-    rc = n == (ssize_t)sizeof(status) ? status : (n < 0 ? errno : EPROTO);
-    for (cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm))
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-            cm->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&got, CMSG_DATA(cm), sizeof(int));
+    /* The answer is the exporter's word: exactly a status, and one descriptor when one was
+     * asked for, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole. */
+    memset(cbuf, 0, sizeof(cbuf));
+    n = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_TRUNC);
+    rc = n < 0 ? errno : 0;
     close(s);
-    if (rc == 0 && got < 0)
+    if (n < 0)
+        return rc;
+    rc = reply_fd(&m, &got);
+    if (!rc && n != (ssize_t)sizeof(status))
+        rc = EPROTO;
+    if (!rc)
+        rc = status < 0 || status > 4095 ? EPROTO : status; /* a positive errno, or 0 */
+    if (!rc && want != (got >= 0))
         rc = EPROTO;
     if (rc) {
         if (got >= 0)
             close(got);
         return rc;
     }
-    *fd = got;
+    if (want)
+        *fd = got;
     return 0;
 }

@@ -231,15 +231,21 @@ CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr
     if (!t || !t->cuMemGetAddressRange)
         return CUDA_ERROR_NOT_INITIALIZED;
     rc = vramio_alloc_range(dptr, &base, &size);
-    if (rc == 0) {
-        if (pbase)
-            *pbase = (CUdeviceptr)base;
-        if (psize)
-            *psize = size;
-        return CUDA_SUCCESS;
-    }
     /* A freed block: the driver's answer for a freed allocation, not the slab's range. */
     if (rc == EFAULT)
         return CUDA_ERROR_NOT_FOUND;
-    return t->cuMemGetAddressRange(pbase, psize, dptr);
+    /* Else a block opened from an IPC handle: its own range, not its slab's
+     * (bridge_ipc_open.c); a place in its slab outside the blocks opened is no allocation. */
+    if (rc) {
+        rc = vb_ipc_range(dptr, &base, &size);
+        if (rc == VB_IPC_UNOPENED)
+            return CUDA_ERROR_NOT_FOUND;
+        if (rc != 1)
+            return t->cuMemGetAddressRange(pbase, psize, dptr);
+    }
+    if (pbase)
+        *pbase = (CUdeviceptr)base;
+    if (psize)
+        *psize = size;
+    return CUDA_SUCCESS;
 }

@@ -10,12 +10,13 @@
 #                         second user plants (evil_cuda.c)
 #   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
 #                         load ($(BUILD)/tests/interpose/lib/)
+#   make fuzz-ipc         tests/bridge/test_fuzz_ipc_handle.sh's fuzzer (fuzz_ipc_handle.c)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
-$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
-    $(FAKE_DIR)/cuda-vmm/libcuda.so
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
+    $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
-	$(call script-client,,$(FAKE_CUDA_VMM_LINK))
+	$(call script-client,-Itests/fake,$(FAKE_CUDA_VMM_LINK))
 
 # NVIDIA's runtime, shared and static, asking the bridge's shim for the driver's functions.
 CUDA_LIB ?= $(CUDA_HOME)/lib64
@@ -80,7 +81,25 @@ $(INTERPOSE_LIBS):
 	@mkdir -p $(dir $@)
 	$(test-so)
 
-.PHONY: bridge-progs interpose-progs users-progs
+# The IPC handle fuzzer (test_fuzz_ipc_handle.sh): libFuzzer, so clang (FUZZ_CC) with its
+# runtime (Debian: libclang-rt-14-dev), under ASan and UBSan; the bridge's IPC sources and
+# util's driver loader are built into it (it stands in for the rest of the bridge and the pool
+# itself). Not part of 'make check's builds: the script asks for it, and says why not where
+# clang cannot build it.
+FUZZ_CC       ?= clang
+FUZZ_IPC      := $(BUILD)/tests/bridge/fuzz_ipc_handle
+FUZZ_IPC_SRCS := tests/bridge/fuzz_ipc_handle.c tests/bridge/fuzz_ipc_world.c \
+                 bridge/bridge_ipc.c bridge/bridge_ipc_open.c bridge/bridge_ipc_server.c \
+                 bridge/bridge_attr.c util/cuda_loader.c
+$(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/fdpass.h \
+    tests/bridge/fuzz_ipc.h tests/fake/fake_gpu.h tests/bridge/bridge.mk
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(C_FLAGS) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -fno-omit-frame-pointer $(CPPFLAGS_ALL) -Ibridge -Iutil -Itests/fake -Itests/bridge \
+	    -o $@ $(FUZZ_IPC_SRCS) -ldl
+
+.PHONY: bridge-progs interpose-progs users-progs fuzz-ipc
+fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
 bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)

@@ -11,14 +11,32 @@
  * unmapped everything (four threads open and close one handle at once meanwhile); the
  * exporter then sees the importer's bytes in its block. A second
  * importer without vramio-run (the driver alone) must get a clean error for the same handle.
+ * The importer also checks what the driver would refuse or answer: a handle of a block the
+ * exporter freed before the open (another block now in its place) is refused, whether the
+ * slab is mapped here yet or not; cuMemGetAddressRange of an opened block gives the block's
+ * range, as the exporter sees it; and a forged handle (a valid one with its slab's size
+ * claimed larger and the offset moved, issue 38's attack) opens nothing, least of all the
+ * importer's own memory: refused by the exporter here, and by the importer itself when the
+ * exporter lies (a child of the importer that answers every request with memory of its own,
+ * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
  */
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cuda.h>
 
+#include "fake_gpu.h"       /* FAKE_GPU_MEMFD_PREFIX: what the stand-in driver imports */
+#include "fdpass.h"
 #include "hex.h"
 #include "t.h"
 #include "vramio.h"
@@ -80,27 +98,223 @@ static int handle_env(const char *name, CUipcMemHandle *h)
     return from_hex(getenv(name), h, sizeof(*h));
 }
 
+/* Where the bridge's handle (bridge/bridge_ipc.h, struct vb_ipc_handle) keeps the block's
+ * offset in its slab and the slab's size (32 bits, in 4 KiB units): what a forger changes. */
+#define H_OFFSET     40
+#define H_SLAB_UNITS 60
+
+/* h with its slab's size claimed as large as the field holds and the block moved to offset. */
+static CUipcMemHandle forged(CUipcMemHandle h, uint64_t offset)
+{
+    memset((char *)&h + H_SLAB_UNITS, 0xff, 4);
+    memcpy((char *)&h + H_OFFSET, &offset, 8);
+    return h;
+}
+
+static uint64_t offset_of(const CUipcMemHandle *h)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)h + H_OFFSET, 8);
+    return v;
+}
+
+/* The attack of issue 38: with hb's slab open at pb, the same handle forged to reach the
+ * importer's own buffer must be refused as the driver refuses a bad handle. */
+static void forged_open(CUipcMemHandle hb, CUdeviceptr pb)
+{
+    static char priv[64] = "IMPORTER-PRIVATE-DATA";
+    CUdeviceptr va = pb - offset_of(&hb), p = 0;
+    CUresult r;
+
+    r = cuIpcOpenMemHandle(&p, forged(hb, (uint64_t)(uintptr_t)priv - va),
+                           CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/forged_handle_refused",
+            "result %d, %s", (int)r, r != CUDA_SUCCESS ? "nothing opened" :
+            p == (CUdeviceptr)(uintptr_t)priv ? "reads \"IMPORTER-PRIVATE-DATA\"" :
+            "opened outside the slab");
+    /* Within the size claimed, past what was mapped (the slab is 2 MiB). */
+    p = 0;
+    r = cuIpcOpenMemHandle(&p, forged(hb, 2u << 20), CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/forged_handle_past_the_mapping_refused",
+            "result %d at %#llx (the slab: %#llx + 2 MiB)", (int)r, (unsigned long long)p,
+            (unsigned long long)va);
+}
+
+/* A handle of a block freed before the open must be refused as the driver refuses it. */
+static void freed_refused(CUipcMemHandle h, const char *name)
+{
+    CUdeviceptr p = 0;
+    CUresult r = cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+
+    t_check(r == CUDA_ERROR_INVALID_VALUE, name, "result %d, reads %#x", (int)r,
+            r == CUDA_SUCCESS ? *(unsigned char *)(uintptr_t)p : 0);
+    if (r == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(p);
+}
+
+/* ---- a lying exporter ------------------------------------------------------------------ */
+/* The bridge's handle, as bridge/bridge_ipc.h lays it out, and the request's flags
+ * (bridge/bridge.h, struct vb_ipc_req: bit 0 asks for the slab's fd). */
+struct vb_handle {
+    uint32_t magic, pid;
+    uint64_t nonce, slab_base, slab_id, block_id, offset, size;
+    uint32_t uid, slab_units;
+};
+_Static_assert(sizeof(struct vb_handle) == sizeof(CUipcMemHandle), "a handle's 64 bytes");
+#define VB_MAGIC 0x56524932u
+#define REQ_FLAGS 48
+#define LIAR_NONCE 0x6c6961726c696172ull
+
+/* Another user: nobody's uid, which needs no account (Debian's nobody is 65534). */
+#define OTHER_UID 65534u
+
+/* Bind the socket name of a handle of this process (nonce LIAR_NONCE) and say yes to every
+ * request, with a 2 MiB memfd of the stand-in driver's kind (filled with 0xee) when asked
+ * for one; as another user when started by root (CI runs the tests as root). Its uid goes
+ * to ready once it listens. Ends when killed, or after 30 s. */
+static void liar(int ready)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    unsigned char req[128];
+    int32_t status = 0;
+    int s, c, mfd;
+    uint32_t flags, uid;
+    ssize_t n;
+    void *p;
+
+    alarm(30);
+    /* Where that uid cannot be taken (a user namespace without it), as root still. */
+    if (geteuid() == 0 && !setgroups(0, NULL) && !setresgid(OTHER_UID, OTHER_UID, OTHER_UID))
+        setresuid(OTHER_UID, OTHER_UID, OTHER_UID);
+    uid = (uint32_t)geteuid();
+    n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "vramio-ipc-%u-%u-%016llx",
+                 (unsigned)geteuid(), (unsigned)getpid(), LIAR_NONCE);
+    mfd = memfd_create(FAKE_GPU_MEMFD_PREFIX "0", MFD_CLOEXEC);
+    s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (mfd < 0 || ftruncate(mfd, 2u << 20) || s < 0 ||
+        bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                                   (size_t)n)) || listen(s, 8))
+        _exit(2);
+    p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (p == MAP_FAILED)
+        _exit(2);
+    memset(p, 0xee, 2u << 20);
+    if (write(ready, &uid, sizeof(uid)) != (ssize_t)sizeof(uid))
+        _exit(2);
+    while ((c = accept(s, NULL, NULL)) >= 0) {
+        n = recv(c, req, sizeof(req), 0);
+        memcpy(&flags, req + REQ_FLAGS, sizeof(flags));
+        fdpass_send(c, &status, sizeof(status), &mfd, n > REQ_FLAGS && (flags & 1));
+        close(c);
+    }
+    _exit(0);
+}
+
+/* The attack against an exporter that lies (another user's, when root runs this): a block of
+ * its slab opened, then the same handle with the slab's size claimed 16 TiB and the offset
+ * reaching this process's stack. */
+static void lying_exporter(void)
+{
+    char priv[64] = "IMPORTER-PRIVATE-DATA";
+    struct vb_handle h = { VB_MAGIC, 0, LIAR_NONCE, 0x40000000, 7, 9, 0, 4096, 0,
+                           (2u << 20) / 4096 }, f;
+    CUipcMemHandle ch;
+    CUdeviceptr p = 0, pf = 0;
+    CUresult r, rf = CUDA_ERROR_UNKNOWN;
+    int fds[2], st;
+    uint32_t uid = UINT32_MAX;
+    pid_t pid;
+
+    if (pipe(fds) || (pid = fork()) < 0) {
+        t_fail("bridge/ipc/lying_exporter", "no pipe or fork");
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        liar(fds[1]);
+    }
+    close(fds[1]);
+    if (read(fds[0], &uid, sizeof(uid)) != (ssize_t)sizeof(uid)) {
+        t_fail("bridge/ipc/lying_exporter", "the liar did not start");
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return;
+    }
+    close(fds[0]);
+    h.pid = (uint32_t)pid;
+    h.uid = uid;
+    if (uid != (uint32_t)geteuid())
+        printf("# the lying exporter runs as uid %u\n", (unsigned)uid);
+    memcpy(&ch, &h, sizeof(ch));
+    r = cuIpcOpenMemHandle(&p, ch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (t_check(r == CUDA_SUCCESS && all_are(p, 4096, 0xee), "bridge/ipc/lying_exporter_block_opens",
+                "result %d", (int)r)) {
+        f = h;
+        f.slab_units = UINT32_MAX;
+        f.offset = (uint64_t)(uintptr_t)priv - p;
+        memcpy(&ch, &f, sizeof(ch));
+        rf = cuIpcOpenMemHandle(&pf, ch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        t_check(rf == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/lying_exporter_forged_handle_refused",
+                "result %d, %s", (int)rf, rf != CUDA_SUCCESS ? "nothing opened" :
+                pf == (CUdeviceptr)(uintptr_t)priv ? "reads \"IMPORTER-PRIVATE-DATA\"" :
+                "opened elsewhere");
+        t_check(cuIpcCloseMemHandle(p) == CUDA_SUCCESS &&
+                (rf != CUDA_SUCCESS || cuIpcCloseMemHandle(pf) == CUDA_SUCCESS),
+                "bridge/ipc/lying_exporter_closes", "a close failed: an open count leaks");
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+}
+
+/* cuMemGetAddressRange of an opened block (at p, and inside it): the block's own range, the
+ * size the exporter's cuMemGetAddressRange gave. */
+static int range_is(CUdeviceptr p, size_t want, char *why, size_t len)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUresult r = cuMemGetAddressRange(&base, &size, p + want / 2);
+
+    if (r == CUDA_SUCCESS && base == p && size == want)
+        return 1;
+    snprintf(why, len, "result %d, %#llx + %zu for the block at %#llx + %zu", (int)r,
+             (unsigned long long)base, size, (unsigned long long)p, want);
+    return 0;
+}
+
 /* The importer, under vramio-run: the handles come in IPC_A, IPC_B, IPC_C and IPC_BAD. */
 static void importer(void)
 {
-    CUipcMemHandle ha, hb, hc, bad;
+    CUipcMemHandle ha, hb, hc, hd, bad;
     CUdeviceptr pa = 0, pb = 0, pb2 = 0, pc = 0, pbad = 0;
     long dist = atol(getenv("IPC_DIST") ? getenv("IPC_DIST") : "0");
+    size_t sa = 0, sb = 0, sc = 0;
     CUresult ra, rb, rc, r2, rbad, c1, c2, c3, ca, cc;
+    char why[160];
     int bad_churn;
 
     alarm(30);
     if (handle_env("IPC_A", &ha) || handle_env("IPC_B", &hb) || handle_env("IPC_C", &hc) ||
-        handle_env("IPC_BAD", &bad)) {
+        handle_env("IPC_D", &hd) || handle_env("IPC_BAD", &bad) || !getenv("IPC_SIZES") ||
+        sscanf(getenv("IPC_SIZES"), "%zu %zu %zu", &sa, &sb, &sc) != 3) {
         t_fail("bridge/ipc/handles_passed", "no handles in the environment");
         return;
     }
+    /* D's block was freed (another lies in its place) before this process started: its
+     * slab is not mapped here yet. */
+    freed_refused(hd, "bridge/ipc/handle_of_freed_block_refused");
     ra = cuIpcOpenMemHandle(&pa, ha, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     rb = cuIpcOpenMemHandle(&pb, hb, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     rc = cuIpcOpenMemHandle(&pc, hc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (!t_check(ra == CUDA_SUCCESS && rb == CUDA_SUCCESS && rc == CUDA_SUCCESS,
                  "bridge/ipc/open", "results %d %d %d", (int)ra, (int)rb, (int)rc))
         return;
+    /* Again, now that its slab is mapped here (A and B lie in it too). */
+    freed_refused(hd, "bridge/ipc/handle_of_freed_block_refused_slab_mapped");
+    t_check(range_is(pa, sa, why, sizeof(why)) && range_is(pb, sb, why, sizeof(why)) &&
+            range_is(pc, sc, why, sizeof(why)), "bridge/ipc/address_range_is_the_blocks", "%s",
+            why);
+    forged_open(hb, pb);
     t_check(all_are(pa, SMALL, 0xa1) && all_are(pb, SMALL, 0xb2) && all_are(pc, LARGE, 0xc3),
             "bridge/ipc/each_block_reads_its_own_bytes", "a %d b %d c %d",
             all_are(pa, SMALL, 0xa1), all_are(pb, SMALL, 0xb2), all_are(pc, LARGE, 0xc3));
@@ -108,6 +322,7 @@ static void importer(void)
             "%ld here, %ld in the exporter", (long)(pb - pa), dist);
     t_check(fake_imports() == 2, "bridge/ipc/one_import_per_slab", "%d imports",
             fake_imports());
+    lying_exporter();
     r2 = cuIpcOpenMemHandle(&pb2, hb, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     t_check(r2 == CUDA_SUCCESS && pb2 == pb, "bridge/ipc/second_open_same_address",
             "result %d, %#llx vs %#llx", (int)r2, (unsigned long long)pb2,
@@ -150,12 +365,13 @@ static void importer_plain(void)
 
 static void exporter(const char *fake_dir)
 {
-    char va[160], vb[160], vc[160], vbad[160], vdist[64], vlib[4200], out[8192];
-    const char *env[7];
-    CUipcMemHandle ha, hb, hc, bad;
-    CUdeviceptr a = 0, b = 0, c = 0;
+    char va[160], vb[160], vc[160], vd[160], vbad[160], vdist[64], vsizes[96], vlib[4200];
+    char out[8192];
+    const char *env[9];
+    CUipcMemHandle ha, hb, hc, hd, bad;
+    CUdeviceptr a = 0, b = 0, c = 0, d = 0, e = 0;
     unsigned long long base;
-    size_t size;
+    size_t size, sa = 0, sb = 0, sc = 0;
     int cap = -1, sig = 0, st;
     CUresult r;
 
@@ -175,14 +391,26 @@ static void exporter(const char *fake_dir)
     if (!t_check(!cuIpcGetMemHandle(&ha, a) && !cuIpcGetMemHandle(&hb, b + 100) &&
                  !cuIpcGetMemHandle(&hc, c), "bridge/ipc/get_handles", "cuIpcGetMemHandle failed"))
         return;
+    /* D: a handle of a block freed at once, another block (E) allocated in its place. */
+    if (cuMemAlloc(&d, SMALL) || cuIpcGetMemHandle(&hd, d) || cuMemFree(d) ||
+        cuMemAlloc(&e, SMALL) ||
+        cuMemGetAddressRange(NULL, &sa, a) || cuMemGetAddressRange(NULL, &sb, b) ||
+        cuMemGetAddressRange(NULL, &sc, c)) {
+        t_fail("bridge/ipc/freed_block_handle", "alloc, handle, free or range failed");
+        return;
+    }
+    memset((void *)(uintptr_t)e, 0xe5, SMALL);
     bad = hb;
     ((unsigned char *)&bad)[8] ^= 0xff; /* another exporter's nonce: no such process */
     memcpy(va, "IPC_A=", 6), to_hex(&ha, sizeof(ha), va + 6);
     memcpy(vb, "IPC_B=", 6), to_hex(&hb, sizeof(hb), vb + 6);
     memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
+    memcpy(vd, "IPC_D=", 6), to_hex(&hd, sizeof(hd), vd + 6);
     memcpy(vbad, "IPC_BAD=", 8), to_hex(&bad, sizeof(bad), vbad + 8);
     snprintf(vdist, sizeof(vdist), "IPC_DIST=%ld", (long)(b - a));
-    env[0] = va, env[1] = vb, env[2] = vc, env[3] = vbad, env[4] = vdist, env[5] = NULL;
+    snprintf(vsizes, sizeof(vsizes), "IPC_SIZES=%zu %zu %zu", sa, sb, sc);
+    env[0] = va, env[1] = vb, env[2] = vc, env[3] = vd, env[4] = vbad, env[5] = vdist;
+    env[6] = vsizes, env[7] = NULL;
     st = t_run_self("import", env, out, sizeof(out), &sig);
     fputs(out, stdout);
     t_check(st == 0, "bridge/ipc/importer_ran", "status %d signal %d", st, sig);
@@ -198,6 +426,7 @@ static void exporter(const char *fake_dir)
     cuMemFree(a);
     cuMemFree(b);
     cuMemFree(c);
+    cuMemFree(e);
 }
 
 int main(int argc, char **argv)

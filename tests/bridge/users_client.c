@@ -29,8 +29,9 @@
 #include "fake_gpu.h"       /* FAKE_GPU_MEMFD_PREFIX: what the stand-in driver imports */
 #include "hex.h"
 
-/* The fields of a bridge handle that name its exporter (bridge/bridge_ipc.c, struct handle:
- * magic, pid, nonce, the slab's base/id/size, offset, size, uid). */
+/* The fields of a bridge handle that name its exporter (bridge/bridge_ipc.h, struct
+ * vb_ipc_handle: magic, pid, nonce, the slab's base and id, the block's id, offset, size, uid,
+ * the slab's size). */
 #define H_PID   4
 #define H_NONCE 8
 #define H_UID   56
