@@ -6,6 +6,7 @@
 # module's flavour is GDRDRV_FLAVOUR's (open by default); run-qemu-debug-proprietary.sh runs
 # the proprietary one. Skips where the kernel is not built yet, except under CI
 # (tests/kernel/debug-kernel.sh builds it).
-# run.sh timeout: 1500
+# run.sh timeout: 3600
+# run.sh stall: 600
 export VRAMIO_KERNELS=debug
 exec "$(dirname "$0")/run-qemu.sh" "$@"

@@ -32,15 +32,28 @@
 # The series "debug" is the rig's debug kernel (tests/kernel/debug-kernel.sh: Debian's 6.1
 # source with KASAN, KFENCE, lockdep, UBSAN bounds and DEBUG_VM, built once per machine and
 # cached), booted with kasan_multi_shot; modules are built against its tree. Its results are
-# named debug-6.1/ (debug-6.1-proprietary/ for GDRDRV_FLAVOUR=proprietary), and its boots get
-# VRAMIO_DEBUG_QEMU_TIMEOUT seconds (default 540). Where the kernel is not built yet it is
+# named debug-6.1/ (debug-6.1-proprietary/ for GDRDRV_FLAVOUR=proprietary). Where the kernel is not built yet it is
 # built first under CI (.ci/setup.d/debug-kernel.sh builds it before), and skipped otherwise.
 # Stock 6.12 boots with kfence.sample_interval=1 slub_debug=FZPU. Every run fails on a
 # checker's report in the guest's log (KASAN, KFENCE, lockdep, UBSAN, WARNING, BUG, Oops):
 # "not ok <kernel>/kernel-log".
 #
+# Time bounds: a guest's time depends on the host (TCG runs it at the host's speed, and a
+# loaded 2-core host takes twice as long), so a boot is bounded by its progress, not by its
+# total time. The guest prints a line as each test group starts and one per result; QEMU is
+# stopped when no such line came for the stall bound (VRAMIO_QEMU_STALL, default 150 s; on
+# the debug kernel VRAMIO_DEBUG_QEMU_STALL, default 300 s: several times the longest group).
+# The ceiling (VRAMIO_QEMU_TIMEOUT, default 900 s; VRAMIO_DEBUG_QEMU_TIMEOUT, default 2700 s)
+# only stops a guest that prints forever. While a guest runs, a line a minute says how far it
+# is (tests/run.sh bounds this script by its output's progress too), and each boot ends with
+# its time against its ceiling and its longest silence against its stall bound.
+#
+# The scripts' own bounds in tests/run.sh (these lines, and the same in the wrappers):
+# run.sh timeout: 2400
+# run.sh stall: 600
+#
 # Environment: BUILD (build folder, default build), VRAMIO_KERNELS (space separated series to
-# run, default "6.1 6.12"), VRAMIO_QEMU_TIMEOUT (seconds per boot, default 180), KEEP_LOGS=1
+# run, default "6.1 6.12"), the bounds above, KEEP_LOGS=1
 # (print the whole serial log), VRAMIO_QEMU_BAR=0 (no ivshmem device: the BAR tests skip),
 # VRAMIO_GUEST_ONLY (space separated shell patterns of guest groups to run, e.g.
 # "np-callback gdrdrv": while iterating; the module loads, unloads and the final leak and
@@ -55,6 +68,7 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
+. tests/kernel/boot_guest.sh
 BUILD=${BUILD:-build}
 mkdir -p "$BUILD" && BUILD=$(cd "$BUILD" && pwd)
 ARCH=${ARCH:-x86_64}
@@ -76,7 +90,6 @@ arm64|aarch64)
 *) echo "run-qemu.sh: ARCH=$ARCH: only x86_64 and arm64 guests exist"; exit 2 ;;
 esac
 SERIES=${VRAMIO_KERNELS:-6.1 6.12}
-QEMU_TIMEOUT=${VRAMIO_QEMU_TIMEOUT:-180}
 t_start=$(date +%s)
 
 unavailable() {
@@ -216,10 +229,11 @@ build_guest() {  # builds them; writes "name<TAB>command" lines for the guest, c
 run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
     local label=$1 abi=$2 ver=$3 kdir=${4:-} out img=${5:-} root serial rc line have_driver=0
     local append="console=$CONSOLE panic=-1 oops=panic panic_on_warn=1 init_on_free=1 quiet"
-    local timeout_s=$QEMU_TIMEOUT
+    local ceiling=${VRAMIO_QEMU_TIMEOUT:-900} stall=${VRAMIO_QEMU_STALL:-150}
     case $label in
     debug*)   # loglevel=5: lockdep's reports are warnings, which quiet keeps off the console
-        append="$append kasan_multi_shot loglevel=5 hung_task_panic=1" timeout_s=${VRAMIO_DEBUG_QEMU_TIMEOUT:-540} ;;
+        append="$append kasan_multi_shot loglevel=5 hung_task_panic=1"
+        ceiling=${VRAMIO_DEBUG_QEMU_TIMEOUT:-2700} stall=${VRAMIO_DEBUG_QEMU_STALL:-300} ;;
     6.12)  append="$append kfence.sample_interval=1 slub_debug=FZPU" ;;
     esac
     [ -n "$kdir" ] || kdir=/usr/lib/modules/$abi/build
@@ -299,19 +313,19 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
     # (seen once: an int3 Oops in sched_clock_cpu during a TCG boot of 6.12): it is booted once
     # more, and says so. Anything after BOOTED counts as it is.
     for attempt in 1 2; do
-        timeout --kill-after=10 "$timeout_s" $QEMU "${QEMU_MACHINE[@]}" \
+        boot_guest "$label" "$serial.raw" "$stall" "$ceiling" $QEMU "${QEMU_MACHINE[@]}" \
             -m 512 -smp 2 -nodefaults -display none -serial stdio -no-reboot \
             "${bar[@]}" \
             -kernel "$img" -initrd "$out/initramfs.cpio.gz" \
-            -append "$append" \
-            </dev/null >"$serial.raw" 2>&1
-        rc=$?
+            -append "$append"
+        rc=$BOOT_RC
         tr -d '\r' <"$serial.raw" >"$serial"
         # No exit port on arm64: a power-off after "@@ DONE failed=N" stands for x86's 2N+33.
         if [ "$ARCH" = arm64 ] && [ "$rc" = 0 ] && grep -qE '^@@ DONE failed=[01]$' "$serial"; then
             rc=$((33 + 2 * $(sed -nE 's/^@@ DONE failed=([01])$/\1/p' "$serial" | tail -n 1)))
         fi
-        echo "# $label: qemu exited $rc after $((SECONDS - t0)) s"
+        echo "# $label: qemu exited $rc after $((SECONDS - t0)) s of its ${ceiling} s ceiling;" \
+            "longest silence ${BOOT_GAP} s (in '$BOOT_GAP_AT') of its ${stall} s stall bound"
         grep -q '^@@ BOOTED' "$serial" || [ "$attempt" = 2 ] && break
         echo "# $label: the guest died before /init started; its last lines, then one more boot:"
         tail -n 15 "$serial" | sed 's/^/#     /'
@@ -324,10 +338,7 @@ run_kernel() {  # run_kernel LABEL ABI VERSION [KDIR IMAGE]
             echo "ok $label/boot: complete run (failures above)"
     else
         line=$(grep '^@@ RUNNING' "$serial" | tail -n 1 | cut -d' ' -f3-)
-        case $rc in
-            124|137) why="timed out after ${timeout_s}s" ;;
-            *) why="qemu exited $rc without a final result line" ;;
-        esac
+        why=${BOOT_WHY:-qemu exited $rc without a final result line}
         if grep -qE 'Kernel panic|Oops|BUG:|WARNING:' "$serial"; then
             why="kernel panic/oops/warning at $(grep -m1 -oE 'RIP: 0010:[^ ]+|pc : [^ ]+' "$serial" |
                 sed -E 's/^(RIP: 0010:|pc : )//') ($why)"
