@@ -52,6 +52,12 @@ struct vr_pin_info {
     uint32_t cycles_per_ms;          /* their rate; the core fills both when tm_cycles is 0 */
 };
 
+/* The kernel's ENOTSUPP (not a user-space errno), which NVIDIA's driver gives for its
+ * NV_ERR_NOT_SUPPORTED: what mmap of a dma-buf export returns where the driver does not allow
+ * CPU mappings, and what nvidia_p2p_get_pages returns, through gdrdrv, for a FORCE_BAR1 pin on
+ * a GPU without a coherent link. */
+#define VR_KERNEL_ENOTSUPP 524
+
 /* vr_backend_ops.map_types: a set of gdr_mapping_type_t, bit (1 << type). */
 #define VR_MAP_TYPE_BIT(t) (1u << (t))
 #define VR_MAP_TYPES_ALL   (VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC) | \

@@ -356,6 +356,42 @@ static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_im
     return 0;
 }
 
+/*
+ * GDR_PIN_FLAG_FORCE_PCIE asks for a BAR1 mapping where the CPU could otherwise reach the
+ * memory through a coherent link (C2C: Grace). Upstream GDRCopy 2.6 documents it for coherent
+ * platforms only, and both of its paths refuse it on a GPU without such a link: the module's
+ * nvidia_p2p_get_pages with FORCE_BAR1_MAPPING is refused by NVIDIA's driver (not supported),
+ * the dma-buf export with the PCIE mapping flag fails (CUDA_ERROR_NOT_SUPPORTED). Clients rely
+ * on that refusal (UCX's USE_PCIE=yes expects a failed registration there; its try mode,
+ * aws-ofi-nccl and others pin again without the flag), so this backend refuses it the same
+ * way, final (EINVAL: not offered to another backend), although its mapping is a BAR1 window
+ * anyway. On a coherent GPU it is taken (the mapping is the Vulkan driver's host-visible
+ * window, WC). 0, or EINVAL with why.
+ */
+static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req *req,
+                              const struct vr_import_key *key, char *why, size_t len)
+{
+    CUmemAllocationProp prop;
+    int coherent = 0;
+    CUdevice dev;
+
+    if (!(req->flags & GDR_PIN_FLAG_FORCE_PCIE))
+        return 0;
+    memset(&prop, 0, sizeof(prop));
+    if (cu->cuMemGetAllocationPropertiesFromHandle(&prop,
+                                                   (CUmemGenericAllocationHandle)key->handle) ==
+            CUDA_SUCCESS && prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+        cu->cuDeviceGet(&dev, prop.location.id) == CUDA_SUCCESS && cu->cuDeviceGetAttribute &&
+        cu->cuDeviceGetAttribute(&coherent,
+                                 CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                                 dev) == CUDA_SUCCESS && coherent)
+        return 0;
+    snprintf(why, len, "GDR_PIN_FLAG_FORCE_PCIE is for GPUs with a coherent (C2C) link to the "
+             "CPU, and CUDA device %d has none (upstream's module and dma-buf path refuse it "
+             "there too): pin without the flag", (int)prop.location.id);
+    return EINVAL;
+}
+
 static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
                       struct vr_pin_info *info, char *why, size_t len)
 {
@@ -368,8 +404,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     uint64_t va = req->va, plen = req->len;
     int rc, created;
 
-    /* FORCE_PCIE needs nothing: this mapping is always through the PCIe BAR1. The legacy
-     * p2p tokens only matter to the kernel module's non-persistent mode. */
+    /* The legacy p2p tokens only matter to the kernel module's non-persistent mode. */
     rc = vr_cuda_init(&cu, why, len);
     if (!rc)
         rc = cuda_has_vmm(cu, why, len);
@@ -382,7 +417,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
-
+    rc = force_pcie_refused(cu, req, &key, why, len);
+    if (rc) {
+        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+        return rc;
+    }
     if (!vr_range_inside(va, plen, key.base, key.size)) {
         snprintf(why, len, "the range 0x%llx + %llu (GPU pages 0x%llx + %llu) does not lie "
                  "inside its CUDA allocation 0x%llx + %llu", (unsigned long long)req->addr,
@@ -473,8 +512,9 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
     .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
-    /* The import keeps the pages until unpin (persistent); the mapping is always BAR1 over
-     * PCIe, so FORCE_PCIE is satisfied by construction. */
+    /* The import keeps the pages until unpin (persistent). FORCE_PCIE is known (the
+     * attribute says 1, as upstream's module and dma-buf path say on every GPU) and taken on
+     * coherent GPUs only, as theirs (force_pcie_refused). */
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
     /* .version left out: gdrdrv 2.6. */
     .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),

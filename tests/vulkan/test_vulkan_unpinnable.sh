@@ -6,7 +6,8 @@
 # unpinnable_client.c and the bridge's client (tests/bridge/bridge_client.c) against the
 # stand-in CUDA driver and Vulkan loader of tests/fake/, whose environment says what the machine
 # lacks, and against the system's Vulkan loader with no driver to find (a container started
-# with NVIDIA_DRIVER_CAPABILITIES=compute,utility). One result line per check.
+# with NVIDIA_DRIVER_CAPABILITIES=compute,utility). Then GDR_PIN_FLAG_FORCE_PCIE, refused on a
+# GPU without a coherent link as upstream refuses it. One result line per check.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
@@ -89,4 +90,9 @@ go vulkan/first_alloc -- "$run" "$client" first_alloc vulkan/decided
 # gdr_open made the instance, so a forked child leaves without the driver's teardown.
 go vulkan/fork VRAMIO_ENABLE_VULKAN=1 -- "$client" fork vulkan/fork
 
+# GDR_PIN_FLAG_FORCE_PCIE: refused on a GPU without a coherent link (upstream's module and
+# dma-buf path refuse it there; UCX's gdr_copy test expects it), taken on a coherent one.
+go vulkan/force_pcie VRAMIO_ENABLE_VULKAN=1 -- "$client" force_pcie vulkan/force_pcie refused
+go vulkan/force_pcie VRAMIO_ENABLE_VULKAN=1 FAKE_CUDA_COHERENT=1 -- \
+    "$client" force_pcie vulkan/force_pcie_coherent taken
 t_done

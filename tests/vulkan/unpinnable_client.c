@@ -10,6 +10,9 @@
  *                 and is written through the mapping
  *   partial       (GPU 1 without a Vulkan device, chosen by name) GPU 0 pins, GPU 1 is refused
  *                 with its reason
+ *   force_pcie refused|taken
+ *                 a GDR_PIN_FLAG_FORCE_PCIE pin of vramio_alloc memory: refused with EINVAL
+ *                 (a GPU without a coherent link, as upstream), or taken (a coherent one)
  *   lazy          no Vulkan instance while the program only starts CUDA; one once gdr_open
  *                 has answered
  *   first_alloc   (under vramio-run) no Vulkan instance before the first cuMemAlloc; after it
@@ -137,6 +140,26 @@ static void mode_partial(const char *arg)
     gdr_close(g);
 }
 
+static void mode_force_pcie(const char *want)
+{
+    gdr_t g = gdr_open();
+    char why[512] = "";
+    int rc;
+
+    if (!t_check(g != NULL, at("gdr_open"), "NULL: %s", vramio_last_error()))
+        return;
+    rc = pin_map_write(g, 0, GDR_PIN_FLAG_FORCE_PCIE, why, sizeof(why));
+    if (strcmp(want, "taken") == 0)
+        t_check(rc == 0, at("force_pcie_taken"), "%s", why);
+    else
+        t_check(rc == EINVAL && strstr(why, "coherent"), at("force_pcie_refused"),
+                "rc %d (want EINVAL, a reason naming the coherent link): %s", rc, why);
+    /* The flag's refusal leaves the pin without it untouched. */
+    rc = pin_map_write(g, 0, 0, why, sizeof(why));
+    t_check(rc == 0, at("default_pin_still_works"), "%s", why);
+    gdr_close(g);
+}
+
 static void mode_lazy(const char *arg)
 {
     gdr_t g;
@@ -192,7 +215,7 @@ int main(int argc, char **argv)
 {
     static const struct { const char *name; void (*run)(const char *arg); } modes[] = {
         { "null", mode_null }, { "usable", mode_usable }, { "partial", mode_partial },
-        { "lazy", mode_lazy },
+        { "force_pcie", mode_force_pcie }, { "lazy", mode_lazy },
         { "first_alloc", mode_first_alloc }, { "fork", mode_fork },
     };
     size_t i;
