@@ -95,4 +95,19 @@ go vulkan/fork VRAMIO_ENABLE_VULKAN=1 -- "$client" fork vulkan/fork
 go vulkan/force_pcie VRAMIO_ENABLE_VULKAN=1 -- "$client" force_pcie vulkan/force_pcie refused
 go vulkan/force_pcie VRAMIO_ENABLE_VULKAN=1 FAKE_CUDA_COHERENT=1 -- \
     "$client" force_pcie vulkan/force_pcie_coherent taken
+# The same decisions in the ASan build's library ('make check' has built it): gdr_open's
+# checks leak nothing and read nothing they should not, confirmed or refused.
+if [ -e "$B/asan/lib/libgdrapi.so" ] && t_make vulkan/asan/build BUILD="$B/asan" SANITIZE=asan \
+       "$B/asan/tests/vulkan/unpinnable_client"; then
+    asan=$B/asan/tests/vulkan/unpinnable_client
+    go vulkan/asan/usable VRAMIO_ENABLE_VULKAN=1 FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 -- \
+        "$asan" usable vulkan/asan/usable
+    for c in "${cases[@]}"; do
+        IFS='|' read -r case env reason <<< "$c"
+        read -ra vars <<< "$env"
+        go "vulkan/asan/$case" "${vars[@]}" VRAMIO_ENABLE_VULKAN=1 -- \
+            "$asan" null "vulkan/asan/$case" "$reason"
+    done
+    go vulkan/asan/force_pcie VRAMIO_ENABLE_VULKAN=1 -- "$asan" force_pcie vulkan/asan/force_pcie refused
+fi
 t_done

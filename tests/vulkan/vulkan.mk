@@ -13,4 +13,5 @@ $(VULKAN_CLIENT): $(BUILD)/tests/vulkan/%: tests/vulkan/%.c $(SCRIPT_CLIENT_DEPS
 
 .PHONY: vulkan-progs
 vulkan-progs: $(VULKAN_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN) bridge-progs
-SCRIPT_PROGS += $(VULKAN_CLIENT)
+SCRIPT_PROGS      += $(VULKAN_CLIENT)
+SCRIPT_ASAN_PROGS += $(VULKAN_CLIENT)
