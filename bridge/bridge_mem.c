@@ -73,22 +73,28 @@ static int turn_off(CUdevice dev)
     return dev >= 0 && dev < VB_MAX_DEVICES && !atomic_exchange(&pool_off[dev], 1);
 }
 
-/* Whether the pool's memory can be pinned here at all. Without the vulkan backend (no Vulkan
- * loader, a driver without the VMM calls, VRAMIO_ENABLE_VULKAN=0 from the user) the pool
- * would only add its costs (2 MiB slabs, a wait at every free, IPC through a socket): then
- * the driver serves every allocation, as without vramio-run, and the program is told once.
- * Only what costs nothing is asked (the libraries load; no Vulkan instance is made: the
- * NVIDIA driver's exit handler would then break forked children of programs that never pin),
- * so a loader without a Vulkan driver is found out at the first pin, not here. */
+/* Whether the pool's memory can be pinned here at all, asked at the first allocation: the
+ * question gdr_open asks (the vulkan backend's confirm: a Vulkan driver, a Vulkan device for
+ * every GPU, a host-visible window, VMM), so that the pool serves exactly where gdr_open will
+ * succeed. Where it cannot (also: no Vulkan loader, VRAMIO_ENABLE_VULKAN=0 from the user) the
+ * pool would only add its costs (2 MiB slabs, a wait at every free, IPC through a socket),
+ * and a client would get NULL from gdr_open anyway: the driver serves every allocation, as
+ * without vramio-run, and the program is told once. The Vulkan instance is made here, not at
+ * program start: the NVIDIA driver's exit handler would break forked children of programs
+ * that never touch GPU memory. */
 static void check_pinnable(void)
 {
-    char why[256];
+    static const char prefix[] = "cannot pin: ";
+    char why[320];
+    const char *w = why;
 
     if (vramio_backend_probe(VRAMIO_BACKEND_VULKAN, why, sizeof(why)) == 0)
         return;
     atomic_store(&unpinnable, 1);
+    if (strncmp(w, prefix, sizeof(prefix) - 1) == 0)
+        w += sizeof(prefix) - 1;
     fprintf(stderr, "vramio-run: the vulkan backend cannot pin this program's memory (%s): "
-            "the CUDA driver serves every allocation, as without vramio-run\n", why);
+            "the CUDA driver serves every allocation, as without vramio-run\n", w);
 }
 
 /* size bytes from the pool on the current context's device: 1 when served. */

@@ -54,7 +54,8 @@ SCRIPT_ASAN_PROGS :=
 SCRIPT_CLIENT_DEPS = $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< $(TEST_KIT_SRCS) \
     $(2) $(LINK_LIBGDRAPI) -ldl)
--include tests/fake/fake.mk tests/dmabuf/dmabuf.mk tests/multigpu/multigpu.mk tests/bridge/bridge.mk
+-include tests/fake/fake.mk tests/dmabuf/dmabuf.mk tests/multigpu/multigpu.mk tests/bridge/bridge.mk \
+    tests/vulkan/vulkan.mk
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan
 script-progs: $(SCRIPT_PROGS)

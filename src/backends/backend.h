@@ -52,6 +52,12 @@ struct vr_pin_info {
     uint32_t cycles_per_ms;          /* their rate; the core fills both when tm_cycles is 0 */
 };
 
+/* The kernel's ENOTSUPP (not a user-space errno), which NVIDIA's driver gives for its
+ * NV_ERR_NOT_SUPPORTED: what mmap of a dma-buf export returns where the driver does not allow
+ * CPU mappings, and what nvidia_p2p_get_pages returns, through gdrdrv, for a FORCE_BAR1 pin on
+ * a GPU without a coherent link. */
+#define VR_KERNEL_ENOTSUPP 524
+
 /* vr_backend_ops.map_types: a set of gdr_mapping_type_t, bit (1 << type). */
 #define VR_MAP_TYPE_BIT(t) (1u << (t))
 #define VR_MAP_TYPES_ALL   (VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC) | \
@@ -103,6 +109,18 @@ struct vr_backend_ops {
     /* Is this backend usable in this process? Cheap (no GPU context creation where avoidable);
      * the backend may cache the answer. 0 if usable, else an errno and why. */
     int (*probe)(char *why, size_t len);
+
+    /* For a narrow backend (opt_in_env set) that gdr_open would keep with no broad backend
+     * beside it: make sure, whatever that costs (the vulkan backend makes its Vulkan instance
+     * here), that it can pin the memory a client will trust it with: that of every GPU
+     * (every = 1: opted in by its variable, which promises what upstream's module promises,
+     * "cudaMalloc memory can be pinned", vramio-run making that memory pinnable), or of at
+     * least one (every = 0: chosen by name, the user knowing which memory they pin). A
+     * failure leaves the backend out, so gdr_open fails as upstream's does without its
+     * module. Not called where a broad backend is usable: there the narrow one only takes
+     * what that one refuses, and finds out at the first such pin. 0, or an errno and why.
+     * Left out: the probe's answer stands. */
+    int (*confirm)(int every, char *why, size_t len);
 
     /* Per-gdr_t state, made by gdr_open after a successful probe; *ctx may be NULL.
      * Left out: no state (*ctx NULL, close does nothing). */

@@ -27,6 +27,12 @@ static int refuse_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     return ENOTSUP;
 }
 
+/* The probe's answer stands. */
+static int probe_suffices(int every, char *why, size_t len)
+{
+    return 0;
+}
+
 /* No per-gdr_t state. */
 static int no_ctx_open(void **ctx, char *why, size_t len)
 {
@@ -80,6 +86,7 @@ void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *i
         out->map_types = VR_MAP_TYPES_ALL;
     VR_DEFAULT(map_types_why, "");
     VR_DEFAULT(probe, refuse_probe);
+    VR_DEFAULT(confirm, probe_suffices);
     VR_DEFAULT(open, no_ctx_open);
     VR_DEFAULT(close, no_ctx_close);
     VR_DEFAULT(pin, refuse_pin);

@@ -278,23 +278,28 @@ static int fds_exhausted(void)
     return err;
 }
 
-static int export_refused(CUresult r, uint64_t va, uint64_t len, int dev, char *why,
-                          size_t wlen)
+static int export_refused(CUresult r, const struct vr_dmabuf_plan *plan, char *why, size_t wlen)
 {
+    const unsigned long long va = plan->va, len = plan->len;
+    const int dev = plan->device;
     struct rlimit rl = { 0, 0 };
     int fde = r == CUDA_ERROR_OPERATING_SYSTEM ? fds_exhausted() : 0;
-    int rc = vr_dmabuf_export_errno(r, fde);
+    int rc = vr_dmabuf_export_errno(r, fde, plan->pcie_flag);
 
     if (rc == EMFILE || rc == ENFILE) {
         getrlimit(RLIMIT_NOFILE, &rl);
         snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s: the %s is out of file "
                  "descriptors (%s; each pin holds one dma-buf fd, the limit is %llu: raise it "
-                 "with ulimit -n, or unpin)", (unsigned long long)va, (unsigned long long)len,
+                 "with ulimit -n, or unpin)", va, len,
                  vr_cuda_errstr(r), rc == EMFILE ? "process" : "system",
                  rc == EMFILE ? "EMFILE" : "ENFILE", (unsigned long long)rl.rlim_cur);
+    } else if (rc == EINVAL) {
+        snprintf(why, wlen, "GDR_PIN_FLAG_FORCE_PCIE refused for device %d (%s): the driver "
+                 "maps through the PCIe BAR on request only on a platform with a coherent "
+                 "(C2C) link; pin without the flag", dev, vr_cuda_errstr(r));
     } else {
         snprintf(why, wlen, "dma-buf export of 0x%llx + %llu (device %d) refused: %s",
-                 (unsigned long long)va, (unsigned long long)len, dev, vr_cuda_errstr(r));
+                 va, len, dev, vr_cuda_errstr(r));
     }
     return rc;
 }
@@ -311,8 +316,6 @@ static int dmabuf_export(export_fn fn, const struct vr_dmabuf_plan *plan, struct
     pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&export_lock);
     r = fn(&p->fd, va, plan->len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, plan->export_flags);
-    if (r == CUDA_ERROR_NOT_SUPPORTED && plan->retry_plain)
-        r = fn(&p->fd, va, plan->len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (r == CUDA_SUCCESS && fcntl(p->fd, F_SETFD, FD_CLOEXEC) != 0) {
         err = errno;
         close(p->fd);
@@ -324,18 +327,11 @@ static int dmabuf_export(export_fn fn, const struct vr_dmabuf_plan *plan, struct
     }
     pthread_mutex_unlock(&export_lock);
     if (r != CUDA_SUCCESS)
-        return export_refused(r, plan->va, plan->len, plan->device, why, wlen);
+        return export_refused(r, plan, why, wlen);
     if (err)
         snprintf(why, wlen, "cannot make the dma-buf fd close-on-exec: %s", strerror(err));
     return err;
 }
-
-/* Whether the CPU reaches a BAR through PCIe alone: a fact of the host the plan rests on. */
-#if defined(__x86_64__) || defined(__i386__)
-#define HOST_PCIE_ONLY 1
-#else
-#define HOST_PCIE_ONLY 0
-#endif
 
 /* What the pin's plan rests on, asked of the driver once and nothing decided; owner: the
  * memory's context (NULL when none owns it), for the export's context. The device is asked
@@ -348,7 +344,7 @@ static void pin_facts(const struct vr_cuda *cu, const struct vr_pin_req *req,
     int ord = -1;
 
     *f = (struct vr_dmabuf_pin_facts){ .addr = req->addr, .size = req->size,
-                                       .pin_flags = req->flags, .pcie_only = HOST_PCIE_ONLY,
+                                       .pin_flags = req->flags,
                                        .host_page = (uint64_t)sysconf(_SC_PAGESIZE),
                                        .device = -1 };
     *owner = NULL;

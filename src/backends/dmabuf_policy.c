@@ -84,17 +84,19 @@ int vr_dmabuf_plan(const struct vr_dmabuf_pin_facts *f, struct vr_dmabuf_plan *p
         return EINVAL;
     }
     plan->export_flags = force_pcie ? CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE : 0;
-    plan->retry_plain = force_pcie && f->pcie_only;
+    plan->pcie_flag = force_pcie;
     plan->map_type = f->coherent && !force_pcie ? GDR_MAPPING_TYPE_CACHING : GDR_MAPPING_TYPE_WC;
     return not_exportable(f, why, len);
 }
 
-int vr_dmabuf_export_errno(int cuda_result, int fd_errno)
+int vr_dmabuf_export_errno(int cuda_result, int fd_errno, int pcie_flag)
 {
     if (cuda_result == CUDA_ERROR_OPERATING_SYSTEM && (fd_errno == EMFILE || fd_errno == ENFILE))
         return fd_errno;
     if (cuda_result == CUDA_ERROR_OUT_OF_MEMORY)
         return ENOMEM;
+    if (cuda_result == CUDA_ERROR_NOT_SUPPORTED && pcie_flag)
+        return EINVAL;
     return ENOTSUP;
 }
 

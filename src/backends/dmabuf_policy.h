@@ -10,15 +10,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "backend.h"
 #include "gdrapi.h"
 
 /* cuDriverGetVersion of the first driver that maps dma-buf exports of discrete GPUs for the
  * CPU (13.3, the 610 series); older ones allow it on integrated GPUs only. */
 #define VR_DMABUF_MIN_DRIVER 13030
-
-/* The kernel's ENOTSUPP (not a user-space errno): what mmap of an export returns where the
- * driver does not allow CPU mappings. */
-#define VR_KERNEL_ENOTSUPP 524
 
 /* 0 when driver_version (cuDriverGetVersion's value) can mmap exports; else ENOTSUP and why. */
 int vr_dmabuf_driver_check(int driver_version, char *why, size_t len);
@@ -32,7 +29,6 @@ struct vr_dmabuf_pin_facts {
     uint64_t addr, size;        /* the range as the caller gave it */
     uint32_t pin_flags;         /* gdr_pin_flags_t */
     uint64_t host_page;         /* the host's page size, a power of two */
-    int pcie_only;              /* the CPU reaches BARs through PCIe alone (x86) */
     int ptr_result;             /* CUresult of asking the pointer's device (SUCCESS: GPU memory) */
     int device;                 /* the ordinal of that device */
     int dmabuf_supported;       /* its CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */
@@ -46,7 +42,8 @@ struct vr_dmabuf_plan {
                                        * what is exported and mapped */
     uint32_t page_size;               /* the host's page size, the pin's page_size */
     unsigned long long export_flags;  /* cuMemGetHandleForAddressRange flags */
-    int retry_plain;                  /* a CUDA_ERROR_NOT_SUPPORTED is retried with flags 0 */
+    int pcie_flag;                    /* the export asks for the PCIE mapping type: its
+                                       * CUDA_ERROR_NOT_SUPPORTED is the flag's refusal */
     gdr_mapping_type_t map_type;      /* what a mapping of the pin is */
 };
 
@@ -54,10 +51,9 @@ struct vr_dmabuf_plan {
  * The plan of a pin, from its facts alone (no driver call): 0 and *plan, or the pin's refusal
  * with why: ENOTSUP for memory that is not the GPU's or a device without dma-buf (the next
  * backend is offered it), EINVAL for a range that wraps in whole host pages.
- *  - export flags: FORCE_PCIE asks for the PCIE mapping type;
- *  - retry: where the CPU reaches BARs through PCIe alone (x86) every mapping already is PCIe,
- *    so a refused PCIE flag (the driver takes it only on coherent platforms) is retried without
- *    it; on a coherent platform the flag changes the path and its refusal is final;
+ *  - export flags: FORCE_PCIE asks for the PCIE mapping type, and the driver decides, as for
+ *    upstream's dma-buf path: it takes the flag only on a coherent platform (C2C: Grace) and
+ *    refuses it elsewhere, and that refusal is the pin's (vr_dmabuf_export_errno);
  *  - mapping type: CACHING on a coherent platform (the device reads pageable memory through the
  *    host's page tables: Grace), unless FORCE_PCIE asks for the BAR; WC otherwise.
  */
@@ -66,10 +62,13 @@ int vr_dmabuf_plan(const struct vr_dmabuf_pin_facts *f, struct vr_dmabuf_plan *p
 
 /* The errno of a refused export (a CUresult): the one decision a pin takes after its plan, as
  * it rests on the driver's answer to the export. fd_errno is what opening a descriptor gives
- * right after it (0 when one could be had): EMFILE / ENFILE where the driver's
- * CUDA_ERROR_OPERATING_SYSTEM comes from running out of descriptors, ENOMEM for memory, and
- * ENOTSUP (memory this exporter does not serve: the next backend is offered it) otherwise. */
-int vr_dmabuf_export_errno(int cuda_result, int fd_errno);
+ * right after it (0 when one could be had); pcie_flag the plan's. EMFILE / ENFILE where the
+ * driver's CUDA_ERROR_OPERATING_SYSTEM comes from running out of descriptors, ENOMEM for
+ * memory, EINVAL for CUDA_ERROR_NOT_SUPPORTED of an export with the PCIE flag (FORCE_PCIE
+ * refused on a GPU without a coherent link, final: upstream's pin fails there, and clients
+ * pin again without the flag), and ENOTSUP (memory this exporter does not serve: the next
+ * backend is offered it) otherwise. */
+int vr_dmabuf_export_errno(int cuda_result, int fd_errno, int pcie_flag);
 
 /* Whether the forced probe's trial (its result rc) ended with the driver's verdict, kept for
  * the process: it mapped (0), or the export or its mmap was refused (ENOTSUP, EINVAL, ...).

@@ -230,6 +230,14 @@ static int gd_op_pin(void *ctx, const struct vr_pin_req *req, void **pinp,
         rc = gd_ioctl(c, GDRDRV_IOC_PIN_BUFFER_V2, &b);
         handle = b.handle;
     }
+    if (rc == VR_KERNEL_ENOTSUPP && (req->flags & GDR_PIN_FLAG_FORCE_PCIE)) {
+        /* NVIDIA's driver takes FORCE_BAR1_MAPPING only on a GPU with a coherent link: the
+         * refusal every backend gives for the flag there (final; clients pin again without). */
+        snprintf(why, len, "GDR_PIN_FLAG_FORCE_PCIE refused by the GPU driver (errno 524): it "
+                 "maps through the PCIe BAR on request only on a GPU with a coherent (C2C) "
+                 "link; pin without the flag");
+        return EINVAL;
+    }
     switch (rc) {
     case 0:
         break;

@@ -13,7 +13,8 @@
  *
  * Plain cudaMalloc memory has no exportable handle (and the NVIDIA driver has no
  * VK_EXT_external_memory_dma_buf): such pins are refused with a reason that names the
- * alternatives. CUDA and Vulkan start at the first pin, never in gdr_open.
+ * alternatives. CUDA and Vulkan start at the first pin, or in gdr_open when this backend
+ * would serve alone (vulkan_confirm: then gdr_open must know that it can pin).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,77 @@ static int vulkan_probe(char *why, size_t len)
     if (!cu)
         return ENODEV;
     return cuda_has_vmm(cu, why, len);
+}
+
+/* Whether device d (an ordinal) can have memory this backend pins: VMM allocations with a
+ * POSIX-fd handle (what vramio_alloc and vramio-run's pool make there). */
+static int device_has_vmm_fd(const struct vr_cuda *cu, int d, char *why, size_t len)
+{
+    const CUdevice_attribute vmm_attr = CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED;
+    const CUdevice_attribute fd_attr =
+        CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED;
+    int vmm = 0, fd = 0;
+    CUdevice dev;
+
+    if (cu->cuDeviceGet(&dev, d) != CUDA_SUCCESS || !cu->cuDeviceGetAttribute ||
+        cu->cuDeviceGetAttribute(&vmm, vmm_attr, dev) != CUDA_SUCCESS ||
+        cu->cuDeviceGetAttribute(&fd, fd_attr, dev) != CUDA_SUCCESS)
+        vmm = fd = 0;
+    if (vmm && fd)
+        return 0;
+    snprintf(why, len, "CUDA device %d has no %s", d,
+             vmm ? "POSIX-fd handles for its VMM allocations" : "virtual memory management (VMM)");
+    return ENOTSUP;
+}
+
+/*
+ * gdr_open's question when this backend would serve alone (backend.h): can it pin? CUDA is
+ * initialised and the Vulkan instance made here, so that a machine without a Vulkan driver
+ * (no ICD: a container started with NVIDIA_DRIVER_CAPABILITIES=compute,utility), a GPU that
+ * no Vulkan device matches by UUID, one without a host-visible device-local memory type, or
+ * one whose BAR1 window is too small is found out at gdr_open, which then fails as upstream's
+ * does without its module, instead of at every pin. Each GPU is judged on its own and logged;
+ * every = 1 needs all of them (a client aborts at the first refused pin, whichever GPU it is
+ * on), every = 0 one.
+ */
+static int vulkan_confirm(int every, char *why, size_t len)
+{
+    const struct vr_cuda *cu;
+    char one[256], first[256] = "";
+    int n = 0, d, rc, good = 0, first_rc = 0;
+
+    rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = cuda_has_vmm(cu, why, len);
+    if (!rc && (!cu->cuDeviceGetCount || cu->cuDeviceGetCount(&n) != CUDA_SUCCESS || n <= 0)) {
+        snprintf(why, len, "the CUDA driver lists no device");
+        rc = ENODEV;
+    }
+    if (rc)
+        return rc;
+    for (d = 0; d < n; d++) {
+        rc = device_has_vmm_fd(cu, d, one, sizeof(one));
+        if (!rc)
+            rc = vr_vk_gpu_check(cu, d, one, sizeof(one));
+        if (rc) {
+            vr_info("vulkan: GPU %d cannot be pinned through Vulkan: %s", d, one);
+            if (!first_rc) {
+                first_rc = rc;
+                snprintf(first, sizeof(first), "%s", one);
+            }
+        } else {
+            vr_dbg("vulkan: GPU %d can be pinned through Vulkan", d);
+            good++;
+        }
+    }
+    if (good == n || (!every && good > 0))
+        return 0;
+    if (good)
+        snprintf(why, len, "%d of %d GPUs can be pinned through Vulkan, and a client may pin "
+                 "memory of any of them (%s)", good, n, first);
+    else
+        snprintf(why, len, "%s", first);
+    return first_rc;
 }
 
 static int vulkan_open(void **ctx, char *why, size_t len)
@@ -284,6 +356,42 @@ static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_im
     return 0;
 }
 
+/*
+ * GDR_PIN_FLAG_FORCE_PCIE asks for a BAR1 mapping where the CPU could otherwise reach the
+ * memory through a coherent link (C2C: Grace). Upstream GDRCopy 2.6 documents it for coherent
+ * platforms only, and both of its paths refuse it on a GPU without such a link: the module's
+ * nvidia_p2p_get_pages with FORCE_BAR1_MAPPING is refused by NVIDIA's driver (not supported),
+ * the dma-buf export with the PCIE mapping flag fails (CUDA_ERROR_NOT_SUPPORTED). Clients rely
+ * on that refusal (UCX's USE_PCIE=yes expects a failed registration there; its try mode,
+ * aws-ofi-nccl and others pin again without the flag), so this backend refuses it the same
+ * way, final (EINVAL: not offered to another backend), although its mapping is a BAR1 window
+ * anyway. On a coherent GPU it is taken (the mapping is the Vulkan driver's host-visible
+ * window, WC). 0, or EINVAL with why.
+ */
+static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req *req,
+                              const struct vr_import_key *key, char *why, size_t len)
+{
+    CUmemAllocationProp prop;
+    int coherent = 0;
+    CUdevice dev;
+
+    if (!(req->flags & GDR_PIN_FLAG_FORCE_PCIE))
+        return 0;
+    memset(&prop, 0, sizeof(prop));
+    if (cu->cuMemGetAllocationPropertiesFromHandle(&prop,
+                                                   (CUmemGenericAllocationHandle)key->handle) ==
+            CUDA_SUCCESS && prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+        cu->cuDeviceGet(&dev, prop.location.id) == CUDA_SUCCESS && cu->cuDeviceGetAttribute &&
+        cu->cuDeviceGetAttribute(&coherent,
+                                 CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                                 dev) == CUDA_SUCCESS && coherent)
+        return 0;
+    snprintf(why, len, "GDR_PIN_FLAG_FORCE_PCIE is for GPUs with a coherent (C2C) link to the "
+             "CPU, and CUDA device %d has none (upstream's module and dma-buf path refuse it "
+             "there too): pin without the flag", (int)prop.location.id);
+    return EINVAL;
+}
+
 static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
                       struct vr_pin_info *info, char *why, size_t len)
 {
@@ -296,8 +404,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     uint64_t va = req->va, plen = req->len;
     int rc, created;
 
-    /* FORCE_PCIE needs nothing: this mapping is always through the PCIe BAR1. The legacy
-     * p2p tokens only matter to the kernel module's non-persistent mode. */
+    /* The legacy p2p tokens only matter to the kernel module's non-persistent mode. */
     rc = vr_cuda_init(&cu, why, len);
     if (!rc)
         rc = cuda_has_vmm(cu, why, len);
@@ -310,6 +417,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
+    rc = force_pcie_refused(cu, req, &key, why, len);
+    if (rc) {
+        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
+        return rc;
+    }
     if (!vr_range_inside(va, plen, key.base, key.size)) {
         snprintf(why, len, "the range 0x%llx + %llu (GPU pages 0x%llx + %llu) does not lie "
                  "inside its CUDA allocation 0x%llx + %llu", (unsigned long long)req->addr,
@@ -400,13 +512,15 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
     .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
-    /* The import keeps the pages until unpin (persistent); the mapping is always BAR1 over
-     * PCIe, so FORCE_PCIE is satisfied by construction. */
+    /* The import keeps the pages until unpin (persistent). FORCE_PCIE is known (the
+     * attribute says 1, as upstream's module and dma-buf path say on every GPU) and taken on
+     * coherent GPUs only, as theirs (force_pcie_refused). */
     .attr = { [GDR_ATTR_USE_PERSISTENT_MAPPING] = 1, [GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE] = 1 },
     /* .version left out: gdrdrv 2.6. */
     .map_types = VR_MAP_TYPE_BIT(GDR_MAPPING_TYPE_WC),
     .map_types_why = "the vulkan backend maps write-combined only (a BAR1 window)",
     .probe = vulkan_probe,
+    .confirm = vulkan_confirm,
     .open = vulkan_open,
     .close = vulkan_close,
     .pin = vulkan_pin,

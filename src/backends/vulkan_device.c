@@ -13,12 +13,16 @@
 
 #define VR_VK_MAX_GPUS 64
 
-/* One slot per CUDA device ordinal: made once, then read without a lock. */
+/* One slot per CUDA device ordinal: advanced under vk_lock (untried, then its physical
+ * device found and checked, then its VkDevice made), read without the lock once published.
+ * A failure is final, its reason kept. */
+enum { SLOT_FAILED = -1, SLOT_UNTRIED = 0, SLOT_FOUND = 1, SLOT_READY = 2 };
 struct gpu_slot {
-    _Atomic int state;      /* 0 not tried, 1 ready, -1 failed */
+    _Atomic int state;
     int err;
     char why[256];
-    struct vr_vk_gpu gpu;
+    VkPhysicalDevice pd;    /* from SLOT_FOUND */
+    struct vr_vk_gpu gpu;   /* memtype and heap_size from SLOT_FOUND, the rest SLOT_READY */
 };
 
 static pthread_mutex_t vk_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,7 +48,7 @@ static void vk_fork_child(void)
     for (i = 0; i < VR_VK_MAX_GPUS; i++) {
         slots[i].err = EACCES;
         snprintf(slots[i].why, sizeof(slots[i].why), "%s", vk_instance_why);
-        atomic_store_explicit(&slots[i].state, -1, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].state, SLOT_FAILED, memory_order_relaxed);
     }
 }
 
@@ -181,27 +185,39 @@ static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16], uint32_t *index, ui
     return found;
 }
 
-static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g,
-                     char *why, size_t len)
+/* Device memory of CUDA device d, for the BAR1 rule below; 0 when the driver does not say. */
+static size_t cuda_total_mem(const struct vr_cuda *cu, CUdevice d)
+{
+    size_t bytes = 0;
+
+    if (!cu->cuDeviceTotalMem || cu->cuDeviceTotalMem(&bytes, d) != CUDA_SUCCESS)
+        return 0;
+    return bytes;
+}
+
+/*
+ * Whether the vulkan backend can pin memory of CUDA device cuda_dev, without making its
+ * VkDevice: the physical device with its UUID, the external-memory extension, and a
+ * device-local host-visible memory type whose heap (the BAR1 window) holds at least half of
+ * the GPU's memory. A GPU whose BAR1 is a small window (256 MiB without resizable BAR) shows
+ * such a type too, but imports beyond the window fail: a large cudaMalloc, or the pool's
+ * memory once the window is full, could not be pinned. The rule is half, not all: the
+ * driver keeps a little of BAR1 for itself, and a window of half the memory serves what a
+ * program pins at once (GDRCopy's clients pin buffers, not the whole GPU). Fills s->pd,
+ * s->gpu.memtype and s->gpu.heap_size; 0 or an errno with the reason in why.
+ */
+static int gpu_find(const struct vr_cuda *cu, int cuda_dev, struct gpu_slot *s,
+                    char *why, size_t len)
 {
     const char *ext_name = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
-    const float prio = 1.0f;
-    VkDeviceQueueCreateInfo q = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueFamilyIndex = 0, .queueCount = 1, .pQueuePriorities = &prio,
-    };
-    VkDeviceCreateInfo dci = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
-        .enabledExtensionCount = 1, .ppEnabledExtensionNames = &ext_name,
-    };
     VkPhysicalDeviceMemoryProperties mp;
+    VkPhysicalDeviceProperties p;
     VkPhysicalDevice pd;
     uint32_t pd_index = 0, pd_count = 0;
+    size_t total;
     CUdevice d;
     CUuuid uuid;
     CUresult cr;
-    VkResult r;
     int t;
 
     cr = cu->cuDeviceGet(&d, cuda_dev);
@@ -219,11 +235,10 @@ static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g
                  "(VK_DRIVER_FILES)", cuda_dev, pd_count, pd_count == 1 ? "" : "s");
         return ENODEV;
     }
+    vk.vkGetPhysicalDeviceProperties(pd, &p);
     {
         const unsigned char *u = (const unsigned char *)uuid.bytes;
-        VkPhysicalDeviceProperties p;
 
-        vk.vkGetPhysicalDeviceProperties(pd, &p);
         vr_dbg("vulkan: CUDA device %d is Vulkan physical device %u of %u, '%s', UUID "
                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", cuda_dev,
                pd_index, pd_count, p.deviceName, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
@@ -237,10 +252,42 @@ static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g
     t = vr_vk_pick_memtype(&mp);
     if (t < 0) {
         snprintf(why, len, "the Vulkan device of CUDA device %d has no device-local "
-                 "host-visible memory type (BAR1 too small for it?)", cuda_dev);
+                 "host-visible memory type (no BAR1 window for the CPU)", cuda_dev);
         return ENOTSUP;
     }
-    r = vk.vkCreateDevice(pd, &dci, NULL, &g->dev);
+    s->gpu.memtype = (uint32_t)t;
+    s->gpu.heap_size = mp.memoryHeaps[mp.memoryTypes[t].heapIndex].size;
+    total = cuda_total_mem(cu, d);
+    if (!vr_vk_window_enough(s->gpu.heap_size, total)) {
+        snprintf(why, len, "the host-visible window of CUDA device %d's memory is %llu MiB "
+                 "of its %llu MiB (BAR1 too small: enable resizable BAR / a large BAR1 in the "
+                 "BIOS or the GPU's mode)", cuda_dev,
+                 (unsigned long long)(s->gpu.heap_size >> 20),
+                 (unsigned long long)(total >> 20));
+        return ENOSPC;
+    }
+    s->pd = pd;
+    return 0;
+}
+
+/* Make the VkDevice of a slot that gpu_find accepted. 0 or an errno with the reason in why. */
+static int gpu_create(int cuda_dev, struct gpu_slot *s, char *why, size_t len)
+{
+    const char *ext_name = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+    const float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = 0, .queueCount = 1, .pQueuePriorities = &prio,
+    };
+    VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
+        .enabledExtensionCount = 1, .ppEnabledExtensionNames = &ext_name,
+    };
+    struct vr_vk_gpu *g = &s->gpu;
+    VkResult r;
+
+    r = vk.vkCreateDevice(s->pd, &dci, NULL, &g->dev);
     if (r != VK_SUCCESS) {
         snprintf(why, len, "vkCreateDevice for CUDA device %d failed: %s", cuda_dev,
                  vr_vk_result_name(r));
@@ -252,13 +299,38 @@ static int gpu_start(const struct vr_cuda *cu, int cuda_dev, struct vr_vk_gpu *g
         return ENOSYS;
     }
     g->cuda_dev = cuda_dev;
-    g->memtype = (uint32_t)t;
-    g->heap_size = mp.memoryHeaps[mp.memoryTypes[t].heapIndex].size;
     return 0;
 }
 
-int vr_vk_gpu_get(const struct vr_cuda *cu, int cuda_dev, const struct vr_vk_gpu **gpu,
-                  char *why, size_t len)
+/* Bring slot s of cuda_dev to at least the state want (FOUND or READY) under vk_lock: the
+ * instance first, then gpu_find, then (for READY) gpu_create. A failure is kept for good. */
+static void slot_advance(const struct vr_cuda *cu, int cuda_dev, struct gpu_slot *s, int want)
+{
+    int st = atomic_load_explicit(&s->state, memory_order_relaxed), err = 0;
+
+    if (st == SLOT_UNTRIED) {
+        if (vk_instance_err < 0)
+            vk_instance_err = instance_start();
+        if (vk_instance_err) {
+            err = vk_instance_err;
+            snprintf(s->why, sizeof(s->why), "%s", vk_instance_why);
+        } else {
+            err = gpu_find(cu, cuda_dev, s, s->why, sizeof(s->why));
+        }
+        st = err ? SLOT_FAILED : SLOT_FOUND;
+    }
+    if (st == SLOT_FOUND && want == SLOT_READY) {
+        err = gpu_create(cuda_dev, s, s->why, sizeof(s->why));
+        st = err ? SLOT_FAILED : SLOT_READY;
+    }
+    if (err)
+        s->err = err;
+    atomic_store_explicit(&s->state, st, memory_order_release);
+}
+
+/* Slot of cuda_dev advanced to want (or failed): 0, or its errno with the reason in why. */
+static int slot_get(const struct vr_cuda *cu, int cuda_dev, int want, struct gpu_slot **out,
+                    char *why, size_t len)
 {
     struct gpu_slot *s;
     int st;
@@ -270,28 +342,41 @@ int vr_vk_gpu_get(const struct vr_cuda *cu, int cuda_dev, const struct vr_vk_gpu
     }
     s = &slots[cuda_dev];
     st = atomic_load_explicit(&s->state, memory_order_acquire);
-    if (st == 0) {
+    if (st != SLOT_FAILED && st < want) {
         pthread_once(&vk_fork_once, vk_fork_register);
         pthread_mutex_lock(&vk_lock);
-        st = atomic_load_explicit(&s->state, memory_order_relaxed);
-        if (st == 0) {
-            if (vk_instance_err < 0)
-                vk_instance_err = instance_start();
-            if (vk_instance_err) {
-                s->err = vk_instance_err;
-                snprintf(s->why, sizeof(s->why), "%s", vk_instance_why);
-            } else {
-                s->err = gpu_start(cu, cuda_dev, &s->gpu, s->why, sizeof(s->why));
-            }
-            st = s->err ? -1 : 1;
-            atomic_store_explicit(&s->state, st, memory_order_release);
-        }
+        slot_advance(cu, cuda_dev, s, want);
         pthread_mutex_unlock(&vk_lock);
+        st = atomic_load_explicit(&s->state, memory_order_acquire);
     }
-    if (st < 0) {
+    if (st == SLOT_FAILED) {
         snprintf(why, len, "%s", s->why);
         return s->err;
     }
-    *gpu = &s->gpu;
+    *out = s;
     return 0;
+}
+
+int vr_vk_gpu_check(const struct vr_cuda *cu, int cuda_dev, char *why, size_t len)
+{
+    struct gpu_slot *s;
+
+    return slot_get(cu, cuda_dev, SLOT_FOUND, &s, why, len);
+}
+
+int vr_vk_window_enough(uint64_t window, uint64_t total)
+{
+    /* The driver saying nothing of the memory is no reason to refuse. */
+    return total == 0 || window >= total / 2;
+}
+
+int vr_vk_gpu_get(const struct vr_cuda *cu, int cuda_dev, const struct vr_vk_gpu **gpu,
+                  char *why, size_t len)
+{
+    struct gpu_slot *s;
+    int rc = slot_get(cu, cuda_dev, SLOT_READY, &s, why, len);
+
+    if (!rc)
+        *gpu = &s->gpu;
+    return rc;
 }

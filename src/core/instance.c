@@ -6,7 +6,9 @@
  *
  * A lazy backend (backend.h: dmabuf, whose probe calls cuInit) behind a usable one is not
  * probed by gdr_open: where upstream's module opens, upstream never touches CUDA, and neither
- * does gdr_open here. Its probe runs at the first pin the backends before it refuse.
+ * does gdr_open here. Its probe runs at the first pin the backends before it refuse. A narrow
+ * backend (vulkan) that would serve alone must confirm that it can pin before gdr_open
+ * answers (backend.h, confirm): a non-NULL gdr_t is a promise that pins work.
  *
  * A gdr_t is a token of the vr_gdrs table, not a pointer: a stale or made-up value is
  * rejected without being dereferenced. Every call on a gdr_t holds a reference for its
@@ -82,15 +84,30 @@ static int consider_backend(const struct vr_backend_ops *ops, unsigned mask, con
     return rc;
 }
 
+/* Whether the user chose this backend by name (GDRCOPY_BACKEND). */
+static int chosen_by_name(const struct vr_backend_ops *ops)
+{
+    const char *forced = getenv("GDRCOPY_BACKEND");
+
+    return forced && strcmp(forced, ops->name) == 0;
+}
+
 /* Whether the user asked for a backend that needs opting in: by name, or by its variable. */
 static int opted_in(const struct vr_backend_ops *ops)
 {
-    const char *forced = getenv("GDRCOPY_BACKEND");
     const char *v = getenv(ops->opt_in_env);
 
-    if (forced && strcmp(forced, ops->name) == 0)
-        return 1;
-    return v && atoi(v) != 0;
+    return chosen_by_name(ops) || (v && atoi(v) != 0);
+}
+
+/* Leave backend b out of the choice: close its context, keep rc and the reason. */
+static void leave_out(struct vr_gdr *gdr, int b, void *ctx[], int ok[], int rc)
+{
+    if (ctx[b])
+        gdr->ops[b].close(ctx[b]);
+    ctx[b] = NULL;
+    ok[b] = 0;
+    gdr->status[b] = rc;
 }
 
 int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
@@ -128,20 +145,29 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
             before = b + 1;
     }
     /* A narrow backend alone would make gdr_open promise pins it cannot keep: without an
-     * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module. Beside a
-     * broad backend it stays as the fall-through for memory that one refuses. */
+     * opt-in, gdr_open then fails as it does with upstream GDRCopy and no module; opted in,
+     * it must first confirm that it can pin at all (backend.h), or gdr_open fails the same
+     * way. Beside a broad backend it stays as the fall-through for memory that one refuses. */
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++) {
         const struct vr_backend_ops *ops = &gdr->ops[b];
+        char why[VR_REASON_LEN];
+        int rc;
 
-        if (!ok[b] || !ops->opt_in_env || broad || opted_in(ops))
+        if (!ok[b] || !ops->opt_in_env || broad)
             continue;
-        if (ctx[b])
-            ops->close(ctx[b]);
-        ctx[b] = NULL;
-        ok[b] = 0;
-        gdr->status[b] = ENODEV;
-        snprintf(gdr->why[b], VR_REASON_LEN, "usable, not enabled: set %s=1 for programs whose "
-                 "memory is %s", ops->opt_in_env, ops->serves);
+        if (!opted_in(ops)) {
+            leave_out(gdr, b, ctx, ok, ENODEV);
+            snprintf(gdr->why[b], VR_REASON_LEN, "usable, not enabled: set %s=1 for programs "
+                     "whose memory is %s", ops->opt_in_env, ops->serves);
+            continue;
+        }
+        why[0] = '\0';
+        rc = ops->confirm(!chosen_by_name(ops), why, sizeof(why));
+        if (rc) {
+            leave_out(gdr, b, ctx, ok, rc);
+            snprintf(gdr->why[b], VR_REASON_LEN, "cannot pin: %s",
+                     why[0] ? why : vramio_strerror(rc));
+        }
     }
     gdr->nactive = 0;
     for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)

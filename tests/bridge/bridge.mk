@@ -101,7 +101,7 @@ $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/f
 .PHONY: bridge-progs interpose-progs users-progs fuzz-ipc
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
-bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM)
+bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) \
                 $(USERS_CLIENT) $(USERS_EVIL)

@@ -10,6 +10,9 @@ set -u
 B=${BUILD:-build}
 dir=$B/tests/bridge
 fake=$B/tests/fake/cuda-vmm
+# The stand-in Vulkan loader too: the pool serves only where the vulkan backend can pin
+# (tests/vulkan/test_vulkan_unpinnable.sh tries the machines where it cannot).
+fakes=$fake:$B/tests/fake/vulkan
 bridge=$B/lib/libvramio_bridge.so
 run=$B/bin/vramio-run
 rundir=$(pwd)/$dir/run
@@ -22,7 +25,7 @@ t_make bridge/build bridge-progs || exit 1
 client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
     local mode=$1 out rc
     shift
-    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" "$@" \
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" "$@" \
           timeout 60 $RUN "$dir/bridge_client" "$mode" 2>&1)
     rc=$?
     t_relay "bridge/$mode/exit" $rc "$out"
@@ -31,22 +34,23 @@ RUN=$run
 client bridged
 client fallback FAKE_CUDA_VMM=0
 client noctx FAKE_CUDA_NO_CTX=1
-client peers FAKE_CUDA_DEVICES=4
-client peers_refused FAKE_CUDA_DEVICES=4 FAKE_CUDA_PEER_REFUSE=1
-client multigpu FAKE_CUDA_DEVICES=2
+client peers FAKE_CUDA_DEVICES=4 FAKE_VK_GPUS=4
+client peers_refused FAKE_CUDA_DEVICES=4 FAKE_VK_GPUS=4 FAKE_CUDA_PEER_REFUSE=1
+client multigpu FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
 client new_abi FAKE_CUDA_NEW_ABI=cuMemAlloc:14000
-client per_device FAKE_CUDA_DEVICES=2 FAKE_CUDA_VMM_REFUSE=1 FAKE_CUDA_VMM_OS_ERRORS=1
+client per_device FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 FAKE_CUDA_VMM_REFUSE=1 \
+    FAKE_CUDA_VMM_OS_ERRORS=1
 client sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0
 RUN=
 client plain
 
 # CUDA IPC of bridged blocks between two processes (bridge_ipc.c): ipc_client.c.
-out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" \
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
       timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" 2>&1)
 t_relay bridge/ipc/exit $? "$out"
 
 # The log says what was intercepted, and how it ended.
-log=$(LD_LIBRARY_PATH="$fake" timeout 60 "$run" --log "$dir/bridge_client" bridged 2>&1 >/dev/null)
+log=$(LD_LIBRARY_PATH="$fakes" timeout 60 "$run" --log "$dir/bridge_client" bridged 2>&1 >/dev/null)
 if printf '%s\n' "$log" | grep -q 'cuGetProcAddress("cuMemAlloc", 13000): the bridge' &&
    printf '%s\n' "$log" | grep -q 'cuMemAlloc(100) = 0x[0-9a-f]* from the pool' &&
    printf '%s\n' "$log" | grep -q 'at exit: '; then
@@ -71,7 +75,7 @@ for kind in shared static; do
     if ! t_make "bridge/runtime_${kind}_lookups_caught" "$dir/runtime_$kind"; then
         continue
     fi
-    log=$(LD_LIBRARY_PATH="$fake" timeout 60 "$run" --log "$dir/runtime_$kind" 2>&1)
+    log=$(LD_LIBRARY_PATH="$fakes" timeout 60 "$run" --log "$dir/runtime_$kind" 2>&1)
     miss=
     printf '%s\n' "$log" | grep -q "vramio-bridge: libcuda.so.1 is vramio's shim" || miss=" the shim"
     for want in 'cuGetProcAddress("cuGetProcAddress", 1[2-9][0-9]*)' \
@@ -117,7 +121,7 @@ expect version 0 '^vramio-run \(vramio\) [0-9]' "$run" --version
 expect no_program 2 'no program to run' "$run"
 expect no_program_after_dashes 2 'no program to run' "$run" --log --
 expect bad_option 2 "unknown option '--frobnicate'" "$run" --frobnicate true
-fk=(env LD_LIBRARY_PATH="$fake")
+fk=(env LD_LIBRARY_PATH="$fakes")
 expect missing_program 127 "cannot run 'no-such-program-here'" "${fk[@]}" "$run" no-such-program-here
 expect not_executable 126 "cannot run '/'" "${fk[@]}" "$run" /
 expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
@@ -125,15 +129,15 @@ expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
 expect exit_status_passed_on 3 '' "${fk[@]}" "$run" sh -c 'exit 3'
 keep=$(cd "$B/lib" && pwd)/libgdrapi.so.2
 # The shim's directory goes first on the library path; LD_PRELOAD is the user's, untouched.
-expect sets_library_path_and_vulkan 0 "^$keep\|$rundir/cuda-[0-9a-f]{16}:$fake\|1\$" \
-    env LD_PRELOAD="$keep" LD_LIBRARY_PATH="$fake" "$run" \
+expect sets_library_path_and_vulkan 0 "^$keep\|$rundir/cuda-[0-9a-f]{16}:$fakes\|1\$" \
+    env LD_PRELOAD="$keep" LD_LIBRARY_PATH="$fakes" "$run" \
     sh -c 'echo "$LD_PRELOAD|$LD_LIBRARY_PATH|$VRAMIO_ENABLE_VULKAN"'
 shim=$(realpath "$B/lib/libvramio_cuda.so")
 expect links_to_shim_and_driver 0 "^$shim $shim $(realpath "$fake/libcuda.so.1")\$" \
     "${fk[@]}" "$run" sh -c 'd=${LD_LIBRARY_PATH%%:*}; echo $(readlink $d/libcuda.so.1) $(readlink $d/libcuda.so) $(readlink $d/libcuda.so.1.real)'
 expect arguments_passed 0 '^<a b> <c>$' "${fk[@]}" "$run" -- sh -c 'echo "<$1> <$2>"' sh 'a b' c
 expect run_dir_with_colon_refused 127 "/tmp/a:b: LD_LIBRARY_PATH cannot hold it" \
-    env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR=/tmp/a:b "$run" true
+    env LD_LIBRARY_PATH="$fakes" VRAMIO_RUN_DIR=/tmp/a:b "$run" true
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     t_skip "bridge/run_no_driver_refused" "this machine has a CUDA driver"
 else
@@ -153,8 +157,8 @@ expect nested 0 'cuMemAlloc\(100\) = 0x[0-9a-f]* from the pool' \
 # The user's VRAMIO_ENABLE_VULKAN=0 stands; with it nothing can be pinned, so the driver
 # serves every allocation (as without vramio-run), and the program is told once.
 expect user_vulkan_setting_kept 0 '^0$' \
-    env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 "$run" sh -c 'echo $VRAMIO_ENABLE_VULKAN'
-out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_ENABLE_VULKAN=0 timeout 60 "$run" \
+    env LD_LIBRARY_PATH="$fakes" VRAMIO_ENABLE_VULKAN=0 "$run" sh -c 'echo $VRAMIO_ENABLE_VULKAN'
+out=$(env LD_LIBRARY_PATH="$fakes" VRAMIO_ENABLE_VULKAN=0 timeout 60 "$run" \
       "$dir/bridge_client" plain 2>&1)
 n=$(printf '%s\n' "$out" | grep -c "the vulkan backend cannot pin this program's memory")
 if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
@@ -165,7 +169,7 @@ else
 fi
 # The directory removed under the program (logind removes XDG_RUNTIME_DIR at logout, tmp
 # cleaners old directories): the driver serves, and the program's libgdrapi says so once.
-out=$(env LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$rundir/lost" timeout 60 "$run" \
+out=$(env LD_LIBRARY_PATH="$fakes" VRAMIO_RUN_DIR="$rundir/lost" timeout 60 "$run" \
       sh -c 'rm -rf "${LD_LIBRARY_PATH%%:*}"; exec "$0" plain' "$dir/bridge_client" 2>&1)
 n=$(printf '%s\n' "$out" | grep -c "libcuda.so.1 is not vramio's shim (.*/lost/cuda-[0-9a-f]*/libcuda.so.1 is gone")
 if [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q '^ok bridge/plain_driver_serves'; then
@@ -176,7 +180,7 @@ fi
 # The shim without its bridge says so, and the driver serves the program unchanged.
 shimdir=$(ls -d "$rundir"/cuda-* | head -n 1)
 expect shim_without_bridge_says_so 0 'the bridge /nonexistent/b.so cannot be loaded .*: the CUDA driver serves' \
-    env LD_LIBRARY_PATH="$shimdir:$fake" VRAMIO_BRIDGE_LIB=/nonexistent/b.so \
+    env LD_LIBRARY_PATH="$shimdir:$fakes" VRAMIO_BRIDGE_LIB=/nonexistent/b.so \
         "$dir/bridge_client" plain
 # Loaded without the launcher, the bridge enables the vulkan backend itself (unless set).
 expect preload_enables_vulkan 0 '^1 0$' sh -c "a=\$(LD_PRELOAD=$bridge sh -c 'echo \$VRAMIO_ENABLE_VULKAN'); \

@@ -53,9 +53,12 @@ else
     t_fail "$arch/bridge/run_directory" "'$d': $(ls -l "$d" 2>&1 | tr '\n' ' ')"
 fi
 
+# Several GPUs: as many Vulkan devices (the pool serves only where every GPU can be pinned).
+per_device="per_device FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 FAKE_CUDA_VMM_REFUSE=1"
 for mode in bridged "fallback FAKE_CUDA_VMM=0" "noctx FAKE_CUDA_NO_CTX=1" \
-            "peers FAKE_CUDA_DEVICES=4" "multigpu FAKE_CUDA_DEVICES=2" \
-            "per_device FAKE_CUDA_DEVICES=2 FAKE_CUDA_VMM_REFUSE=1 FAKE_CUDA_VMM_OS_ERRORS=1" \
+            "peers FAKE_CUDA_DEVICES=4 FAKE_VK_GPUS=4" \
+            "multigpu FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2" \
+            "$per_device FAKE_CUDA_VMM_OS_ERRORS=1" \
             "new_abi FAKE_CUDA_NEW_ABI=cuMemAlloc:14000" \
             "sync_error FAKE_CUDA_SYNC_ERROR=999 VRAMIO_LOG_LEVEL=0"; do
     set -- $mode

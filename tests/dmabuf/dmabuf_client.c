@@ -4,8 +4,9 @@
  * stand-in driver of fake_cuda_dmabuf.c (test_dmabuf_emulated.sh runs it once per mode):
  *   main     a driver that maps exports: pin, info, map, copies both ways checked against
  *            the memory itself, one fd per pin and none left after unpin or close, the
- *            FORCE_PCIE flag, mapping requests, a pin the export refuses falling through,
- *            a forked child refused;
+ *            FORCE_PCIE flag refused (no coherent link), mapping requests, a pin the export
+ *            refuses falling through, a forked child refused;
+ *   force_pcie_coherent   FORCE_PCIE on a coherent GPU: taken, mapped WC;
  *   old      a 13.0 driver: the probe's reason names the versions;
  *   refuse   a 13.3 driver that refuses to mmap exports: pins export, their gdr_map fails
  *            and says why, the backend stays usable (the refusal is per buffer);
@@ -151,24 +152,50 @@ static void map_and_copy(gdr_t g, gdr_mh_t mh, CUdeviceptr d)
             "read other bytes");
 }
 
-/* FORCE_PCIE: on x86 the plain export (every BAR mapping is PCIe there); refused elsewhere by
- * the stand-in. A pin unpinned while mapped. */
+/* FORCE_PCIE on a GPU without a coherent link: the stand-in refuses the PCIE flag there, as
+ * NVIDIA's driver does, and that refusal is the pin's (EINVAL, final, nothing left open), as
+ * upstream's pin fails; a client pins again without the flag. On a coherent GPU (mode
+ * force_pcie_coherent) the flag is taken and the mapping is WC. A pin unpinned while mapped. */
 static void force_pcie(gdr_t g, CUdeviceptr d2, int base_fds)
 {
     gdr_mh_t mh;
     void *m = NULL;
     int rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh);
 
-#if defined(__x86_64__)
-    t_check(rc == 0 && open_fds() == base_fds + 2, "force_pcie_x86_plain_export",
+    t_check(rc == EINVAL && strstr(vramio_last_error(), "coherent") &&
+                open_fds() == base_fds + 1, "force_pcie_refused_without_coherent_link",
             "rc %d %s, %d fds", rc, vramio_last_error(), open_fds());
-#else
-    t_check(rc != 0, "force_pcie_refused_off_x86", "accepted");
-#endif
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d2, 1 << 20, 0, &mh);
     if (rc == 0) {
         rc = gdr_map(g, mh, &m, 1 << 20);
         t_check(rc == 0 && gdr_unpin_buffer(g, mh) == 0, "unpin_live_mapping", "map rc %d", rc);
     }
+}
+
+static void mode_force_pcie_coherent(void)
+{
+    CUdeviceptr d = alloc(1 << 20);
+    gdr_t g = gdr_open();
+    gdr_info_t info;
+    gdr_mh_t mh;
+    void *m = NULL;
+    int rc;
+
+    if (!t_check(g && d, "open", "gdr_open %p: %s", (void *)g, vramio_last_error()))
+        return;
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d, 1 << 20, GDR_PIN_FLAG_FORCE_PCIE, &mh);
+    if (!t_check(rc == 0, "force_pcie_taken_on_coherent_gpu", "rc %d %s", rc,
+                 vramio_last_error()))
+        return;
+    rc = gdr_map(g, mh, &m, 1 << 20);
+    t_check(rc == 0 && gdr_get_info(g, mh, &info) == 0 && info.mapping_type == GDR_MAPPING_TYPE_WC,
+            "force_pcie_maps_wc", "map rc %d type %d", rc, (int)info.mapping_type);
+    if (rc == 0)
+        gdr_unmap(g, mh, m, 1 << 20);
+    gdr_unpin_buffer(g, mh);
+    gdr_close(g);
 }
 
 /* A child forked while the pin is mapped is refused with EACCES and faults on the parent's
@@ -330,6 +357,8 @@ int main(int argc, char **argv)
         mode_forced(0);
     else if (strcmp(argv[1], "forced_ok") == 0)
         mode_forced(1);
+    else if (strcmp(argv[1], "force_pcie_coherent") == 0)
+        mode_force_pcie_coherent();
     else
         return 2;
     return t_status();

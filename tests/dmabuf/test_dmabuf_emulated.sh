@@ -75,6 +75,8 @@ run_modes() { # label build: the clients of that build, against its library
     run_upstream "$label" "$up"
     [ -n "$QEMU" ] && return
     run_client "$label/main" "$prog" main FAKE_CUDA_VERSION=13030
+    run_client "$label/force_pcie_coherent" "$prog" force_pcie_coherent FAKE_CUDA_VERSION=13030 \
+        FAKE_CUDA_COHERENT=1
     run_client "$label/old" "$prog" old FAKE_CUDA_VERSION=13000
     run_client "$label/refuse" "$prog" refuse FAKE_CUDA_VERSION=13030 FAKE_CUDA_MMAP=refuse
     # 580: its exports' mmap refused (the stand-in's rule below 13.3, no FAKE_CUDA_MMAP).

@@ -13,7 +13,9 @@
  * the synchronizations.
  *
  * Environment (besides the base's, fake_cuda_base.h): FAKE_CUDA_VERSION defaults to 13000;
- * FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED, as a device without VMM),
+ * FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED and the device's VMM attribute 0,
+ * as a device without VMM), FAKE_CUDA_COHERENT=1[:0...] (per device, as the dma-buf
+ * stand-in: PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, a CPU-coherent GPU such as Grace's),
  * FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device),
  * FAKE_CUDA_VMM_REFUSE=D (cuMemCreate on device D alone says CUDA_ERROR_NOT_SUPPORTED),
  * FAKE_CUDA_VMM_OS_ERRORS=N (the first N cuMemCreate calls say CUDA_ERROR_OPERATING_SYSTEM),
@@ -67,6 +69,12 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
         *v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        *v = !fake_env_is("FAKE_CUDA_VMM", "0");
+        break;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+        *v = fake_env_at("FAKE_CUDA_COHERENT", d, 0);
         break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
         *v = 32;

@@ -18,12 +18,20 @@
  * own check of which device served an import catches a wrong choice), FAKE_VK_START_MS=N
  * (vkCreateInstance takes N ms after it has registered its exit handler, as a real driver
  * registers its handlers while it loads and starts).
+ * The ways a machine cannot pin through Vulkan (tests/vulkan/test_vulkan_unpinnable.sh):
+ * FAKE_VK_NO_ICD=1 (the loader finds no driver: vkCreateInstance says
+ * VK_ERROR_INCOMPATIBLE_DRIVER, as the real loader in a container given no graphics driver),
+ * FAKE_VK_UUID_OFFSET=K (physical device of GPU i shows the UUID of GPU i + K: a Vulkan device
+ * of another GPU, or a software one, and none of the CUDA devices'), FAKE_VK_NO_BAR=1 (no
+ * device-local host-visible memory type), FAKE_VK_BAR_MB=N (that type on a heap of its own of
+ * N MiB, as a GPU without resizable BAR shows a 256 MiB window).
  * Like the NVIDIA driver, the first vkCreateInstance registers an exit handler that cannot
  * run in a forked child: there it aborts, naming itself.
  * Exported for the tests: fake_vk_served_by(p, uuid) (the UUID of the physical device whose
  * VkDevice imported the memory mapped at p; the CUDA ordinal it mirrors, or -1 when p is in
  * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts),
- * fake_vk_starting() (1 while a vkCreateInstance is under way).
+ * fake_vk_starting() (1 while a vkCreateInstance is under way), fake_vk_instances()
+ * (vkCreateInstance calls that made an instance).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -56,10 +64,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_mem *mems;
 static int n_imports, n_refused, n_live;
 
+static int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+
+    return e && *e ? atoi(e) : dflt;
+}
+
 static int nphys(void)
 {
-    const char *e = getenv("FAKE_VK_GPUS");
-    int n = e ? atoi(e) : 1;
+    int n = env_int("FAKE_VK_GPUS", 1);
 
     return n < 0 ? 0 : n > FAKE_GPU_MAX ? FAKE_GPU_MAX : n;
 }
@@ -86,7 +100,7 @@ static VkResult VKAPI_CALL fake_EnumerateInstanceVersion(uint32_t *v)
 }
 
 static pid_t driver_pid;
-static int starting;
+static int starting, n_instances;
 
 /* The driver's teardown: run in a forked child it would use the parent's device. */
 static void driver_teardown(void)
@@ -108,6 +122,8 @@ static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
 
     if (!ci || ci->sType != VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
+    if (getenv("FAKE_VK_NO_ICD"))
+        return VK_ERROR_INCOMPATIBLE_DRIVER; /* the loader's answer: no driver, none loaded */
     pthread_mutex_lock(&lock);
     if (!driver_pid) {
         driver_pid = getpid();
@@ -122,6 +138,7 @@ static VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreateInfo *ci,
     for (i = 0; i < FAKE_GPU_MAX; i++)
         phys[i].gpu = nphys() - 1 - i;
     *inst = (VkInstance)&instance_dummy;
+    __atomic_add_fetch(&n_instances, 1, __ATOMIC_RELAXED);
     return VK_SUCCESS;
 }
 
@@ -167,7 +184,8 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES) {
             VkPhysicalDeviceIDProperties *id = (VkPhysicalDeviceIDProperties *)s;
 
-            fake_gpu_uuid(phys[phys_index(pd)].gpu, id->deviceUUID);
+            fake_gpu_uuid(phys[phys_index(pd)].gpu + env_int("FAKE_VK_UUID_OFFSET", 0),
+                          id->deviceUUID);
         }
     }
 }
@@ -190,6 +208,14 @@ static void VKAPI_CALL fake_GetPhysicalDeviceMemoryProperties(VkPhysicalDevice p
                                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                                 VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     m->memoryTypes[MEMTYPE_BAR].heapIndex = 0;
+    if (getenv("FAKE_VK_NO_BAR"))
+        m->memoryTypeCount = MEMTYPE_BAR;
+    if (getenv("FAKE_VK_BAR_MB")) {
+        m->memoryHeaps[2].size = (VkDeviceSize)env_int("FAKE_VK_BAR_MB", 0) << 20;
+        m->memoryHeaps[2].flags = VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+        m->memoryHeapCount = 3;
+        m->memoryTypes[MEMTYPE_BAR].heapIndex = 2;
+    }
 }
 
 static void VKAPI_CALL fake_GetPhysicalDeviceQueueFamilyProperties(VkPhysicalDevice pd,
@@ -410,3 +436,7 @@ FAKE_VK_EXPORT int fake_vk_imports(void) { return __atomic_load_n(&n_imports, __
 FAKE_VK_EXPORT int fake_vk_refused(void) { return __atomic_load_n(&n_refused, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_starting(void) { return __atomic_load_n(&starting, __ATOMIC_ACQUIRE); }
+FAKE_VK_EXPORT int fake_vk_instances(void)
+{
+    return __atomic_load_n(&n_instances, __ATOMIC_RELAXED);
+}

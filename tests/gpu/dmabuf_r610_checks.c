@@ -12,7 +12,8 @@
  *              export code there.
  * On 13.3 or newer:
  *   pcie       what the export answers to the PCIE mapping flag, and gdr_pin_buffer_v2(FORCE_PCIE)
- *              pins, maps WC and moves the right bytes: a verdict for the x86 fallback;
+ *              follows it: refused with EINVAL where the driver refuses the flag (x86 on 580),
+ *              else pins, maps WC and moves the right bytes;
  *   offset     bytes right through a real mapping of pins at a 4 KiB-aligned (not 64 KiB) and an
  *              unaligned address, both directions, checked with cuMemcpy;
  *   export     cuMemGetHandleForAddressRange by dlsym and by cuGetProcAddress at 13.3 and at the
@@ -328,10 +329,10 @@ static void check_pcie(void)
     bad = g ? lib_roundtrip(g, d, 2 * MB, GDR_PIN_FLAG_FORCE_PCIE, &rc, &type) : "gdr_open";
     if (!coherent && r == CUDA_ERROR_NOT_SUPPORTED)
         printf("# verdict pcie: x86 refuses the PCIE flag (801) on this driver too: "
-               "FORCE_PCIE takes the plain export, which is a PCIe BAR mapping there\n");
+               "FORCE_PCIE is refused there, as upstream's pin is\n");
     else if (!coherent && r == CUDA_SUCCESS)
-        printf("# verdict pcie: x86 ACCEPTS the PCIE flag here (mmap %s): the retry without it "
-               "is not needed on this driver (docs/dmabuf.md must say so)\n",
+        printf("# verdict pcie: x86 ACCEPTS the PCIE flag here (mmap %s): FORCE_PCIE pins on "
+               "this driver, unlike 580 (docs/dmabuf.md and README.md must say so)\n",
                mapped ? "works" : "fails");
     else if (coherent)
         printf("# verdict pcie: coherent platform: the PCIE flag %s (CUresult %d)\n",
@@ -339,8 +340,13 @@ static void check_pcie(void)
     else
         printf("# verdict pcie: x86 answers the PCIE flag with CUresult %d (neither 0 nor 801): "
                "docs/dmabuf.md must say so\n", (int)r);
-    t_check(!bad && type == GDR_MAPPING_TYPE_WC, "pcie/force_pcie_maps_wc_bytes_right",
-            "%s rc %d type %d: %s", bad ? bad : "-", rc, type, vramio_last_error());
+    /* The library follows the driver: the flag's refusal is the pin's (EINVAL), else WC. */
+    if (r == CUDA_ERROR_NOT_SUPPORTED)
+        t_check(bad && rc == EINVAL, "pcie/force_pcie_refused_as_the_driver_refuses",
+                "%s rc %d: %s", bad ? bad : "pinned", rc, vramio_last_error());
+    else
+        t_check(!bad && type == GDR_MAPPING_TYPE_WC, "pcie/force_pcie_maps_wc_bytes_right",
+                "%s rc %d type %d: %s", bad ? bad : "-", rc, type, vramio_last_error());
     if (g)
         gdr_close(g);
     cu.free(d);

@@ -201,19 +201,35 @@ static void test_two_in_one_reservation(void)
     cuMemAddressFree(base, 2 * gran);
 }
 
-/* Pin and map flags: FORCE_PCIE is accepted (the mapping is BAR1 over PCIe anyway); a WC
- * mapping may be requested, a cached or device one cannot be granted. */
+/* Pin and map flags: FORCE_PCIE is taken on a GPU with a coherent link (Grace) and refused
+ * with EINVAL elsewhere, as upstream's module and dma-buf path refuse it (UCX's gdr_copy test
+ * gdr_copy_reg_cuda_pcie_pin_fail expects that); a WC mapping may be requested, a cached or
+ * device one cannot be granted. */
 static void test_flags(void)
 {
     unsigned long long d = 0;
     gdr_mh_t mh;
     void *m = NULL;
-    int rc;
+    int rc, coherent = 0;
+    CUdevice dev;
 
     if (vramio_alloc(0, 2 * MiB, &d))
         return (void)t_check(0, "flags_alloc", "%s", vramio_last_error());
+    if (cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&coherent,
+                             CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                             dev) != CUDA_SUCCESS)
+        coherent = 0;
     rc = gdr_pin_buffer_v2(g, (unsigned long)d, 65536, GDR_PIN_FLAG_FORCE_PCIE, &mh);
-    if (t_check(rc == 0, "pin_force_pcie_accepted", "%d %s", rc, vramio_last_error())) {
+    if (coherent)
+        t_check(rc == 0, "pin_force_pcie_taken_coherent_gpu", "%d %s", rc, vramio_last_error());
+    else
+        t_check(rc == EINVAL, "pin_force_pcie_refused_no_coherent_link", "%d %s", rc,
+                vramio_last_error());
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    rc = gdr_pin_buffer_v2(g, (unsigned long)d, 65536, 0, &mh);
+    if (t_check(rc == 0, "pin_default_flags", "%d %s", rc, vramio_last_error())) {
         rc = gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_CACHE_MAPPING);
         t_check(rc == EINVAL, "map_req_cache_einval", "gave %d", rc);
         rc = gdr_map_v2(g, mh, &m, 65536, GDR_MAP_FLAG_REQ_DEVICE_MAPPING);

@@ -75,15 +75,15 @@ static void force_env_rule(void)
 /* ---- the plan of a pin: one row per decision ---------------------------------------------- */
 
 /* A pin the plan takes: [a, a + n) of device d, whose memory the driver exports, with pin
- * flags fl, on a host of pages of pg whose CPU reaches BARs through PCIe alone (pcie) or not,
- * on a coherent platform (coh) or not. */
-#define TAKEN(d, a, n, pg, fl, pcie, coh)                                                      \
-    { .addr = (a), .size = (n), .pin_flags = (fl), .host_page = (pg), .pcie_only = (pcie),    \
+ * flags fl, on a host of pages of pg, on a coherent platform (coh) or not. */
+#define TAKEN(d, a, n, pg, fl, coh)                                                            \
+    { .addr = (a), .size = (n), .pin_flags = (fl), .host_page = (pg),                         \
       .ptr_result = CUDA_SUCCESS, .device = (d), .dmabuf_supported = 1, .coherent = (coh) }
-/* The plan wanted: device d, [va, va + n) in pages of pg, export flags ef, retry r, type t. */
-#define PLAN(d, va_, n, pg, ef, r, t)                                                          \
+/* The plan wanted: device d, [va, va + n) in pages of pg, export flags ef, the PCIE flag asked
+ * (f: its refusal is the pin's), type t. */
+#define PLAN(d, va_, n, pg, ef, f, t)                                                          \
     { .device = (d), .va = (va_), .len = (n), .page_size = (pg), .export_flags = (ef),        \
-      .retry_plain = (r), .map_type = (t) }
+      .pcie_flag = (f), .map_type = (t) }
 #define WC GDR_MAPPING_TYPE_WC
 #define CACHING GDR_MAPPING_TYPE_CACHING
 
@@ -101,40 +101,41 @@ static const struct plan_case {
     { "wb_dmabuf/plan_refuses_device_without_dmabuf",
       { .addr = 0x1000, .size = 64, .host_page = 4096, .ptr_result = CUDA_SUCCESS,
         .device = 2 }, ENOTSUP, "device 2 does not support dma-buf", { 0 } },
-    { "wb_dmabuf/plan_refuses_wrap_in_host_pages", TAKEN(1, UINT64_MAX - 10, 5, 4096, 0, 1, 0),
+    { "wb_dmabuf/plan_refuses_wrap_in_host_pages", TAKEN(1, UINT64_MAX - 10, 5, 4096, 0, 0),
       EINVAL, "wraps around", { 0 } },
-    { "wb_dmabuf/plan_refuses_empty_range", TAKEN(1, 0x1000, 0, 4096, 0, 1, 0), EINVAL,
+    { "wb_dmabuf/plan_refuses_empty_range", TAKEN(1, 0x1000, 0, 4096, 0, 0), EINVAL,
       "wraps around", { 0 } },
     /* Exported and mapped in whole host pages, as GDRCopy; the pin's page size the host's. */
-    { "wb_dmabuf/plan_range_4k", TAKEN(1, 0x13064, 5000, 4096, 0, 1, 0), 0, NULL,
+    { "wb_dmabuf/plan_range_4k", TAKEN(1, 0x13064, 5000, 4096, 0, 0), 0, NULL,
       PLAN(1, 0x13000, 8192, 4096, 0, 0, WC) },
-    { "wb_dmabuf/plan_range_64k", TAKEN(1, 0x30000, 65536, 65536, 0, 1, 0), 0, NULL,
+    { "wb_dmabuf/plan_range_64k", TAKEN(1, 0x30000, 65536, 65536, 0, 0), 0, NULL,
       PLAN(1, 0x30000, 65536, 65536, 0, 0, WC) },
-    { "wb_dmabuf/plan_range_64k_unaligned", TAKEN(1, 0x3fffe, 4, 65536, 0, 1, 0), 0, NULL,
+    { "wb_dmabuf/plan_range_64k_unaligned", TAKEN(1, 0x3fffe, 4, 65536, 0, 0), 0, NULL,
       PLAN(1, 0x30000, 131072, 65536, 0, 0, WC) },
     /* Exported in a context of the pointer's own device, whichever is current. */
-    { "wb_dmabuf/plan_device_of_the_pointer", TAKEN(3, 0x10000, 4096, 4096, 0, 1, 0), 0, NULL,
+    { "wb_dmabuf/plan_device_of_the_pointer", TAKEN(3, 0x10000, 4096, 4096, 0, 0), 0, NULL,
       PLAN(3, 0x10000, 4096, 4096, 0, 0, WC) },
-    /* Export flags, the retry without PCIE, the mapping type: by pin flags and platform. */
-    { "wb_dmabuf/plan_x86_force_pcie_retries_plain", TAKEN(1, 0x10000, 4096, 4096, FORCE, 1, 0),
-      0, NULL, PLAN(1, 0x10000, 4096, 4096, PCIE, 1, WC) },
-    { "wb_dmabuf/plan_coherent_default_caching", TAKEN(1, 0x10000, 4096, 65536, 0, 0, 1), 0,
+    /* Export flags and the mapping type, by pin flags and platform: FORCE_PCIE is asked of the
+     * driver everywhere (on x86 too: its refusal there is the pin's, as upstream's). */
+    { "wb_dmabuf/plan_x86_force_pcie_asked_of_the_driver",
+      TAKEN(1, 0x10000, 4096, 4096, FORCE, 0), 0, NULL, PLAN(1, 0x10000, 4096, 4096, PCIE, 1, WC) },
+    { "wb_dmabuf/plan_coherent_default_caching", TAKEN(1, 0x10000, 4096, 65536, 0, 1), 0,
       NULL, PLAN(1, 0x10000, 65536, 65536, 0, 0, CACHING) },
     { "wb_dmabuf/plan_coherent_force_pcie_final_wc",
-      TAKEN(1, 0x10000, 4096, 65536, FORCE, 0, 1), 0, NULL,
-      PLAN(1, 0x10000, 65536, 65536, PCIE, 0, WC) },
-    { "wb_dmabuf/plan_arm_discrete_default_wc", TAKEN(1, 0x10000, 4096, 65536, 0, 0, 0), 0,
+      TAKEN(1, 0x10000, 4096, 65536, FORCE, 1), 0, NULL,
+      PLAN(1, 0x10000, 65536, 65536, PCIE, 1, WC) },
+    { "wb_dmabuf/plan_arm_discrete_default_wc", TAKEN(1, 0x10000, 4096, 65536, 0, 0), 0,
       NULL, PLAN(1, 0x10000, 65536, 65536, 0, 0, WC) },
     { "wb_dmabuf/plan_arm_discrete_force_pcie_final",
-      TAKEN(1, 0x10000, 4096, 65536, FORCE, 0, 0), 0, NULL,
-      PLAN(1, 0x10000, 65536, 65536, PCIE, 0, WC) },
+      TAKEN(1, 0x10000, 4096, 65536, FORCE, 0), 0, NULL,
+      PLAN(1, 0x10000, 65536, 65536, PCIE, 1, WC) },
 };
 
 static int plan_matches(const struct vr_dmabuf_plan *p, const struct vr_dmabuf_plan *w)
 {
     return p->device == w->device && p->va == w->va && p->len == w->len &&
            p->page_size == w->page_size && p->export_flags == w->export_flags &&
-           p->retry_plain == w->retry_plain && p->map_type == w->map_type;
+           p->pcie_flag == w->pcie_flag && p->map_type == w->map_type;
 }
 
 static void plan_decisions(void)
@@ -150,20 +151,26 @@ static void plan_decisions(void)
         else
             t_check(rc == 0 && plan_matches(&p, &c->want), c->name,
                     "rc %d '%s': device %d va %#llx len %llu page %u export flags %llu "
-                    "retry %d type %d", rc, why, p.device, (unsigned long long)p.va,
-                    (unsigned long long)p.len, p.page_size, p.export_flags, p.retry_plain,
+                    "pcie flag %d type %d", rc, why, p.device, (unsigned long long)p.va,
+                    (unsigned long long)p.len, p.page_size, p.export_flags, p.pcie_flag,
                     (int)p.map_type);
     }
 }
 
 static void export_refusals(void)
 {
-    t_check(vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, EMFILE) == EMFILE &&
-                vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, ENFILE) == ENFILE &&
-                vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, 0) == ENOTSUP &&
-                vr_dmabuf_export_errno(CUDA_ERROR_OUT_OF_MEMORY, 0) == ENOMEM &&
-                vr_dmabuf_export_errno(CUDA_ERROR_INVALID_VALUE, EMFILE) == ENOTSUP,
+    t_check(vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, EMFILE, 0) == EMFILE &&
+                vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, ENFILE, 0) == ENFILE &&
+                vr_dmabuf_export_errno(CUDA_ERROR_OPERATING_SYSTEM, 0, 0) == ENOTSUP &&
+                vr_dmabuf_export_errno(CUDA_ERROR_OUT_OF_MEMORY, 0, 0) == ENOMEM &&
+                vr_dmabuf_export_errno(CUDA_ERROR_INVALID_VALUE, EMFILE, 0) == ENOTSUP &&
+                vr_dmabuf_export_errno(CUDA_ERROR_NOT_SUPPORTED, 0, 0) == ENOTSUP,
             "wb_dmabuf/export_errno", "wrong errno");
+    /* FORCE_PCIE refused by the driver (a GPU without a coherent link): the pin's refusal,
+     * final (not offered to the next backend, which would take the flag), as upstream's. */
+    t_check(vr_dmabuf_export_errno(CUDA_ERROR_NOT_SUPPORTED, 0, 1) == EINVAL &&
+                vr_dmabuf_export_errno(CUDA_ERROR_OUT_OF_MEMORY, 0, 1) == ENOMEM,
+            "wb_dmabuf/export_errno_force_pcie_refused_final", "wrong errno");
     t_check(vr_dmabuf_trial_settled(0) && vr_dmabuf_trial_settled(ENOTSUP) &&
                 vr_dmabuf_trial_settled(EINVAL) && !vr_dmabuf_trial_settled(ENOMEM) &&
                 !vr_dmabuf_trial_settled(EMFILE) && !vr_dmabuf_trial_settled(EAGAIN),

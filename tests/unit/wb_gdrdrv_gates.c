@@ -272,6 +272,23 @@ static void pin_errors(void)
         rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, &info, why, sizeof(why));
         t_check(rc == cases[i].want && why[0], cases[i].name, "rc %d: '%s'", rc, why);
     }
+    /* FORCE_PCIE on a GPU without a coherent link: NVIDIA's driver refuses FORCE_BAR1_MAPPING
+     * there (NV_ERR_NOT_SUPPORTED, the kernel's ENOTSUPP 524, passed on by the module). The
+     * pin's refusal is EINVAL, final, with the reason, as the dmabuf and vulkan backends'. */
+    {
+        struct vr_pin_req force = req;
+        int rc;
+
+        force.flags = GDR_PIN_FLAG_FORCE_PCIE;
+        fake.pin_errno = 524;
+        why[0] = '\0';
+        rc = vr_backend_gdrdrv.pin(ctx, &force, &pin, &info, why, sizeof(why));
+        t_check(rc == EINVAL && strstr(why, "coherent"), "pin_force_pcie_refused_by_driver_einval",
+                "rc %d: '%s'", rc, why);
+        req.flags = 0;
+        rc = vr_backend_gdrdrv.pin(ctx, &req, &pin, &info, why, sizeof(why));
+        t_check(rc == 524, "pin_524_without_flag_passed_on", "rc %d: '%s'", rc, why);
+    }
     vr_backend_gdrdrv.close(ctx);
 }
 

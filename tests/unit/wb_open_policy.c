@@ -5,8 +5,8 @@
  * (one with opt_in_env, like vulkan) is used alone only when the user opted in
  * (GDRCOPY_BACKEND=<name> or its variable), beside a broad one it stays as the fall-through,
  * the reason of a left-out one says how to opt in, the environment is read at every call
- * (an LD_PRELOAD bridge sets the variable in its constructor), and a left-out backend's
- * context is closed again.
+ * (an LD_PRELOAD bridge sets the variable in its constructor), a left-out backend's context
+ * is closed again, and a narrow backend that would serve alone must confirm it can pin.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +21,16 @@ static _Atomic int live_ctx;
 static int probe_gdrdrv(char *why, size_t len) { snprintf(why, len, "g"); return probe_rc[1]; }
 static int probe_dmabuf(char *why, size_t len) { snprintf(why, len, "d"); return probe_rc[2]; }
 static int probe_vulkan(char *why, size_t len) { snprintf(why, len, "v"); return probe_rc[3]; }
+/* The narrow backend's confirm (backend.h): its answer, and how it was asked. */
+static int confirm_rc, confirm_calls, confirm_every = -1;
+static int confirm_vulkan(int every, char *why, size_t len)
+{
+    confirm_calls++;
+    confirm_every = every;
+    if (confirm_rc)
+        snprintf(why, len, "no Vulkan driver (test)");
+    return confirm_rc;
+}
 static int f_open(void **ctx, char *why, size_t len)
 {
     *ctx = &live_ctx;
@@ -31,7 +41,8 @@ static void f_close(void *ctx) { live_ctx--; }
 
 /* Only the choice is exercised: the pin ops are never reached. */
 #define FAKE(ID, NAME, PROBE, ENV, SERVES, FORCE) { .id = ID, .name = NAME, .opt_in_env = ENV, \
-    .serves = SERVES, .force_env = FORCE, .probe = PROBE, .open = f_open, .close = f_close }
+    .serves = SERVES, .force_env = FORCE, .probe = PROBE, .open = f_open, .close = f_close, \
+    .confirm = ENV ? confirm_vulkan : NULL }
 static const struct vr_backend_ops fg = FAKE(VRAMIO_BACKEND_GDRDRV, "gdrdrv", probe_gdrdrv, NULL,
                                              NULL, NULL);
 static const struct vr_backend_ops fd = FAKE(VRAMIO_BACKEND_DMABUF, "dmabuf", probe_dmabuf, NULL,
@@ -75,6 +86,63 @@ static void set(const char *name, const char *v)
         setenv(name, v, 1);
     else
         unsetenv(name);
+}
+
+/* A narrow backend that would serve alone is asked to confirm that it can pin (the vulkan
+ * backend: a Vulkan driver, a device for the GPU's UUID, a BAR1 window); when it cannot,
+ * gdr_open and vramio_backend_probe leave it out with its reason, as upstream fails without
+ * its module. Opted in by its variable it must serve every GPU, chosen by name one; beside a
+ * broad backend it is not asked (the fall-through finds out at the first pin it gets). */
+static void confirm_rules(void)
+{
+    static const struct {
+        const char *backend, *enable;
+        int g, rc, calls, every;
+        const char *want, *name;
+    } rows[] = {
+        { NULL, "1", 0, 0, 1, 1, "v", "confirm_opted_in_every_gpu" },
+        { NULL, "1", 0, ENODEV, 1, 1, "-", "confirm_refused_opted_in_null" },
+        { "vulkan", NULL, 0, 0, 1, 0, "v", "confirm_by_name_one_gpu" },
+        { "vulkan", NULL, 0, ENODEV, 1, 0, "-", "confirm_refused_by_name_null" },
+        { NULL, "1", 1, ENODEV, 0, -1, "gv", "confirm_not_asked_beside_broad" },
+        { NULL, NULL, 0, 0, 0, -1, "-", "confirm_not_asked_without_opt_in" },
+    };
+    struct vr_gdr gdr;
+    size_t i;
+
+    set("GDRCOPY_USE_DMABUF_MMAP", NULL);
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *got;
+
+        set("GDRCOPY_BACKEND", rows[i].backend);
+        set("VRAMIO_ENABLE_VULKAN", rows[i].enable);
+        confirm_rc = rows[i].rc;
+        confirm_calls = 0;
+        confirm_every = -1;
+        got = choose(rows[i].g, 0, 1, &gdr);
+        t_check(strcmp(got, rows[i].want) == 0 && confirm_calls == rows[i].calls &&
+                    confirm_every == rows[i].every && live_ctx == 0, rows[i].name,
+                "active '%s' (want '%s'), asked %d times (every %d), %d contexts open", got,
+                rows[i].want, confirm_calls, confirm_every, (int)live_ctx);
+    }
+    /* The reason says it cannot pin, and why; the same without contexts (the bridge's way). */
+    set("GDRCOPY_BACKEND", NULL);
+    set("VRAMIO_ENABLE_VULKAN", "1");
+    confirm_rc = ENODEV;
+    choose(0, 0, 1, &gdr);
+    t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV &&
+                strcmp(gdr.why[VRAMIO_BACKEND_VULKAN], "cannot pin: no Vulkan driver (test)") == 0,
+            "confirm_refused_reason", "%d '%s'", gdr.status[VRAMIO_BACKEND_VULKAN],
+            gdr.why[VRAMIO_BACKEND_VULKAN]);
+    probe_rc[1] = probe_rc[2] = ENODEV;
+    probe_rc[3] = 0;
+    memset(&gdr, 0, sizeof(gdr));
+    vr_choose_backends(table, &gdr, 0, (char[VR_REASON_LEN]){ 0 }, VR_REASON_LEN);
+    t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV && live_ctx == 0,
+            "confirm_refused_probe_only_same_answer", "status %d",
+            gdr.status[VRAMIO_BACKEND_VULKAN]);
+    unsetenv("VRAMIO_ENABLE_VULKAN");
+    confirm_rc = 0;
 }
 
 int main(void)
@@ -152,5 +220,6 @@ int main(void)
     t_check(gdr.status[VRAMIO_BACKEND_VULKAN] == ENODEV && gdr.nactive == 0 && live_ctx == 0,
             "probe_only_same_answer", "status %d active %d", gdr.status[VRAMIO_BACKEND_VULKAN],
             gdr.nactive);
+    confirm_rules();
     return t_status();
 }

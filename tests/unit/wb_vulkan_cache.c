@@ -271,6 +271,25 @@ static void test_memtype(void)
              vr_vk_pick_memtype(&mp));
 }
 
+/* The BAR1 rule of gdr_open's check: a window of half the GPU's memory or more serves (the
+ * driver keeps a little of BAR1), a 256 MiB window on a GPU without resizable BAR does not. */
+static void test_window(void)
+{
+    const uint64_t gib = 1ull << 30;
+
+    t_check(vr_vk_window_enough(256 * gib, 141 * gib), "wb_vulkan/window_large_bar1",
+            "H200's 256 GiB BAR1 refused");
+    t_check(vr_vk_window_enough(80 * gib - (32ull << 20), 80 * gib),
+            "wb_vulkan/window_bar1_the_memory_less_a_little", "refused");
+    t_check(vr_vk_window_enough(8 * gib, 16 * gib), "wb_vulkan/window_half", "refused");
+    t_check(!vr_vk_window_enough(256ull << 20, 16 * gib), "wb_vulkan/window_256mib_refused",
+            "a 256 MiB window accepted for 16 GiB");
+    t_check(!vr_vk_window_enough(8 * gib - 1, 16 * gib), "wb_vulkan/window_below_half_refused",
+            "accepted");
+    t_check(vr_vk_window_enough(256ull << 20, 0), "wb_vulkan/window_memory_unknown_accepted",
+            "refused");
+}
+
 static void test_vk_errors(void)
 {
     t_check(vr_vk_errno(VK_SUCCESS) == 0, "wb_vulkan/vkerr_success", "%d", vr_vk_errno(VK_SUCCESS));
@@ -296,6 +315,7 @@ int main(void)
     test_cache_threads();
     test_cache_failure_wakes_waiters();
     test_memtype();
+    test_window();
     test_vk_errors();
     return t_status();
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cuda_loader.h"
 
 struct t_env T = { .report_fd = -1 };
 
@@ -177,6 +178,22 @@ const char *t_backend(gdr_t g)
 
     vramio_get_backend(g, &b);
     return vramio_backend_name(b) ? vramio_backend_name(b) : "?";
+}
+
+int t_force_pcie_must_pin(gdr_t g)
+{
+    const struct vr_cuda *cu = gm_cuda();
+    int supported = 0, coherent = 0;
+
+    T_ASSERT_OK(gdr_get_attribute(g, GDR_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE, &supported));
+    /* Memory without CUDA (the emulated provider's): whether its platform is coherent is not
+     * known here, so the flag's answer is not judged (tests/kernel/guest/coherent_test.c is). */
+    if (cu && cu->cuDeviceGetAttribute &&
+        cu->cuDeviceGetAttribute(&coherent,
+                                 CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                                 (CUdevice)gm_cuda_device()) != CUDA_SUCCESS)
+        coherent = 0;
+    return supported && coherent;
 }
 
 char *t_pin_map(gdr_t g, uint64_t addr, size_t size, gdr_mh_t *mh, void **map, size_t *map_size)

@@ -7,7 +7,8 @@
  * Tests use the public API (gdrapi.h, vramio.h) and the GPU-memory helper (common/gpumem.h);
  * three reach below the library where the test is about what lies there: t_basic.c and
  * t_fork_more.c ask the CUDA driver for P2P tokens through util's loader (cuda_loader.h), and
- * t_fork.c calls gdrdrv's ioctls on an inherited descriptor (uapi/gdrdrv.h).
+ * t_fork.c calls gdrdrv's ioctls on an inherited descriptor (uapi/gdrdrv.h); and the harness
+ * asks it whether the GPU is coherent (t_force_pcie_must_pin).
  */
 #ifndef TOOLS_SANITY_HARNESS_H
 #define TOOLS_SANITY_HARNESS_H
@@ -123,6 +124,10 @@ void t_alloc(size_t size, struct gm_buf *buf);
 void t_free(struct gm_buf *buf);
 /* The backend that serves g, as a name. */
 const char *t_backend(gdr_t g);
+/* Whether a GDR_PIN_FLAG_FORCE_PCIE pin must work here: the attribute says the flag is
+ * supported and the GPU is coherent (C2C). Upstream's module and dma-buf path refuse the flag
+ * on other GPUs although the attribute says 1, and upstream's sanity test waives it there. */
+int t_force_pcie_must_pin(gdr_t g);
 /* Pin with gdr_pin_buffer_v2 (flags 0) and map the whole pinned range; returns the CPU
  * address of addr (not of info.va). */
 char *t_pin_map(gdr_t g, uint64_t addr, size_t size, gdr_mh_t *mh, void **map, size_t *map_size);

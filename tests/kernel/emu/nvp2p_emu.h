@@ -27,7 +27,9 @@ struct nvp2p_emu_alloc {
 /*
  * Added for the coherent-platform tests: the module parameter coherent (NVP2P_EMU_COHERENT_PARAM,
  * writable at run time) makes every RAM allocation's page tables say CPU_CACHEABLE, as NVIDIA's
- * driver does on Grace in CDMM mode, except those of pins made with FORCE_BAR1_MAPPING.
+ * driver does on Grace in CDMM mode, except those of pins made with FORCE_BAR1_MAPPING; off,
+ * FORCE_BAR1_MAPPING is refused (ENOTSUPP), as NVIDIA's driver refuses it on a GPU without a
+ * coherent link.
  */
 #define NVP2P_EMU_COHERENT_PARAM "/sys/module/nvp2p_emu/parameters/coherent"
 /*

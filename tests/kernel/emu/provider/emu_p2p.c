@@ -27,7 +27,9 @@ static const u8 emu_uuid[16] = { 'v', 'r', 'a', 'm', 'i', 'o', '-', 'e',
 /*
  * coherent=1: the provider acts as NVIDIA's driver does on a CPU-coherent platform (Grace in
  * CDMM mode): the page tables of RAM allocations say CPU_CACHEABLE, except those of pins made
- * with FORCE_BAR1_MAPPING, which reach the memory through BAR1 and are not coherent. Writable
+ * with FORCE_BAR1_MAPPING, which reach the memory through BAR1 and are not coherent. With
+ * coherent=0 (a GPU without a coherent link, as every PCIe GPU) FORCE_BAR1_MAPPING is refused
+ * with the kernel's ENOTSUPP, as NVIDIA's driver refuses it there (NV_ERR_NOT_SUPPORTED). Writable
  * at run time (/sys/module/nvp2p_emu/parameters/coherent): the guest switches platforms
  * without reloading the provider, which gdrdrv depends on. Read when a pin is made.
  */
@@ -206,6 +208,8 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 
 	if (!page_table || (flags & ~NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING))
 		return -EINVAL;
+	if ((flags & NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING) && !READ_ONCE(emu_coherent))
+		return -ENOTSUPP;
 	mutex_lock(&emu_lock);
 	ret = emu_take_injected(NVP2P_EMU_FAIL_GET_PAGES_PERSISTENT);
 	if (!ret)
