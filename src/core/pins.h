@@ -28,6 +28,8 @@ struct vr_dma_range {
     gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
     int dma_dev;                           /* the pin's copy-engine device: VR_DMA_DEV_* */
     size_t avail;                          /* bytes of the mapping from the range's start on */
+    int mixed;                             /* mappings of several types live at the check: the
+                                            * copy ends with vr_full_fence (copy/copy.h) */
 };
 
 /* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
