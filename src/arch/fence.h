@@ -71,15 +71,17 @@ static inline void vr_full_fence(void)
  *  - x86: MFENCE (vr_full_fence). A streaming load (MOVNTDQA) of WC memory may be answered from a
  *    streaming-load buffer that an earlier streaming load of the same line filled, for as long
  *    as that buffer lives: a poll of a flag would see the flag's old value, and a read of data
- *    behind a fresh flag the data's old value. MFENCE retires those buffers (LFENCE and SFENCE
- *    do not: on the H200 machine back-to-back 8-byte reads of one address took 0.055 us after
- *    LFENCE, 1.03 us, one PCIe round trip, after MFENCE). It also keeps the read after every
- *    earlier load and store of the thread: a flag written through the library is on its way to
- *    the device before the answer to it is read (x86 lets a load pass an earlier store, and
- *    weakly ordered WC loads pass earlier loads).
+ *    behind a fresh flag the data's old value. MFENCE retires those buffers; LFENCE does not
+ *    (on the H200 machine back-to-back 8-byte reads of one address took 0.055 us after LFENCE,
+ *    1.03 us, one PCIe round trip, after MFENCE), nor is SFENCE documented to (bench/
+ *    read_bench.cu times both). It also keeps the read after every earlier load and store of
+ *    the thread: a flag written through the library is on its way to the device before the
+ *    answer to it is read (x86 lets a load pass an earlier store, and weakly ordered WC loads
+ *    pass earlier loads).
  *  - arm64: DMB SY, for the same order (Normal non-cacheable loads are not ordered after earlier
- *    loads or stores by anything else); no load there is answered from a buffer.
- *  - ppc64: SYNC, likewise; elsewhere a sequentially consistent fence.
+ *    loads or stores by anything else). AArch64 has no streaming load like MOVNTDQA.
+ *  - ppc64: SYNC, likewise (LWSYNC does not order caching-inhibited loads); elsewhere a
+ *    sequentially consistent fence.
  * The price is the wait for the thread's earlier accesses, which a read through the mapping
  * pays anyway (a read of the BAR is an uncached round trip, about 1 us).
  */
