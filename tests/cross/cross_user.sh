@@ -49,10 +49,10 @@ export QEMU_LD_PREFIX=/usr/$triplet VRAMIO_TEST_LAUNCHER=$qemu
 # The store fence that ends a copy to a mapping is this architecture's: a full sync on
 # POWER (orders cache-inhibited stores before later ones), dmb oshst on AArch64 (which copies
 # run it: wb_copy_insns, below).
-if $triplet-objdump -d "$out/obj/src/copy/copy.o" | grep -qE "[[:space:]]$fence\b"; then
+if $triplet-objdump -d "$out/obj/src/core/gdrapi.o" | grep -qE "[[:space:]]$fence\b"; then
     t_ok "$arch/store-fence"
 else
-    t_fail "$arch/store-fence" "no '$fence' in $out/obj/src/copy/copy.o"
+    t_fail "$arch/store-fence" "no '$fence' in $out/obj/src/core/gdrapi.o (the copies)"
 fi
 
 # Cases that need what qemu-user does not emulate: it ignores madvise(), so a MADV_DONTFORK
