@@ -88,25 +88,39 @@ static void small_read(void *dst, const void *src, size_t n)
     memcpy(dst, buf + (a - lo), n);
 }
 
+/* More than 64 bytes, not whole blocks: out of line, so that the whole-block and small reads
+ * above it save no register and reach their loads by a jump. */
+static __attribute__((noinline)) void read_lines(void *dst, const void *src, size_t n)
+{
+    vr_copy_read_lines(dst, src, n, small_read, load32);
+}
+
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 32, store32, store16);
+}
+
 void vr_copy_avx2_to_wc(void *dst, const void *src, size_t n)
 {
     if (!(((uintptr_t)dst | n) & 31)) {
         store32(dst, src, n);
         return;
     }
-    vr_copy_shaped(1, dst, src, n, 32, store32, store16);
+    write_shaped(dst, src, n);
 }
 
 void vr_copy_avx2_from_wc(void *dst, const void *src, size_t n)
 {
+    if (!(((uintptr_t)src | n) & 31)) {     /* whole blocks at a block-aligned place */
+        load32(dst, src, n);
+        return;
+    }
     if (n <= 64) {
         if (n)
             small_read(dst, src, n);
         return;
     }
-    if (!(((uintptr_t)src | n) & 63)) {
-        load32(dst, src, n);
-        return;
-    }
-    vr_copy_read_lines(dst, src, n, small_read, load32);
+    read_lines(dst, src, n);
 }

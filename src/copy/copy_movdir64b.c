@@ -31,11 +31,18 @@ static void store16(void *dst, const void *src, size_t n)
         _mm_stream_si128(d, _mm_loadu_si128((const __m128i *)s));
 }
 
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 64, store_lines, store16);
+}
+
 void vr_copy_movdir64b_to_wc(void *dst, const void *src, size_t n)
 {
     if (!(((uintptr_t)dst | n) & 63)) {
         store_lines(dst, src, n);
         return;
     }
-    vr_copy_shaped(1, dst, src, n, 64, store_lines, store16);
+    write_shaped(dst, src, n);
 }

@@ -28,13 +28,20 @@ static void lines16(void *dst, const void *src, size_t n)
         vst1q_u8(d, vld1q_u8(s));
 }
 
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 16, lines16, NULL);
+}
+
 void vr_copy_neon_to_wc(void *dst, const void *src, size_t n)
 {
     if (!(((uintptr_t)dst | n) & 15)) {
         lines16(dst, src, n);
         return;
     }
-    vr_copy_shaped(1, dst, src, n, 16, lines16, NULL);
+    write_shaped(dst, src, n);
 }
 
 void vr_copy_neon_from_wc(void *dst, const void *src, size_t n)

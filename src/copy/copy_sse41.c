@@ -68,25 +68,39 @@ static void small_read(void *dst, const void *src, size_t n)
     memcpy(dst, buf + ((uintptr_t)src - lo), n);
 }
 
+/* More than 64 bytes, not whole blocks: out of line, so that the whole-block and small reads
+ * above it save no register and reach their loads by a jump. */
+static __attribute__((noinline)) void read_lines(void *dst, const void *src, size_t n)
+{
+    vr_copy_read_lines(dst, src, n, small_read, load16);
+}
+
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 16, store16, NULL);
+}
+
 void vr_copy_sse41_to_wc(void *dst, const void *src, size_t n)
 {
     if (!(((uintptr_t)dst | n) & 15)) {
         store16(dst, src, n);
         return;
     }
-    vr_copy_shaped(1, dst, src, n, 16, store16, NULL);
+    write_shaped(dst, src, n);
 }
 
 void vr_copy_sse41_from_wc(void *dst, const void *src, size_t n)
 {
+    if (!(((uintptr_t)src | n) & 15)) {     /* whole blocks at a block-aligned place */
+        load16(dst, src, n);
+        return;
+    }
     if (n <= 64) {
         if (n)
             small_read(dst, src, n);
         return;
     }
-    if (!(((uintptr_t)src | n) & 63)) {
-        load16(dst, src, n);
-        return;
-    }
-    vr_copy_read_lines(dst, src, n, small_read, load16);
+    read_lines(dst, src, n);
 }
