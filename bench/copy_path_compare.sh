@@ -7,10 +7,11 @@
 #     (inclusive), N bytes, each kernel valgrind runs (it has no AVX-512: avx2, sse41, c);
 #     repeatable to the instruction;
 #  2. wall clock: PAIRS pairs of processes, old and new alternating (the order swapped each
-#     pair), each a median of rounds; the median of the pairs' medians per tree and their ratio.
+#     pair), each a median of rounds; per tree the median and the least of the processes'
+#     medians, and their ratios.
 # OLD and NEW are source trees (NEW defaults to this one); each is built with 'make lib'.
 # BYTES (default 8), TYPE (wc), PAIRS (default 15), CALLS (default 2000000 per round), KERNEL
-# (forced for the wall clock; default the automatic one). Output in $OUT (default
+# (forced for the wall clock; default the automatic one), CPU (pin the wall clock to it). Output in $OUT (default
 # /tmp/vramio-copy-path).
 set -u
 old=${1:?usage: $0 OLD_TREE [NEW_TREE]}
@@ -62,12 +63,19 @@ echo "== wall clock: $PAIRS pairs of processes, $BYTES B, $TYPE, kernel ${KERNEL
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then order="old new"; else order="new old"; fi
     for v in $order; do
-        GDRCOPY_COPY_KERNEL=${KERNEL:-} timeout 120 "$OUT/bench_$v" -n "$BYTES" -t "$TYPE" \
+        GDRCOPY_COPY_KERNEL=${KERNEL:-} timeout 120 ${CPU:+taskset -c "$CPU"} "$OUT/bench_$v" -n "$BYTES" -t "$TYPE" \
             -r 5 -c "$CALLS" >>"$OUT/wall.$v" 2>&1
     done
 done
+# Per tree: the median and the least of its processes' medians (on a machine shared with other
+# work the least is the steadier figure; the instruction counts above are exact).
+stat() { # file direction
+    awk -v d="$2" '$1 == d {print $5}' "$1" | sort -g |
+        awk '{a[NR] = $1} END {printf "%s %s", a[int((NR + 1) / 2)], a[1]}'
+}
 for d in write read; do
-    o=$(awk -v d=$d '$1 == d {print $5}' "$OUT/wall.old" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    n=$(awk -v d=$d '$1 == d {print $5}' "$OUT/wall.new" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    awk -v d=$d -v o="$o" -v n="$n" 'BEGIN { printf "%-5s old %.3f ns, new %.3f ns, new/old %.4f\n", d, o, n, n / o }'
+    set -- $(stat "$OUT/wall.old" $d) $(stat "$OUT/wall.new" $d)
+    awk -v d=$d -v om="$1" -v ol="$2" -v nm="$3" -v nl="$4" 'BEGIN {
+        printf "%-5s median old %.3f ns, new %.3f ns, new/old %.4f; least old %.3f, new %.3f, new/old %.4f\n",
+               d, om, nm, nm / om, ol, nl, nl / ol }'
 done
