@@ -233,7 +233,7 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
  * (vr_mappings_mixed) the copy ends with a full fence as well, as upstream GDRCopy's does: the
  * buffer it reached may be read or written next through a mapping of another type, whose
  * accesses the fence of this type does not order (a WC store fence does not order later cached
- * loads, a cached copy has no fence at all).
+ * loads, and a read has no fence at its end).
  */
 static __attribute__((noinline, cold)) int copy_checked(int to_map, gdr_mh_t handle, void *map,
                                                         void *host, size_t size)
@@ -256,9 +256,9 @@ static __attribute__((noinline, cold)) int copy_checked(int to_map, gdr_mh_t han
     return 0;
 }
 
-/* Hidden aliases of the two copies, for the _auto copies (copy_dma.c): below their crossover,
- * and the part of a copy the BAR moves, take the same path and fences, by a direct jump into
- * the same code, not a second trip through the PLT. */
+/* Hidden aliases of the two copies, for the _auto copies (copy_dma.c): below every crossover
+ * they take the same path and fences, by a direct jump into the same code, not a second trip
+ * through the PLT. */
 extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
     __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
 extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping

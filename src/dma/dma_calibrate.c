@@ -118,11 +118,11 @@ static CUresult scratch_alloc(const struct vr_cuda *cu, struct dma_dev *d, CUdev
 }
 
 /* The copy engine's curves in one direction, eng[0] from pinned host memory (the bounce
- * buffer), eng[1] from pageable memory (through the bounce buffers, as vr_dma_copy does it:
+ * buffer), eng[1] from pageable memory (through the bounce buffers, as vr_dma_move does it:
  * the memcpy is part of the cost). Each size of vr_dma_engine_sizes copied between a scratch
  * allocation and the host memory once to warm up (the first copies pay one-time costs), then
  * CAL_ROUNDS times, the sizes and kinds in turn in each round (so that a slow moment falls on
- * all of them alike), each copy waited for as vr_dma_copy waits for it. In d's context; 0, or
+ * all of them alike), each copy waited for as vr_dma_move waits for it. In d's context; 0, or
  * EIO (ENOMEM). */
 static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                           struct vr_dma_curve eng[2])
