@@ -20,7 +20,10 @@ mkdir -p "$OUT"
 [ -f .gpu/env.sh ] && . .gpu/env.sh
 W=/tmp/vramio-bench-work
 mkdir -p "$W"
-if ! make -j16 lib tools gpu-tests bench-gpu > "$W/build.log" 2>&1; then
+targets="lib tools"
+[ "${AUTO_TEST:-1}" = 1 ] && targets="$targets gpu-tests"
+[ "${GPU_BENCH:-0}" = 1 ] && targets="$targets bench-gpu"
+if ! make -j16 $targets > "$W/build.log" 2>&1; then
     echo "not ok build"; tail -30 "$W/build.log"; exit 1
 fi
 if [ "${SMALL_WRITES:-0}" -gt 0 ]; then
