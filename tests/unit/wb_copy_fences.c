@@ -11,6 +11,9 @@
  *    places, through gdr_copy_from_mapping and vramio_copy_from_mapping_auto (its BAR part:
  *    there is no CUDA here). A read without it may be answered from a streaming-load buffer
  *    an earlier read filled (arch/fence.h).
+ *  - write_ends_with_store_fence: with one mapping type live, a write to a WC or a CACHING
+ *    mapping, through either API, ends with SFENCE (or MFENCE) after its last non-temporal
+ *    store and its last call out of the library (memcpy, for CACHING).
  *  - mixed_ends_with_mfence: while mappings of two types are live, a copy of either direction,
  *    through either API, ends with an MFENCE after its last non-temporal access.
  *  - auto_mixed_ends_with_mfence: the same for the _auto copies that the copy engine's side
@@ -96,6 +99,7 @@ struct trace {
     int mfence_before;    /* MFENCEs that ran before that fault */
     int last_fence;       /* enum insn of the last fence that ran */
     long last_nt, last_mfence, last_out;  /* step numbers (-1: none); last_out: a call out */
+    long last_store_fence;                /* the last SFENCE or MFENCE */
     long steps, outs;
     int status;           /* the child's exit status after the call (-1: none) */
 };
@@ -161,6 +165,7 @@ typedef int (*copy_call)(gdr_mh_t, void *, const void *, size_t);
 struct call {
     copy_call fn;
     int to_map, mixed;
+    int caching;          /* the copy's mapping is CACHING (else WC) */
     unsigned char *area;
     size_t n, off;
     size_t len;           /* of area; 0: AREA */
@@ -181,7 +186,8 @@ static void child_copy(const struct call *c, int protect)
     gdr_mh_t mh;
     int before;
 
-    if (vr_handles_test_insert(c->area, len, GDR_MAPPING_TYPE_WC, &tok) ||
+    if (vr_handles_test_insert(c->area, len, c->caching ? GDR_MAPPING_TYPE_CACHING
+                                                        : GDR_MAPPING_TYPE_WC, &tok) ||
         (c->mixed && vr_handles_test_insert(cached, sizeof(cached), GDR_MAPPING_TYPE_CACHING,
                                             &other)))
         _exit(92);
@@ -209,7 +215,7 @@ static void trace_call(const struct call *c, int protect, struct trace *tr)
     pid_t pid;
 
     memset(tr, 0, sizeof(*tr));
-    tr->last_nt = tr->last_mfence = tr->last_out = -1;
+    tr->last_nt = tr->last_mfence = tr->last_out = tr->last_store_fence = -1;
     fflush(stdout);
     pid = fork();
     if (pid == 0) {
@@ -275,6 +281,8 @@ static void trace_call(const struct call *c, int protect, struct trace *tr)
             tr->last_nt = tr->steps;
         if (cur == I_MFENCE || cur == I_LFENCE || cur == I_SFENCE)
             tr->last_fence = cur;
+        if (cur == I_MFENCE || cur == I_SFENCE)
+            tr->last_store_fence = tr->steps;
         if (cur == I_MFENCE) {
             tr->last_mfence = tr->steps;
             tr->mfence_before++;
@@ -358,6 +366,22 @@ static void run_kernel(const char *kernel)
                     "%s after %ld instructions, %d MFENCE before it", tr.faulted ?
                     "first access" : "no access", tr.steps, tr.mfence_before);
         }
+    for (s = 0; s < MIXED_SHAPES; s++)
+        for (e = 2; e < sizeof(entries) / sizeof(entries[0]); e++)
+            for (int caching = 0; caching < 2; caching++) {
+                struct call c = { .fn = entries[e].fn, .to_map = 1, .caching = caching,
+                                  .area = area, .n = shapes[s].n, .off = shapes[s].off };
+
+                snprintf(name, sizeof(name), "write_ends_with_store_fence/%s/%s/%s/%zu@%zu",
+                         kernel, entries[e].name, caching ? "CACHING" : "WC", shapes[s].n,
+                         shapes[s].off);
+                trace_call(&c, 0, &tr);
+                t_check((tr.last_fence == I_SFENCE || tr.last_fence == I_MFENCE) &&
+                        tr.last_store_fence > tr.last_nt && tr.last_store_fence > tr.last_out,
+                        name, "last fence %d (SFENCE %d, MFENCE %d) at step %ld, last "
+                        "non-temporal store at %ld, last call out at %ld", tr.last_fence,
+                        I_SFENCE, I_MFENCE, tr.last_store_fence, tr.last_nt, tr.last_out);
+            }
     for (s = 0; s < MIXED_SHAPES; s++)
         for (e = 0; e < sizeof(entries) / sizeof(entries[0]); e++) {
             struct call c = { .fn = entries[e].fn, .to_map = entries[e].to_map, .mixed = 1,
