@@ -33,7 +33,7 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/cop
 
 # tests/unit/wb/: hooks on the library's internals, built into these programs only.
 WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(LIB_STATIC)
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(wildcard tests/unit/wb/*.h) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_KIT_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl $(WB_WRAP))
 # The gdrdrv backend's tests stand in for the module: the system calls of the backend's object

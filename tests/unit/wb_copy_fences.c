@@ -44,6 +44,7 @@
 #include "gdrapi.h"
 #include "vramio.h"
 #include "core/pins.h"
+#include "wb/copy_calls.h"
 #include "wb/hooks.h"
 
 #define AREA      (80u << 10)
@@ -156,8 +157,6 @@ static int run_out(pid_t pid, struct user_regs_struct *regs)
     regs->rip = (unsigned long)ret;
     return ptrace(PTRACE_SETREGS, pid, NULL, regs) ? -1 : 0;
 }
-
-typedef int (*copy_call)(gdr_mh_t, void *, const void *, size_t);
 
 /* One copy, made by the traced child on a pin of its own (a pin does not follow a fork): n
  * bytes at off in the mapping 'area', to or from 'host'; with 'mixed', while a CACHING pin
@@ -298,37 +297,6 @@ static void trace_call(const struct call *c, int protect, struct trace *tr)
     t_wait_bounded(pid, &st, 5);
 }
 
-/* The four entry points as one type: (handle, destination, source, bytes). */
-static int read_lib(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return gdr_copy_from_mapping(mh, dst, src, n);
-}
-
-static int read_auto(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return vramio_copy_from_mapping_auto(mh, dst, src, n);
-}
-
-static int write_lib(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return gdr_copy_to_mapping(mh, dst, src, n);
-}
-
-static int write_auto(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return vramio_copy_to_mapping_auto(mh, dst, src, n);
-}
-
-static const struct {
-    const char *name;
-    copy_call fn;
-    int to_map;
-} entries[] = {
-    { "gdr_copy_from_mapping", read_lib, 0 },
-    { "from_mapping_auto", read_auto, 0 },
-    { "gdr_copy_to_mapping", write_lib, 1 },
-    { "to_mapping_auto", write_auto, 1 },
-};
 
 /* Odd sizes and places: within a line, straddling lines and a page, whole lines, 64 KiB. The
  * mixed runs trace whole copies, so they take the shapes up to the page-straddling one. */
@@ -367,7 +335,7 @@ static void run_kernel(const char *kernel)
                     "first access" : "no access", tr.steps, tr.mfence_before);
         }
     for (s = 0; s < MIXED_SHAPES; s++)
-        for (e = 2; e < sizeof(entries) / sizeof(entries[0]); e++)
+        for (e = 2; e < N_ENTRIES; e++)
             for (int caching = 0; caching < 2; caching++) {
                 struct call c = { .fn = entries[e].fn, .to_map = 1, .caching = caching,
                                   .area = area, .n = shapes[s].n, .off = shapes[s].off };
@@ -383,7 +351,7 @@ static void run_kernel(const char *kernel)
                         I_SFENCE, I_MFENCE, tr.last_store_fence, tr.last_nt, tr.last_out);
             }
     for (s = 0; s < MIXED_SHAPES; s++)
-        for (e = 0; e < sizeof(entries) / sizeof(entries[0]); e++) {
+        for (e = 0; e < N_ENTRIES; e++) {
             struct call c = { .fn = entries[e].fn, .to_map = entries[e].to_map, .mixed = 1,
                               .area = area, .n = shapes[s].n, .off = shapes[s].off };
 

@@ -31,43 +31,10 @@
 #include "t.h"
 #include "gdrapi.h"
 #include "vramio.h"
+#include "wb/copy_calls.h"
 #include "wb/hooks.h"
 
 #define AREA (80u << 10)
-
-typedef int (*copy_call)(gdr_mh_t, void *, const void *, size_t);
-
-static int read_lib(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return gdr_copy_from_mapping(mh, dst, src, n);
-}
-
-static int read_auto(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return vramio_copy_from_mapping_auto(mh, dst, src, n);
-}
-
-static int write_lib(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return gdr_copy_to_mapping(mh, dst, src, n);
-}
-
-static int write_auto(gdr_mh_t mh, void *dst, const void *src, size_t n)
-{
-    return vramio_copy_to_mapping_auto(mh, dst, src, n);
-}
-
-static const struct {
-    const char *name;
-    copy_call fn;
-    int to_map;
-} entries[] = {
-    { "gdr_copy_to_mapping", write_lib, 1 },
-    { "to_mapping_auto", write_auto, 1 },
-    { "gdr_copy_from_mapping", read_lib, 0 },
-    { "from_mapping_auto", read_auto, 0 },
-};
-#define N_ENTRIES (sizeof(entries) / sizeof(entries[0]))
 
 static const struct { int type; const char *name; } types[] = {
     { GDR_MAPPING_TYPE_WC, "WC" }, { GDR_MAPPING_TYPE_CACHING, "CACHING" },
