@@ -23,12 +23,16 @@ say "== $(date -u '+%Y-%m-%d %H:%M UTC'), tree $(git rev-parse --short HEAD 2>/d
 left=$((start + BUDGET - $(date +%s)))
 OUT=$OUT/bench AUTO_TEST=0 BENCH_S=$((left - 150 < 330 ? left - 150 : 330)) \
     timeout $(tmo 400) bash bench/run_bench_on_gpu.sh > "$OUT/bench.out" 2>&1
-say "== make bench: exit $? ($(($(date +%s) - start)) s)"
+rc=$?
+say "== bench/run_bench_on_gpu.sh: exit $rc; $(grep -m1 '^== make bench' "$OUT/bench.out" ||
+    tail -n 1 "$OUT/bench.out") ($(($(date +%s) - start)) s)"
 
 # 2. The reads, in what is left.
 OUT=$OUT/reads STALE=0 BUDGET=$(tmo 400) timeout $(tmo 400) \
     bash tests/gpu/run_reads_on_gpu.sh > "$OUT/reads.out" 2>&1
-say "== reads: exit $? ($(($(date +%s) - start)) s)"
+rc=$?
+say "== tests/gpu/run_reads_on_gpu.sh: exit $rc; $(grep -E '^(not ok|skip) ' "$OUT/reads.out" |
+    head -n 3 | tr '\n' ' ')($(($(date +%s) - start)) s)"
 
 B=$OUT/bench/benchmarks.md
 R=$OUT/reads/read_bench.log
