@@ -12,6 +12,9 @@
 #                         BENCH_DISPATCH_ARGS=-R: 1-256 B beside the raw loops, copylat's harness
 #   make bench-gpu        build $(BUILD)/bench/gpu_bench (a GPU machine runs it: bench/gpu_bench.c,
 #                         tests/gpu/run_on_gpu.sh, bench/run_bench_on_gpu.sh GPU_BENCH=1)
+# Scripts: run_bench_on_gpu.sh and run_readme_on_gpu.sh (README's figures, one run) on a GPU
+# machine; copy_path_compare.sh OLD_TREE, the copy path's own cost in two trees side by side
+# (copy_path_bench.c; no GPU).
 
 COPY_BENCH     := $(BUILD)/bench/copy_bench
 BENCH_DISPATCH := $(BUILD)/bench/bench_dispatch

@@ -11,13 +11,16 @@
  *   mf+nt64    MFENCE, then one 64-byte streaming load per line (the widest, AVX-512)
  *   mf+nt16    MFENCE, then 16-byte streaming loads (SSE4.1)
  *   lk+nt64    a locked add to the stack instead of MFENCE, then 64-byte streaming loads
+ *   lf+nt64    LFENCE, then 64-byte streaming loads
+ *   sf+nt64    SFENCE, then 64-byte streaming loads
  *   nt64       64-byte streaming loads alone (no fence: may be answered from a buffer)
  *   memcpy     cudaMemcpy device to pinned host
  *
  * A raw sequence is a floor only if each of its reads must reach the device: plain loads,
- * and streaming loads after MFENCE (src/arch/fence.h says why). nt64 and lk+nt64 are shown,
- * never the floor: nothing documented retires a streaming-load buffer without MFENCE, so
- * their figure, fast or not, proves nothing for the next machine. A median under half of one
+ * and streaming loads after MFENCE (src/arch/fence.h says why). nt64, lk+nt64, lf+nt64 and
+ * sf+nt64 are shown, never the floor: nothing documented retires a streaming-load buffer
+ * without MFENCE, so their figure, fast or not, proves nothing for the next machine; a "*" on
+ * one of them shows that this machine's buffer answered across that fence. A median under half of one
  * plain load's (one uncached round trip) was answered from a buffer and is marked "*".
  * "best" is the fastest of the correct raw sequences. Each method reads in blocks of back-to-back calls (50, or
  * 10 from 16 KiB), the methods' blocks in turn, so that a slow moment falls on all of them
@@ -145,6 +148,8 @@ static int m_lk_nt64(void *d, size_t n)
     nt64_lines(d, cpu_at, n);
     return 0;
 }
+static int m_lf_nt64(void *d, size_t n) { _mm_lfence(); nt64_lines(d, cpu_at, n); return 0; }
+static int m_sf_nt64(void *d, size_t n) { _mm_sfence(); nt64_lines(d, cpu_at, n); return 0; }
 static int m_nt64(void *d, size_t n) { nt64_lines(d, cpu_at, n); return 0; }
 static int m_memcpy(void *d, size_t n)
 {
@@ -161,7 +166,8 @@ struct method {
 static const method methods[] = {
     { "ours", m_ours, 0 }, { "auto", m_auto, 0 }, { "gdrcopy26", m_26, 0 },
     { "plain", m_plain, 1 }, { "mf+nt64", m_mf_nt64, 1 }, { "mf+nt16", m_mf_nt16, 1 },
-    { "lk+nt64", m_lk_nt64, 0 }, { "nt64", m_nt64, 0 }, { "memcpy", m_memcpy, 0 },
+    { "lk+nt64", m_lk_nt64, 0 }, { "lf+nt64", m_lf_nt64, 0 }, { "sf+nt64", m_sf_nt64, 0 },
+    { "nt64", m_nt64, 0 }, { "memcpy", m_memcpy, 0 },
 };
 #define NM (sizeof(methods) / sizeof(methods[0]))
 

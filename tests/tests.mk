@@ -33,7 +33,7 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/cop
 
 # tests/unit/wb/: hooks on the library's internals, built into these programs only.
 WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(LIB_STATIC)
+$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(wildcard tests/unit/wb/*.h) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_KIT_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl $(WB_WRAP))
 # The gdrdrv backend's tests stand in for the module: the system calls of the backend's object
@@ -56,6 +56,8 @@ script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< 
     $(2) $(LINK_LIBGDRAPI) -ldl)
 -include tests/fake/fake.mk tests/dmabuf/dmabuf.mk tests/multigpu/multigpu.mk tests/bridge/bridge.mk \
     tests/vulkan/vulkan.mk
+# The fence test's _auto cases run the copy engine's side against the stand-in driver.
+$(BUILD)/tests/wb_copy_fences: | $(FAKE_CUDA_DMABUF)
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan
 script-progs: $(SCRIPT_PROGS)

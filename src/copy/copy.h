@@ -1,28 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * copy.h - the copy engine as its callers see it (the copies of gdrapi.c, the timing of
- * dma_calibrate.c): one copy to or from a mapping of a given type, inline for the short
- * shapes, else one call into copy.c. No argument checking and no logging: the caller has
- * validated the handle, the mapping type and the range. The kernel (instruction set) is
- * chosen once per process by copy.c (GDRCOPY_COPY_KERNEL=<name> forces one).
- *
- * The contract of a copy, and the fences that keep it (all of them, in the order a copy runs;
- * the instructions are arch/fence.h's, which says why each is the one):
+ * copy.h - the copy engine as its callers see it (the copies of gdrapi.c, the _auto copies of
+ * dma/): one copy to or from a mapping of a given type, read top to bottom in the two inline
+ * functions below, each of which issues its fence by name where it runs:
  *  - a read (vr_copy_from_mapping) begins with vr_read_fence: every byte it returns is a
  *    value the device memory held at some moment after the read began (never one a
  *    streaming-load buffer kept from an earlier read), and the read is ordered after every
  *    earlier load and store of the thread, through the library or not (acquire order). No
  *    fence ends a read: its stores go to host memory, and the next read begins with its own;
- *  - a write (vr_copy_to_mapping) ends with vr_store_fence for WC, DEVICE and NONE mappings:
- *    its bytes are on their way to the device, in order before any later store of the thread
- *    (a flag the GPU polls after the data). CACHING mappings need none;
- *  - while mappings of more than one type are live in the process (src/core/handles.h,
- *    vr_mappings_mixed), a copy of either direction also ends with vr_full_fence: the only
- *    fence not issued here, but by the one caller that knows the census (src/core/gdrapi.c,
- *    copy_checked), through which every copy of the API goes, _auto's included.
- * docs/copy-contract.md says what a caller may rely on, and where upstream GDRCopy differs.
+ *  - a write (vr_copy_to_mapping, or vr_copy_to_engine for the shapes it does not store
+ *    inline) ends with vr_store_fence, whatever the mapping type: its
+ *    bytes are on their way to the device, in order before any later store of the thread (a
+ *    flag the GPU polls after the data), a CACHING mapping's on a coherent GPU included;
+ *  - while mappings of more than one type are live in the process, a copy of either direction
+ *    also ends with vr_full_fence: not issued here, but by the callers that know the census
+ *    (src/core/gdrapi.c, copy_checked; src/dma/dma_transfer.c, vr_dma_move).
+ * arch/fence.h says which instruction each fence is, and why; docs/copy-contract.md what a
+ * caller may rely on, and where upstream GDRCopy differs.
  *
- * The rule of the engine's fast paths (the two inline paths here, and in copy.c the
+ * Between the fences, one call through vr_copy_engine, the table of copies per mapping type
+ * and direction that copy.c fills once, before main, with the kernel chosen for this CPU
+ * (GDRCOPY_COPY_KERNEL=<name> forces one): for WC and NONE mappings the kernel's to_wc and
+ * from_wc (src/copy/copy_<kernel>.c), for CACHING memcpy, for DEVICE the portable kernel's
+ * (copy_c.c). No argument checking and no logging: the caller has validated the handle, the
+ * mapping type and the range.
+ *
+ * The rule of the engine's fast paths (the inline write shapes here, and in each kernel the
  * whole-block shortcut and the inlined shaping): a small copy to or from a BAR costs every
  * instruction on its path, so a shape that can go straight to its accesses does, with no
  * call, stack frame or shaping step in between. For a write, that is the time from the entry
@@ -38,14 +41,30 @@
 #include "arch/fence.h"
 #include "copy_kernels.h"
 
-/* Host -> mapping, the general path (any alignment, any size, every mapping type). Ends with
- * the fence the mapping type needs (sfence for WC). Returns 0. */
-int vr_copy_to_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
+/* The copies per mapping type and direction, and the inline write's whole-line store, of the
+ * kernel chosen for this CPU (copy.c, before main; the portable kernel's until then). */
+struct vr_copy_engine {
+    vr_copy_fn to[GDR_MAPPING_TYPE_MAX];    /* a whole write, no fence */
+    vr_copy_fn from[GDR_MAPPING_TYPE_MAX];  /* a whole read, after the read fence */
+    unsigned char line_store;               /* enum vr_line_store */
+    const char *name;                       /* "avx512", "avx2", "sse41", "movdir64b", "neon", "c" */
+};
+extern struct vr_copy_engine vr_copy_engine;
 
-/* The chosen kernel's single store of a whole line (enum vr_line_store), for the inline
- * write path below; set once by copy.c before main (VR_LINE_NONE, the portable kernel's,
- * until then). */
-extern unsigned char vr_copy_line_store;
+/*
+ * A write that none of vr_copy_to_mapping's inline shapes takes: the engine's copy for the
+ * mapping type, then the store fence. Out of line (one copy in each file that calls it), with
+ * the arguments of vr_copy_to_mapping in the same order, so that the inline path reaches it by
+ * a jump with no register moved: called inline, the table's call would move the arguments
+ * into place before the inline shapes' stores, an instruction or two on every small write.
+ */
+static __attribute__((noinline, unused)) int
+vr_copy_to_engine(gdr_mapping_type_t type, void *dst, const void *src, size_t n)
+{
+    vr_copy_engine.to[type](dst, src, n);
+    vr_store_fence();
+    return 0;
+}
 
 #if defined(__x86_64__)
 /*
@@ -74,16 +93,16 @@ static inline void vr_line_movdir64b(void *dst, const void *src)
 #endif
 
 /*
- * Host -> mapping, inline (the rule at the top). The shapes of short messages store straight
- * from here, with the fence right after the last store:
+ * Host -> mapping. The shapes of short messages store straight from here (the rule at the
+ * top), with the fence right after the last store:
  *  - 1, 2 or 4 bytes at a place aligned to their size: one store of that width;
  *  - 8 to 56 bytes, a multiple of 8 at an 8-byte aligned place: 8-byte stores;
  *  - 64 bytes to 4 KiB of whole 64-byte aligned lines, WC or NONE, with a kernel that has a
- *    single 64-byte store (vr_copy_line_store): one per line.
+ *    single 64-byte store (line_store): one per line.
  * DEVICE mappings take the first two (naturally aligned accesses of at most 8 bytes, what the
- * portable kernel issues for them); CACHING mappings and everything else take the general
- * path, which issues the same accesses for these shapes, so the bytes in memory are the same
- * either way (copy_matrix runs both).
+ * portable kernel issues for them). Everything else goes to vr_copy_to_engine: the engine's
+ * copy for the mapping type, which issues the same accesses for these shapes, so the bytes in
+ * memory are the same either way (copy_matrix runs both); then the same fence.
  */
 static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const void *src,
                                      size_t n)
@@ -106,8 +125,9 @@ static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const v
                 return 0;
             }
 #if defined(__x86_64__)
-            if (!((a | n) & 63) && (unsigned)type <= GDR_MAPPING_TYPE_WC && vr_copy_line_store) {
-                if (vr_copy_line_store == VR_LINE_NT512)
+            if (!((a | n) & 63) && (unsigned)type <= GDR_MAPPING_TYPE_WC &&
+                vr_copy_engine.line_store) {
+                if (vr_copy_engine.line_store == VR_LINE_NT512)
                     for (i = 0; i < n; i += 64)
                         vr_line_nt512(d + i, s + i);
                 else
@@ -135,45 +155,30 @@ static inline int vr_copy_to_mapping(gdr_mapping_type_t type, void *dst, const v
             return 0;
         }
     }
-    return vr_copy_to_mapping_any(type, dst, src, n);
+    return vr_copy_to_engine(type, dst, src, n);
 }
 
-/* Mapping -> host, the general path (any alignment, any size), after vr_copy_from_mapping's
- * read fence: only that inline entry calls it. Returns 0. */
-int vr_copy_from_mapping_any(gdr_mapping_type_t type, void *dst, const void *src, size_t n);
-
-/* The chosen kernel's bulk read and the alignment it needs (block - 1), for the inline read
- * path below; set once by copy.c before main (the portable kernel's until then). */
-struct vr_copy_bulk_read {
-    void (*bulk)(void *dst, const void *src, size_t n);
-    size_t mask;
-};
-extern struct vr_copy_bulk_read vr_copy_inline_read;
-
 /*
- * Mapping -> host, inline (the rule at the top): the read fence, then whole blocks of the
- * chosen kernel at a block-aligned place (for avx512, whole 64-byte lines) straight to its
- * bulk loop. WC and unknown (NONE) mappings only; DEVICE and CACHING mappings and everything
- * else take the general path (where a WC read of at most 64 bytes, and each partial line at
- * the ends of a longer one, is one streaming load of the aligned chunk that holds it, or one
- * per line it straddles: one round trip, where scalar loads cost one each). Every load of a
- * read comes after its fence, so a line loaded more than once within one read (the 16-byte
+ * Mapping -> host: the read fence, then the engine's copy for the mapping type. For WC and
+ * NONE mappings that is the kernel's from_wc: whole blocks at a block-aligned place straight
+ * to its loop; with a streaming-load kernel a read of at most 64 bytes, and each partial line
+ * at the ends of a longer one, is one streaming load of the aligned chunk that holds it, or
+ * one per line it straddles (one round trip, where scalar loads cost one each). Every load of
+ * a read comes after its fence, so a line loaded more than once within one read (the 16-byte
  * loads of a line by the sse41 kernel) is still a value from after the read began.
  */
 static inline int vr_copy_from_mapping(gdr_mapping_type_t type, void *dst, const void *src,
                                        size_t n)
 {
-    const struct vr_copy_bulk_read f = vr_copy_inline_read;
-
     vr_read_fence();
-    if ((unsigned)type <= GDR_MAPPING_TYPE_WC && !(((uintptr_t)src | n) & f.mask)) {
-        f.bulk(dst, src, n);
-        return 0;
-    }
-    return vr_copy_from_mapping_any(type, dst, src, n);
+    vr_copy_engine.from[type](dst, src, n);
+    return 0;
 }
 
 /* Name of the kernel in use ("avx512", "avx2", "sse41", "movdir64b", "neon", "c"). */
-const char *vr_copy_kernel_name(void);
+static inline const char *vr_copy_kernel_name(void)
+{
+    return vr_copy_engine.name;
+}
 
 #endif /* VRAMIO_COPY_H */

@@ -11,7 +11,7 @@
 #include "copy_kernels.h"
 
 /* dst (mapping) 32-byte aligned, n a multiple of 32. */
-void vr_copy_avx2_store(void *dst, const void *src, size_t n)
+static void store32(void *dst, const void *src, size_t n)
 {
     __m256i *d = dst;
     const unsigned char *s = src;
@@ -30,9 +30,19 @@ void vr_copy_avx2_store(void *dst, const void *src, size_t n)
         _mm256_stream_si256(d, _mm256_loadu_si256((const __m256i *)s));
 }
 
+/* dst 16-byte aligned, n a multiple of 16: the step to the block's alignment. */
+static void store16(void *dst, const void *src, size_t n)
+{
+    __m128i *d = dst;
+    const unsigned char *s = src;
+
+    for (; n; n -= 16, s += 16, d++)
+        _mm_stream_si128(d, _mm_loadu_si128((const __m128i *)s));
+}
+
 /* src (mapping) 32-byte aligned, n a multiple of 32. Loads of two lines go out before the
  * stores, for more reads in flight over the slow uncached path. */
-void vr_copy_avx2_load(void *dst, const void *src, size_t n)
+static void load32(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const __m256i *s = src;
@@ -51,27 +61,66 @@ void vr_copy_avx2_load(void *dst, const void *src, size_t n)
         _mm256_storeu_si256((__m256i *)d, _mm256_stream_load_si256(s));
 }
 
-/* 1 <= n <= 64 bytes at any place (vr_small_span): one streaming load of the 16- or 32-byte
- * chunk that holds them, or of each 32-byte chunk they touch (all issued before any store). */
-void vr_copy_avx2_small_load(void *dst, const void *src, size_t n)
+/* 1 <= n <= 64 bytes at any place: one streaming load of the aligned 16-byte chunk that holds
+ * them, else of each aligned 32-byte chunk they touch (all issued before any store). */
+static void small_read(void *dst, const void *src, size_t n)
 {
-    unsigned char buf[128] __attribute__((aligned(32)));
+    const uintptr_t a = (uintptr_t)src, last = a + n - 1;
+    unsigned char buf[96] __attribute__((aligned(32)));
     uintptr_t lo;
-    size_t w, len = vr_small_span((uintptr_t)src, n, 32, &lo, &w);
-    __m256i *s = (__m256i *)lo;
 
-    if (w == 16) {
-        _mm_store_si128((__m128i *)buf, _mm_stream_load_si128((__m128i *)s));
+    if ((a >> 4) == (last >> 4)) {
+        lo = a & ~(uintptr_t)15;
+        _mm_store_si128((__m128i *)buf, _mm_stream_load_si128((__m128i *)lo));
     } else {
-        __m256i a = _mm256_stream_load_si256(s), b = a, c = a;
+        const __m256i *s = (const __m256i *)(lo = a & ~(uintptr_t)31);
+        const size_t chunks = (last >> 5) - (a >> 5) + 1;
+        __m256i x = _mm256_stream_load_si256(s), y = x, z = x;
 
-        if (len > 32)
-            b = _mm256_stream_load_si256(s + 1);
-        if (len > 64)
-            c = _mm256_stream_load_si256(s + 2);
-        _mm256_store_si256((__m256i *)buf, a);
-        _mm256_store_si256((__m256i *)buf + 1, b);
-        _mm256_store_si256((__m256i *)buf + 2, c);
+        if (chunks > 1)
+            y = _mm256_stream_load_si256(s + 1);
+        if (chunks > 2)
+            z = _mm256_stream_load_si256(s + 2);
+        _mm256_store_si256((__m256i *)buf, x);
+        _mm256_store_si256((__m256i *)buf + 1, y);
+        _mm256_store_si256((__m256i *)buf + 2, z);
     }
-    memcpy(dst, buf + ((uintptr_t)src - lo), n);
+    memcpy(dst, buf + (a - lo), n);
+}
+
+/* More than 64 bytes, not whole blocks: out of line, so that the whole-block and small reads
+ * above it save no register and reach their loads by a jump. */
+static __attribute__((noinline)) void read_lines(void *dst, const void *src, size_t n)
+{
+    vr_copy_read_lines(dst, src, n, small_read, load32);
+}
+
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 32, store32, store16);
+}
+
+void vr_copy_avx2_to_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)dst | n) & 31)) {
+        store32(dst, src, n);
+        return;
+    }
+    write_shaped(dst, src, n);
+}
+
+void vr_copy_avx2_from_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)src | n) & 31)) {     /* whole blocks at a block-aligned place */
+        load32(dst, src, n);
+        return;
+    }
+    if (n <= 64) {
+        if (n)
+            small_read(dst, src, n);
+        return;
+    }
+    read_lines(dst, src, n);
 }

@@ -11,7 +11,7 @@
 #include "copy_kernels.h"
 
 /* dst (mapping) 64-byte aligned, n a multiple of 64. */
-void vr_copy_avx512_store(void *dst, const void *src, size_t n)
+static void store_lines(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;
@@ -30,8 +30,18 @@ void vr_copy_avx512_store(void *dst, const void *src, size_t n)
         _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
 }
 
+/* dst 16-byte aligned, n a multiple of 16: the step to the block's alignment. */
+static void store16(void *dst, const void *src, size_t n)
+{
+    __m128i *d = dst;
+    const unsigned char *s = src;
+
+    for (; n; n -= 16, s += 16, d++)
+        _mm_stream_si128(d, _mm_loadu_si128((const __m128i *)s));
+}
+
 /* src (mapping) 64-byte aligned, n a multiple of 64; four lines in flight per turn. */
-void vr_copy_avx512_load(void *dst, const void *src, size_t n)
+static void load_lines(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     unsigned char *s = (unsigned char *)(uintptr_t)src;   /* gcc's prototype lacks the const */
@@ -50,25 +60,64 @@ void vr_copy_avx512_load(void *dst, const void *src, size_t n)
         _mm512_storeu_si512(d, _mm512_stream_load_si512(s));
 }
 
-/* 1 <= n <= 64 bytes at any place (vr_small_span): one streaming load of the 16-, 32- or
- * 64-byte chunk that holds them, or of each of the two lines they straddle. */
-void vr_copy_avx512_small_load(void *dst, const void *src, size_t n)
+/* 1 <= n <= 64 bytes at any place: one streaming load of the aligned 16-, 32- or 64-byte
+ * chunk that holds them (the smallest that does), or of each of the two lines they straddle. */
+static void small_read(void *dst, const void *src, size_t n)
 {
+    const uintptr_t a = (uintptr_t)src, last = a + n - 1;
     unsigned char buf[128] __attribute__((aligned(64)));
     uintptr_t lo;
-    size_t w, len = vr_small_span((uintptr_t)src, n, 64, &lo, &w);
-    unsigned char *s = (unsigned char *)lo;
 
-    if (w == 16) {
-        _mm_store_si128((__m128i *)buf, _mm_stream_load_si128((__m128i *)s));
-    } else if (w == 32) {
-        _mm256_store_si256((__m256i *)buf, _mm256_stream_load_si256((__m256i *)s));
+    if ((a >> 4) == (last >> 4)) {
+        lo = a & ~(uintptr_t)15;
+        _mm_store_si128((__m128i *)buf, _mm_stream_load_si128((__m128i *)lo));
+    } else if ((a >> 5) == (last >> 5)) {
+        lo = a & ~(uintptr_t)31;
+        _mm256_store_si256((__m256i *)buf, _mm256_stream_load_si256((__m256i *)lo));
     } else {
-        __m512i a = _mm512_stream_load_si512(s);
+        unsigned char *s = (unsigned char *)(lo = a & ~(uintptr_t)63);
+        __m512i x = _mm512_stream_load_si512(s);
 
-        if (len > 64)
+        if ((last >> 6) != (a >> 6))
             _mm512_store_si512(buf + 64, _mm512_stream_load_si512(s + 64));
-        _mm512_store_si512(buf, a);
+        _mm512_store_si512(buf, x);
     }
-    memcpy(dst, buf + ((uintptr_t)src - lo), n);
+    memcpy(dst, buf + (a - lo), n);
+}
+
+/* More than 64 bytes, not whole blocks: out of line, so that the whole-block and small reads
+ * above it save no register and reach their loads by a jump. */
+static __attribute__((noinline)) void read_lines(void *dst, const void *src, size_t n)
+{
+    vr_copy_read_lines(dst, src, n, small_read, load_lines);
+}
+
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 64, store_lines, store16);
+}
+
+void vr_copy_avx512_to_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)dst | n) & 63)) {
+        store_lines(dst, src, n);
+        return;
+    }
+    write_shaped(dst, src, n);
+}
+
+void vr_copy_avx512_from_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)src | n) & 63)) {     /* whole blocks at a block-aligned place */
+        load_lines(dst, src, n);
+        return;
+    }
+    if (n <= 64) {
+        if (n)
+            small_read(dst, src, n);
+        return;
+    }
+    read_lines(dst, src, n);
 }

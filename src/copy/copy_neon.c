@@ -9,8 +9,9 @@
 
 #include "copy_kernels.h"
 
-/* dst (mapping) 16-byte aligned, n a multiple of 16. */
-void vr_copy_neon_store(void *dst, const void *src, size_t n)
+/* The mapping side (dst of a write, src of a read) 16-byte aligned, n a multiple of 16: the
+ * same instructions both ways. */
+static void lines16(void *dst, const void *src, size_t n)
 {
     uint8_t *d = dst;
     const uint8_t *s = src;
@@ -27,8 +28,27 @@ void vr_copy_neon_store(void *dst, const void *src, size_t n)
         vst1q_u8(d, vld1q_u8(s));
 }
 
-/* src (mapping) 16-byte aligned, n a multiple of 16. */
-void vr_copy_neon_load(void *dst, const void *src, size_t n)
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
 {
-    vr_copy_neon_store(dst, src, n);   /* the same instructions: only the aligned side differs */
+    vr_copy_shaped(1, dst, src, n, 16, lines16, NULL);
+}
+
+void vr_copy_neon_to_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)dst | n) & 15)) {
+        lines16(dst, src, n);
+        return;
+    }
+    write_shaped(dst, src, n);
+}
+
+void vr_copy_neon_from_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)src | n) & 15)) {
+        lines16(dst, src, n);
+        return;
+    }
+    vr_copy_shaped(0, dst, src, n, 16, lines16, NULL);
 }

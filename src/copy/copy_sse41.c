@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * copy_sse41.c - 16-byte kernel: MOVNTDQ stores to the mapping, MOVNTDQA (SSE4.1) streaming
- * loads from it. Also the 16-byte step that leads the wider kernels to their alignment.
- * Built with -msse4.1 only (copy.mk).
+ * loads from it; also the movdir64b kernel's reads (copy.c's table). Built with -msse4.1 only
+ * (copy.mk).
  */
 #include <stdint.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "copy_kernels.h"
 
 /* dst (mapping) 16-byte aligned, n a multiple of 16. */
-void vr_copy_sse41_store(void *dst, const void *src, size_t n)
+static void store16(void *dst, const void *src, size_t n)
 {
     __m128i *d = dst;
     const unsigned char *s = src;
@@ -32,7 +32,7 @@ void vr_copy_sse41_store(void *dst, const void *src, size_t n)
 
 /* src (mapping) 16-byte aligned, n a multiple of 16. The four loads of a line are issued
  * before any store so that they share one streaming-load buffer fill. */
-void vr_copy_sse41_load(void *dst, const void *src, size_t n)
+static void load16(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     __m128i *s = (__m128i *)(uintptr_t)src;   /* gcc's prototype lacks the const */
@@ -51,19 +51,56 @@ void vr_copy_sse41_load(void *dst, const void *src, size_t n)
         _mm_storeu_si128((__m128i *)d, _mm_stream_load_si128(s));
 }
 
-/* 1 <= n <= 64 bytes at any place (vr_small_span): one streaming load of each 16-byte chunk
- * they touch (one to five, all issued before any store). */
-void vr_copy_sse41_small_load(void *dst, const void *src, size_t n)
+/* 1 <= n <= 64 bytes at any place: one streaming load of each aligned 16-byte chunk they
+ * touch (one to five, all issued before any store). */
+static void small_read(void *dst, const void *src, size_t n)
 {
+    const uintptr_t lo = (uintptr_t)src & ~(uintptr_t)15;
+    const size_t chunks = (((uintptr_t)src + n - 1) >> 4) - (lo >> 4) + 1;
     unsigned char buf[80] __attribute__((aligned(16)));
-    uintptr_t lo;
-    size_t w, len = vr_small_span((uintptr_t)src, n, 16, &lo, &w), k;
     __m128i *s = (__m128i *)lo, v[5];
+    size_t k;
 
-    (void)w;
-    for (k = 0; k < len / 16; k++)
+    for (k = 0; k < chunks; k++)
         v[k] = _mm_stream_load_si128(s + k);
-    for (k = 0; k < len / 16; k++)
+    for (k = 0; k < chunks; k++)
         _mm_store_si128((__m128i *)buf + k, v[k]);
     memcpy(dst, buf + ((uintptr_t)src - lo), n);
+}
+
+/* More than 64 bytes, not whole blocks: out of line, so that the whole-block and small reads
+ * above it save no register and reach their loads by a jump. */
+static __attribute__((noinline)) void read_lines(void *dst, const void *src, size_t n)
+{
+    vr_copy_read_lines(dst, src, n, small_read, load16);
+}
+
+/* Not whole blocks: out of line, so that the whole-block write above reaches its loop by a
+ * jump, with no register saved. */
+static __attribute__((noinline)) void write_shaped(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 16, store16, NULL);
+}
+
+void vr_copy_sse41_to_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)dst | n) & 15)) {
+        store16(dst, src, n);
+        return;
+    }
+    write_shaped(dst, src, n);
+}
+
+void vr_copy_sse41_from_wc(void *dst, const void *src, size_t n)
+{
+    if (!(((uintptr_t)src | n) & 15)) {     /* whole blocks at a block-aligned place */
+        load16(dst, src, n);
+        return;
+    }
+    if (n <= 64) {
+        if (n)
+            small_read(dst, src, n);
+        return;
+    }
+    read_lines(dst, src, n);
 }

@@ -194,32 +194,25 @@ VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *
 }
 
 /*
- * The copies, both directions the same shape: the pin's mapping looked up lock-free (handles.h,
- * vr_pin_mapping_try), the arguments checked, then the copy engine (copy/copy.h), inline.
- * Whatever that straight path does not take goes to copy_checked, out of line, so that the
- * straight path needs no stack frame and ends in the engine (the rule at the top of
- * copy/copy.h): a refused or stale handle, a slot being written, no bytes or no host buffer,
- * a range outside the mapping, and a copy while mappings of several types are live.
+ * The copies, both directions the same shape, read top to bottom: the lookup and the checks in
+ * one place (handles.h, vr_copy_lookup: the pin's mapping read lock-free, the range inside it,
+ * a host buffer, at least one byte, one mapping type live), then the copy engine, inline
+ * (copy/copy.h: the fences it issues are named there). Whatever that straight path does not
+ * take goes to copy_checked, out of line, so that the straight path needs no stack frame and
+ * ends in the engine (the rule at the top of copy/copy.h): a refused or stale handle, a slot
+ * being written, no bytes or no host buffer, a range outside the mapping, and a copy while
+ * mappings of several types are live.
  */
 #define VR_TO_MAP   1
 #define VR_FROM_MAP 0
 static int copy_checked(int to_map, gdr_mh_t handle, void *map, void *host, size_t size);
-
-/* The straight path's test of a found mapping: the range inside it, a host buffer, at least
- * one byte, and one mapping type live in the process. */
-static inline int copy_straight(const struct vr_mapping *m, const void *map, const void *host,
-                                size_t size)
-{
-    return vr_in_mapping(m, map, size) && host && size && !vr_mappings_mixed();
-}
 
 VR_EXPORT int gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
                                   size_t size)
 {
     struct vr_mapping m;
 
-    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
-        __builtin_expect(!copy_straight(&m, map_d_ptr, h_ptr, size), 0))
+    if (__builtin_expect(!vr_copy_lookup(handle.h, map_d_ptr, h_ptr, size, &m), 0))
         return copy_checked(VR_TO_MAP, handle, map_d_ptr, (void *)(uintptr_t)h_ptr, size);
     return vr_copy_to_mapping((gdr_mapping_type_t)m.type, map_d_ptr, h_ptr, size);
 }
@@ -229,8 +222,7 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
 {
     struct vr_mapping m;
 
-    if (__builtin_expect(vr_pin_mapping_try(handle.h, &m) != 0, 0) ||
-        __builtin_expect(!copy_straight(&m, map_d_ptr, h_ptr, size), 0))
+    if (__builtin_expect(!vr_copy_lookup(handle.h, map_d_ptr, h_ptr, size, &m), 0))
         return copy_checked(VR_FROM_MAP, handle, (void *)(uintptr_t)map_d_ptr, h_ptr, size);
     return vr_copy_from_mapping((gdr_mapping_type_t)m.type, h_ptr, map_d_ptr, size);
 }
@@ -241,7 +233,7 @@ VR_EXPORT int gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *ma
  * (vr_mappings_mixed) the copy ends with a full fence as well, as upstream GDRCopy's does: the
  * buffer it reached may be read or written next through a mapping of another type, whose
  * accesses the fence of this type does not order (a WC store fence does not order later cached
- * loads, a cached copy has no fence at all).
+ * loads, and a read has no fence at its end).
  */
 static __attribute__((noinline, cold)) int copy_checked(int to_map, gdr_mh_t handle, void *map,
                                                         void *host, size_t size)
@@ -264,9 +256,9 @@ static __attribute__((noinline, cold)) int copy_checked(int to_map, gdr_mh_t han
     return 0;
 }
 
-/* Hidden aliases of the two copies, for the _auto copies (copy_dma.c): below their crossover,
- * and the part of a copy the BAR moves, take the same path and fences, by a direct jump into
- * the same code, not a second trip through the PLT. */
+/* Hidden aliases of the two copies, for the _auto copies (copy_dma.c): below every crossover
+ * they take the same path and fences, by a direct jump into the same code, not a second trip
+ * through the PLT. */
 extern __typeof__(gdr_copy_to_mapping) vr_gdr_copy_to_mapping
     __attribute__((alias("gdr_copy_to_mapping"), visibility("hidden")));
 extern __typeof__(gdr_copy_from_mapping) vr_gdr_copy_from_mapping

@@ -166,4 +166,19 @@ static inline int vr_in_mapping(const struct vr_mapping *m, const void *p, size_
     return off <= m->len && n <= m->len - off;
 }
 
+/*
+ * The copy path's lookup and checks, in one place (gdrapi.c, the straight path of both copies):
+ * 1 with *m filled when token names a live pin whose slot no writer held (vr_pin_mapping_try),
+ * [map, map+n) lies inside its mapping, there is a host buffer and at least one byte, and
+ * mappings of one type only are live; else 0, and the caller's slow path says why, or copies
+ * and ends with the full fence of mixed mappings. Straight-line code, no call.
+ */
+static inline int vr_copy_lookup(unsigned long token, const void *map, const void *host,
+                                 size_t n, struct vr_mapping *m)
+{
+    if (vr_pin_mapping_try(token, m) != 0)
+        return 0;
+    return vr_in_mapping(m, map, n) && host && n && !vr_mappings_mixed();
+}
+
 #endif /* VRAMIO_HANDLES_H */

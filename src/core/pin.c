@@ -437,7 +437,8 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
     if (ok)
         *r = (struct vr_dma_range){ .dev_addr = pin->info.va + ((uintptr_t)p - m.base),
                                     .type = pin->map_type, .dma_dev = pin->dma_dev,
-                                    .avail = m.len - ((uintptr_t)p - m.base) };
+                                    .avail = m.len - ((uintptr_t)p - m.base),
+                                    .mixed = vr_mappings_mixed() };
     vr_slot_unlock(s);
     return ok ? 0 : vr_copy_fail(fn, handle.h, p, n, 0);
 }

@@ -28,6 +28,8 @@ struct vr_dma_range {
     gdr_mapping_type_t type;               /* the mapping's type, for the BAR copy */
     int dma_dev;                           /* the pin's copy-engine device: VR_DMA_DEV_* */
     size_t avail;                          /* bytes of the mapping from the range's start on */
+    int mixed;                             /* mappings of several types live at the check: the
+                                            * copy ends with vr_full_fence (copy/copy.h) */
 };
 
 /* Check [p, p+n) against handle's mapping (and host against NULL) exactly as
@@ -40,7 +42,7 @@ int vr_pin_dma_range(gdr_mh_t handle, const void *p, size_t n, const void *host,
 int vr_pin_dma_start(gdr_mh_t handle, struct vr_dma_range *r, const char *fn);
 
 /* gdr_copy_to_mapping / gdr_copy_from_mapping themselves (core/gdrapi.c), called without the
- * PLT: the BAR's part of a copy. */
+ * PLT: an _auto copy below every crossover. */
 int vr_gdr_copy_to_mapping(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size);
 int vr_gdr_copy_from_mapping(gdr_mh_t handle, void *h_ptr, const void *map_d_ptr, size_t size);
 

@@ -6,8 +6,9 @@
  * is an uncached round trip per line (about 1 GB/s); the copy engine reaches tens of GB/s
  * after a fixed cost of several microseconds, so past some size it wins by far.
  *
- * The entry points of the copy engine's directory (dma.h): the device of the pin (dma_device.c),
- * its crossover (dma_calibrate.c), then one copy by the engine (dma_transfer.c) or the BAR.
+ * The entry points of the copy engine's directory (dma.h): below the smallest crossover of any
+ * device the API's own copy (gdrapi.c, through its hidden alias: the same path and fences),
+ * above it auto_copy.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -19,38 +20,21 @@
 #include "dma_policy.h"
 #include "vramio.h"
 
+/* From the smallest crossover of any device up: the checks of gdr_copy_*_mapping and where
+ * the range lies in GPU memory (pin.c), the way (dma_device.c: the pin's device, its
+ * crossover, measured by this copy if nobody has), then the move (dma_transfer.c: the engine
+ * or the BAR for what is left, then the full fence while mappings of several types live). */
 static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char *host,
                      size_t n, const char *fn)
 {
-    const struct vr_cuda *cu;
     struct vr_dma_range r;
-    struct dma_dev *d = NULL;
-    size_t done = 0, x;
+    struct vr_dma_way w;
     int rc = vr_pin_dma_range(handle, map, n, host, &r, fn);
 
     if (rc)
         return rc;
-    if ((cu = vr_dma_cuda()))
-        d = vr_dma_dev_of_pin(cu, handle, &r);
-    if (d) {
-        x = atomic_load(&d->crossover[dir]);
-        if (!x) {
-            done = vr_dma_calibrate(cu, d, dir, &r, map, host, n);
-            x = atomic_load(&d->crossover[dir]);
-        }
-        /* Pageable memory crosses later (vr_dma_copy asks the same, remembered, question). */
-        if (x && n - done >= x && !vr_dma_host_pinned(cu, host + done, n - done))
-            x = atomic_load(&d->pageable_x[dir]);
-        if (x && n - done >= x)
-            return vr_dma_copy(cu, d, dir, r.dev_addr + done, host + done, n - done, fn);
-    }
-    /* The BAR's part through the API's own copy (gdrapi.c): the same checks and fences, the
-     * full fence while mappings of several types are live included. */
-    if (n == done)
-        return 0;
-    if (dir == DIR_WRITE)
-        return vr_gdr_copy_to_mapping(handle, map + done, host + done, n - done);
-    return vr_gdr_copy_from_mapping(handle, host + done, map + done, n - done);
+    vr_dma_way(dir, handle, &r, map, host, n, &w);
+    return vr_dma_move(&w, dir, &r, map, host, n, fn);
 }
 
 VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dma.h - what the files of the copy engine's directory share. Calls run one way: the entry
- * points (copy_dma.c) call the calibration (dma_calibrate.c), the transfers (dma_transfer.c)
- * and the per-device state (dma_device.c); the calibration calls the transfers and the
- * device state; the transfers call neither.
+ * dma.h - what the files of the copy engine's directory share. Calls run one way, in the
+ * order an _auto copy takes them: the entry points (copy_dma.c) call the way of a copy
+ * (dma_device.c: the pin's device, its crossover) and then its move (dma_transfer.c: the
+ * engine or the BAR, then the fence); the device state calls the calibration
+ * (dma_calibrate.c) the first time; the calibration calls the transfers' engine copies; the
+ * transfers call neither.
  */
 #ifndef VRAMIO_DMA_H
 #define VRAMIO_DMA_H
@@ -35,19 +37,7 @@ struct dma_dev {
                                    * stored before crossover[], valid once that is not 0 */
 };
 
-/* ---- dma_device.c: the devices, set up once each, and the crossovers known so far ---- */
-
-/* Held while a device is set up and while a crossover is measured. */
-extern pthread_mutex_t vr_dma_setup_lock;
-
-/* The smallest crossover of any device, per direction (0 while none is known; writes start at
- * VR_DMA_BAR_WRITE_MIN, see dma_calibrate.c): a copy below it goes straight to the BAR copy,
- * without the handle's lock or a question to the driver, so that an _auto copy costs what a
- * gdr_ copy costs wherever the BAR is the better way. */
-extern _Atomic size_t vr_dma_min_crossover[2];
-
-/* A crossover of some device is now x: lowers vr_dma_min_crossover[dir] to it. */
-void vr_dma_note_crossover(int dir, size_t x);
+/* ---- dma_device.c: the devices, set up once each, and the way of one copy --------------- */
 
 /* CUDA with everything this directory calls, or NULL (then the BAR for good). */
 const struct vr_cuda *vr_dma_cuda(void);
@@ -56,6 +46,17 @@ const struct vr_cuda *vr_dma_cuda(void);
  * NULL: copy through the BAR. */
 struct dma_dev *vr_dma_dev_of_pin(const struct vr_cuda *cu, gdr_mh_t handle,
                                   const struct vr_dma_range *r);
+
+/* The way of one _auto copy: the device of its pin (NULL: the BAR), and how many of its first
+ * bytes the crossover's measurement moved, when this copy measured it (a write's first bytes:
+ * vr_dma_calibrate). */
+struct vr_dma_way {
+    const struct vr_cuda *cu;
+    struct dma_dev *d;
+    size_t done;
+};
+void vr_dma_way(int dir, gdr_mh_t handle, const struct vr_dma_range *r, unsigned char *map,
+                unsigned char *host, size_t n, struct vr_dma_way *w);
 
 /* ---- dma_transfer.c: copies through the engine --------------------------------------- */
 
@@ -72,11 +73,26 @@ CUresult vr_dma_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir, uin
 CUresult vr_dma_bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
                         unsigned char *host, size_t n);
 
-/* One synchronous copy-engine copy in d's context: 0, or the errno recorded for fn. */
-int vr_dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
-                void *host, size_t n, const char *fn);
+/* What is left of an _auto copy after its way (w->done bytes moved): by the copy engine from
+ * the device's crossover up (the pageable one for pageable host memory), else by the BAR
+ * (copy/copy.h); then the full fence while mappings of several types are live (r->mixed).
+ * 0, or the errno recorded for fn. */
+int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *r,
+                unsigned char *map, unsigned char *host, size_t n, const char *fn);
 
-/* ---- dma_calibrate.c: the crossover, measured once per device and direction ---------- */
+/* ---- dma_calibrate.c: the crossover, set or measured once per device and direction ---- */
+
+/* The smallest crossover of any device, per direction (0 while none is known; writes start at
+ * VR_DMA_BAR_WRITE_MIN): a copy below it goes straight to the BAR copy, without the handle's
+ * lock or a question to the driver, so that an _auto copy costs what a gdr_ copy costs
+ * wherever the BAR is the better way. */
+extern _Atomic size_t vr_dma_min_crossover[2];
+
+/* A crossover of some device is now x: lowers vr_dma_min_crossover[dir] to it. */
+void vr_dma_note_crossover(int dir, size_t x);
+
+/* VRAMIO_DMA_CROSSOVER_READ / _WRITE as read at load (0: not set): every device's start. */
+size_t vr_dma_env_crossover(int dir);
 
 /* The crossovers of d in direction dir, measuring them now if nobody has, on the caller's
  * copy (r, map, host, n). Returns how many bytes of that copy are done (a write's first

@@ -2,8 +2,10 @@
 /*
  * dma_calibrate.c - the crossover of the _auto copies: the size from which the copy engine is
  * the faster way, per device and direction. VRAMIO_DMA_CROSSOVER_READ / _WRITE when set
- * (dma_policy.h), else measured once, by the first _auto read of at least VR_DMA_FLOOR bytes
- * and the first _auto write of at least VR_DMA_BAR_WRITE_MIN, in one to two milliseconds.
+ * (dma_policy.h; read here, once, at load), else measured once, by the first _auto read of at
+ * least VR_DMA_FLOOR bytes and the first _auto write of at least VR_DMA_BAR_WRITE_MIN, in one
+ * to two milliseconds. Also the smallest crossover of any device, by which the entry points
+ * send a copy below it straight to the BAR.
  *
  * The rules of the measurement (docs/auto-copies.md has the figures behind them):
  *  - both ways are timed warm, a few times per size, the median kept (vr_dma_curve);
@@ -40,13 +42,59 @@
 
 #define CAL_ROUNDS 5              /* the copy engine's median of */
 
+/* One measurement at a time in the process (it uses a device's bounce buffers and scratch). */
+static pthread_mutex_t measure_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Atomic size_t vr_dma_min_crossover[2] = { 0, VR_DMA_BAR_WRITE_MIN };
+
+/* VRAMIO_DMA_CROSSOVER_READ / _WRITE, read once when the library is loaded (0: not set). */
+static size_t env_x[2];
+
+void vr_dma_note_crossover(int dir, size_t x)
+{
+    size_t cur = atomic_load(&vr_dma_min_crossover[dir]);
+
+    while ((cur == 0 || x < cur) &&
+           !atomic_compare_exchange_weak(&vr_dma_min_crossover[dir], &cur, x))
+        ;
+}
+
+size_t vr_dma_env_crossover(int dir)
+{
+    return env_x[dir];
+}
+
+static void env_crossover(int dir, const char *name)
+{
+    const char *v = getenv(name);
+    size_t x;
+
+    if (!v)
+        return;
+    if (vr_dma_parse_crossover(v, &x)) {
+        vr_warn("%s=%s: not a size (bytes, K, M, G or 'never'); measuring instead", name, v);
+        return;
+    }
+    env_x[dir] = x;
+    if (dir == DIR_WRITE)       /* the setting replaces the write floor as well */
+        atomic_store(&vr_dma_min_crossover[dir], x);
+    else
+        vr_dma_note_crossover(dir, x);
+}
+
+__attribute__((constructor)) static void dma_env(void)
+{
+    env_crossover(DIR_READ, "VRAMIO_DMA_CROSSOVER_READ");
+    env_crossover(DIR_WRITE, "VRAMIO_DMA_CROSSOVER_WRITE");
+}
+
 /*
  * The engine's scratch allocation, stream-ordered on the device's private stream: cuMemFree
  * waits for every kernel of the device, and the first _auto copy of a program whose kernel
  * polls a flag that the same thread is about to write (what GDRCopy is used for) would wait
  * for that kernel, and the kernel for it. Without the stream-ordered allocator (drivers
  * before CUDA 11.2, devices without memory pools) the allocation is made once per device
- * and kept (struct dma_dev, scratch). Both under vr_dma_setup_lock.
+ * and kept (struct dma_dev, scratch). Both under measure_lock.
  */
 static void scratch_free(const struct vr_cuda *cu, struct dma_dev *d, CUdeviceptr p)
 {
@@ -70,11 +118,11 @@ static CUresult scratch_alloc(const struct vr_cuda *cu, struct dma_dev *d, CUdev
 }
 
 /* The copy engine's curves in one direction, eng[0] from pinned host memory (the bounce
- * buffer), eng[1] from pageable memory (through the bounce buffers, as vr_dma_copy does it:
+ * buffer), eng[1] from pageable memory (through the bounce buffers, as vr_dma_move does it:
  * the memcpy is part of the cost). Each size of vr_dma_engine_sizes copied between a scratch
  * allocation and the host memory once to warm up (the first copies pay one-time costs), then
  * CAL_ROUNDS times, the sizes and kinds in turn in each round (so that a slow moment falls on
- * all of them alike), each copy waited for as vr_dma_copy waits for it. In d's context; 0, or
+ * all of them alike), each copy waited for as vr_dma_move waits for it. In d's context; 0, or
  * EIO (ENOMEM). */
 static int measure_engine(const struct vr_cuda *cu, struct dma_dev *d, int dir,
                           struct vr_dma_curve eng[2])
@@ -230,9 +278,9 @@ size_t vr_dma_calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
 
     if (dir == DIR_WRITE && n < VR_DMA_BAR_WRITE_MIN)
         return 0;               /* the BAR for this one; a larger write measures */
-    pthread_mutex_lock(&vr_dma_setup_lock);
+    pthread_mutex_lock(&measure_lock);
     if (atomic_load(&d->crossover[dir])) {
-        pthread_mutex_unlock(&vr_dma_setup_lock);
+        pthread_mutex_unlock(&measure_lock);
         return 0;
     }
     if (dir == DIR_READ)
@@ -256,7 +304,7 @@ size_t vr_dma_calibrate(const struct vr_cuda *cu, struct dma_dev *d, int dir,
     atomic_store(&d->pageable_x[dir], xp);
     atomic_store(&d->crossover[dir], x);
     vr_dma_note_crossover(dir, x);
-    pthread_mutex_unlock(&vr_dma_setup_lock);
+    pthread_mutex_unlock(&measure_lock);
     vr_info("copy engine %s crossover: %s from pinned memory, %s from pageable (median "
             "ns by size: BAR %s (first pass %s, second %s), warm-up %zu:%.0f; engine pinned %s; "
             "pageable %s)", dir == DIR_WRITE ? "write" : "read", x_str(x, xs[0]),

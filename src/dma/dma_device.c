@@ -7,7 +7,8 @@
  * deadlock) and two pinned bounce buffers; the device of a pin, found once and remembered
  * in the pin. Memory that belongs to a CUDA context other than its device's primary one is
  * copied through the BAR (the primary context may not reach it); so is everything when CUDA
- * cannot be used. The crossovers from the environment are read here, once, at load.
+ * cannot be used. And the way of one _auto copy (vr_dma_way): the device of its pin, and the
+ * crossover measured now if nobody has (dma_calibrate.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,46 +21,9 @@
 #include "core/export.h"
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
-pthread_mutex_t vr_dma_setup_lock = PTHREAD_MUTEX_INITIALIZER;
-_Atomic size_t vr_dma_min_crossover[2] = { 0, VR_DMA_BAR_WRITE_MIN };
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* VRAMIO_DMA_CROSSOVER_READ / _WRITE, read once when the library is loaded (0: not set). */
-static size_t env_x[2];
-
-void vr_dma_note_crossover(int dir, size_t x)
-{
-    size_t cur = atomic_load(&vr_dma_min_crossover[dir]);
-
-    while ((cur == 0 || x < cur) &&
-           !atomic_compare_exchange_weak(&vr_dma_min_crossover[dir], &cur, x))
-        ;
-}
-
-static void env_crossover(int dir, const char *name)
-{
-    const char *v = getenv(name);
-    size_t x;
-
-    if (!v)
-        return;
-    if (vr_dma_parse_crossover(v, &x)) {
-        vr_warn("%s=%s: not a size (bytes, K, M, G or 'never'); measuring instead", name, v);
-        return;
-    }
-    env_x[dir] = x;
-    if (dir == DIR_WRITE)       /* the setting replaces the write floor as well */
-        atomic_store(&vr_dma_min_crossover[dir], x);
-    else
-        vr_dma_note_crossover(dir, x);
-}
-
-__attribute__((constructor)) static void dma_env(void)
-{
-    env_crossover(DIR_READ, "VRAMIO_DMA_CROSSOVER_READ");
-    env_crossover(DIR_WRITE, "VRAMIO_DMA_CROSSOVER_WRITE");
-}
-
-/* Under vr_dma_setup_lock, with d->ctx current. */
+/* Under setup_lock, with d->ctx current. */
 static int dev_setup_in_ctx(const struct vr_cuda *cu, struct dma_dev *d)
 {
     CUresult r;
@@ -100,8 +64,8 @@ static int dev_setup(const struct vr_cuda *cu, int ord, struct dma_dev *d)
         return rc;
     pthread_mutex_init(&d->bounce_lock, NULL);
     for (i = 0; i < 2; i++) {
-        atomic_store(&d->pageable_x[i], env_x[i]);
-        atomic_store(&d->crossover[i], env_x[i]);
+        atomic_store(&d->pageable_x[i], vr_dma_env_crossover(i));
+        atomic_store(&d->crossover[i], vr_dma_env_crossover(i));
     }
     return 0;
 }
@@ -125,10 +89,10 @@ static struct dma_dev *dev_ready(const struct vr_cuda *cu, int ord)
         return NULL;
     d = &devs[ord];
     if (!__atomic_load_n(&d->state, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&vr_dma_setup_lock);
+        pthread_mutex_lock(&setup_lock);
         if (!d->state)
             __atomic_store_n(&d->state, dev_setup(cu, ord, d) ? -1 : 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&vr_dma_setup_lock);
+        pthread_mutex_unlock(&setup_lock);
     }
     return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == 1 ? d : NULL;
 }
@@ -185,4 +149,14 @@ struct dma_dev *vr_dma_dev_of_pin(const struct vr_cuda *cu, gdr_mh_t handle,
     d = dev_for(cu, r->dev_addr);
     vr_pin_set_dma_dev(handle, d ? (int)(d - devs) : VR_DMA_DEV_NONE);
     return d;
+}
+
+void vr_dma_way(int dir, gdr_mh_t handle, const struct vr_dma_range *r, unsigned char *map,
+                unsigned char *host, size_t n, struct vr_dma_way *w)
+{
+    *w = (struct vr_dma_way){ vr_dma_cuda(), NULL, 0 };
+    if (w->cu)
+        w->d = vr_dma_dev_of_pin(w->cu, handle, r);
+    if (w->d && !atomic_load(&w->d->crossover[dir]))
+        w->done = vr_dma_calibrate(w->cu, w->d, dir, r, map, host, n);
 }

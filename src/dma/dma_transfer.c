@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dma_transfer.c - one copy through the GPU's copy engine, waited for before it returns
+ * dma_transfer.c - the move of an _auto copy (vr_dma_move): the engine or the BAR, then the
+ * fence. One copy through the GPU's copy engine is waited for before it returns
  * (cuStreamSynchronize / cuEventSynchronize), on the device's private stream and in its
  * primary context, pushed for the call and popped after it so that the calling thread's
  * current context (or its lack of one) is as it was. From or to the caller's buffer directly
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch/fence.h"
+#include "copy/copy.h"
 #include "dma.h"
 #include "core/export.h"
 
@@ -108,8 +111,9 @@ CUresult vr_dma_bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, ui
 #undef CHUNK_OFF
 }
 
-/* One synchronous copy-engine copy, in d's context (pushed unless it is current already). */
-int vr_dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
+/* One synchronous copy-engine copy, in d's context (pushed unless it is current already): 0,
+ * or the errno recorded for fn. */
+static int engine_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
                 void *host, size_t n, const char *fn)
 {
     CUcontext popped, cur = NULL;
@@ -137,4 +141,26 @@ int vr_dma_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t d
     if (push)
         cu->cuCtxPopCurrent(&popped);
     return r == CUDA_SUCCESS ? 0 : cu_fail(r, fn, what);
+}
+
+int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *r,
+                unsigned char *map, unsigned char *host, size_t n, const char *fn)
+{
+    size_t done = w->done, x = w->d ? atomic_load(&w->d->crossover[dir]) : 0;
+    int rc = 0;
+
+    /* Pageable memory crosses later (engine_copy asks the same, remembered, question). */
+    if (x && n - done >= x && !vr_dma_host_pinned(w->cu, host + done, n - done))
+        x = atomic_load(&w->d->pageable_x[dir]);
+    if (x && n - done >= x)
+        rc = engine_copy(w->cu, w->d, dir, r->dev_addr + done, host + done, n - done, fn);
+    else if (done < n && dir == DIR_WRITE)
+        vr_copy_to_mapping(r->type, map + done, host + done, n - done);
+    else if (done < n)
+        vr_copy_from_mapping(r->type, host + done, map + done, n - done);
+    /* The engine's copy, the measurement's BAR writes and the BAR's copy alike (copy/copy.h:
+     * what a copy ends with while mappings of several types are live). */
+    if (r->mixed)
+        vr_full_fence();
+    return rc;
 }

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # tests/cross/cross_user.sh ARCH - builds the library, the tools and the unit tests (black-box,
 # white-box and the copy engine's) with Debian's cross compiler for ARCH (aarch64 or ppc64le)
-# and runs them under qemu-user, so each architecture's copy kernels, store fences and
-# per-architecture build gating run on x86 CI, and so does the allocation bridge
+# and runs them under qemu-user, so each architecture's copy kernels, fences and
+# per-architecture build gating run on x86 CI (tests/unit/wb_copy_insns.c runs itself again
+# under qemu's instruction log and checks the fence each copy runs, the way
+# tests/unit/wb_copy_fences.c does on x86 with ptrace), and so does the allocation bridge
 # (tests/cross/bridge_user.sh). Result names get an "ARCH/" prefix. Called by
 # tests/cross/test_cross_<arch>.sh; skips (77) without the cross compiler or the emulator,
 # except under CI (CI set), which installs them (.ci/packages.d/cross.txt).
@@ -44,12 +46,13 @@ fi
 t_ok "$arch/build"
 export QEMU_LD_PREFIX=/usr/$triplet VRAMIO_TEST_LAUNCHER=$qemu
 
-# The store fence that ends a copy to a WC mapping is this architecture's: a full sync on
-# POWER (orders cache-inhibited stores before later ones), dmb oshst on AArch64.
-if $triplet-objdump -d "$out/obj/src/copy/copy.o" | grep -qE "[[:space:]]$fence\b"; then
+# The store fence that ends a copy to a mapping is this architecture's: a full sync on
+# POWER (orders cache-inhibited stores before later ones), dmb oshst on AArch64 (which copies
+# run it: wb_copy_insns, below).
+if $triplet-objdump -d "$out/obj/src/core/gdrapi.o" | grep -qE "[[:space:]]$fence\b"; then
     t_ok "$arch/store-fence"
 else
-    t_fail "$arch/store-fence" "no '$fence' in $out/obj/src/copy/copy.o"
+    t_fail "$arch/store-fence" "no '$fence' in $out/obj/src/core/gdrapi.o (the copies)"
 fi
 
 # Cases that need what qemu-user does not emulate: it ignores madvise(), so a MADV_DONTFORK

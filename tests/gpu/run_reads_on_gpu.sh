@@ -17,6 +17,7 @@
 #  4. With GDRCOPY_SRC (GDRCopy 2.6's source, outside the repository: see
 #     run_gdrcopy_tests_on_gpu.sh for how to get it): its copylat, built against our
 #     library, on cudaMalloc memory under vramio-run.
+# STALE=0 leaves out 1 and 2 (the figures alone: bench/run_readme_on_gpu.sh).
 # Logs go to $OUT (6 files); result lines and a summary to stdout.
 set -u
 . "$(dirname "$0")/gpu_script.sh"
@@ -39,7 +40,8 @@ nv() { # out src...
         "$@" tests/lib/t.c -Lbuild/lib -lgdrapi -Xlinker -rpath -Xlinker "$PWD/build/lib" \
         -lpthread -ldl >> "$OUT/build.log" 2>&1 || say "not ok reads/build_$o: nvcc failed (see build.log)"
 }
-nv stale_read tests/gpu/stale_read.cu &
+STALE=${STALE:-1}
+[ "$STALE" = 1 ] && nv stale_read tests/gpu/stale_read.cu &
 nv read_bench bench/read_bench.cu &
 if [ -n "${OLD:-}" ]; then
     (timeout $(tmo 200) make -C "$OLD" -j8 lib > "$OUT/build_old.log" 2>&1 ||
@@ -76,7 +78,7 @@ results() { # log label
 }
 
 # 2 first, while the machine is as fresh for it as for the rest.
-if [ -n "${OLD:-}" ] && [ -e "$OLD/build/lib/libgdrapi.so.2" ]; then
+if [ "$STALE" = 1 ] && [ -n "${OLD:-}" ] && [ -e "$OLD/build/lib/libgdrapi.so.2" ]; then
     LD_LIBRARY_PATH=$PWD/$OLD/build/lib timeout $(tmo 120) "$RUN" "$B/stale_read" \
         "${OLD_ROUNDS:-20000}" 1 > "$OUT/stale_old.log" 2>&1
     echo "exit $?" >> "$OUT/stale_old.log"
@@ -86,7 +88,9 @@ fi
 
 # 1. Every kernel this CPU runs (the library warns and falls back for one it cannot).
 : > "$OUT/stale_new.log"
+[ "$STALE" = 1 ] || KERNELS=none
 for k in ${KERNELS:-avx512 avx2 sse41 movdir64b c}; do
+    [ "$k" = none ] && continue
     case $k in avx512) flag=avx512f ;; sse41) flag=sse4_1 ;; *) flag=$k ;; esac
     [ $k = c ] || grep -qw "$flag" /proc/cpuinfo || { say "skip reads/$k: this CPU lacks $flag"; continue; }
     echo "== kernel $k" >> "$OUT/stale_new.log"

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * copy_matrix.c - every copy kernel the CPU runs, both directions, every mapping type,
- * through the entry points the library calls (copy.h: the inline paths and what they leave
- * to copy.c): the bytes arrive, nothing around the destination range is written, the source
+ * through the entry points the library calls (copy.h: the inline paths and the engine's table
+ * of copies per mapping type): the bytes arrive, nothing around the destination range is written, the source
  * is left as it was. Sizes 0..4096 each, then sampled sizes up to 4 MiB; all 64x64 source and
  * destination misalignments for sizes up to 256 (every head, bulk and tail combination of a
  * 64-byte kernel), sampled ones above. Ordinary memory stands in for the mapping. One child
  * process per kernel (copy_test.h); one result line per kernel, direction and mapping type.
  *
- * Probe kernels (block 64 and 32, plain memcpy inside) check the promise copy.c makes to
- * every bulk loop and 16-byte step: mapping side aligned, length a multiple of the block.
- * They run on any CPU, so the shaping that the avx512 and movdir64b kernels receive is
- * proven here even where the CPU cannot run those kernels.
+ * Probe kernels (plain memcpy inside) check the promises of the shape every kernel copies in
+ * (copy_kernels.h): to a bulk loop and a 16-byte step, the mapping side aligned and the length
+ * a multiple of the block (vr_copy_shaped, blocks 64 and 32); to a small read 1 to 64 bytes,
+ * and to the line loop whole aligned lines (vr_copy_read_lines). They run on
+ * any CPU, so the shaping that the avx512 and movdir64b kernels receive is proven here even
+ * where the CPU cannot run those kernels.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,8 +53,8 @@ static unsigned char fill_ref[GUARD];
 
 static unsigned long broken_promises, probe_calls;
 
-/* n = 0 is a multiple of the block: the inline read of copy.h hands a read of 0 bytes at an
- * aligned place to the bulk loop as it is (copy_kernels.h allows it; the loops do nothing). */
+/* n = 0 is a multiple of the block: a kernel's whole-block shortcut hands a copy of 0 bytes at
+ * an aligned place to its loop as it is (copy_kernels.h allows it; the loops do nothing). */
 static void probe_check(const void *aligned_side, size_t n, size_t block)
 {
     probe_calls++;
@@ -73,13 +75,52 @@ PROBE(probe32_load, 32, src)
 PROBE(probe16_store, 16, dst)
 PROBE(probe16_load, 16, src)
 
+/* A small read's promise: 1 to 64 bytes, at any place. */
+static void probe_small_load(void *dst, const void *src, size_t n)
+{
+    probe_calls++;
+    if (n == 0 || n > 64)
+        broken_promises++;
+    memcpy(dst, src, n);
+}
+
+static void probe64_to(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 64, probe64_store, probe16_store);
+}
+
+static void probe64_from(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(0, dst, src, n, 64, probe64_load, probe16_load);
+}
+
+static void probe32_to(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(1, dst, src, n, 32, probe32_store, probe16_store);
+}
+
+static void probe32_from(void *dst, const void *src, size_t n)
+{
+    vr_copy_shaped(0, dst, src, n, 32, probe32_load, probe16_load);
+}
+
+/* Reads as the streaming-load kernels read (a small read up to 64 bytes, lines above). */
+static void probe_lines_from(void *dst, const void *src, size_t n)
+{
+    if (n <= 64) {
+        if (n)
+            probe_small_load(dst, src, n);
+        return;
+    }
+    vr_copy_read_lines(dst, src, n, probe_small_load, probe64_load);
+}
+
 static const struct vr_copy_kernel probes[] = {
-    { "probe64", 0, { probe64_store, probe16_store, 64 }, { probe64_load, probe16_load, 64 },
-      NULL, VR_LINE_NONE },
-    { "probe32", 0, { probe32_store, probe16_store, 32 }, { probe32_load, probe16_load, 32 },
-      NULL, VR_LINE_NONE },
+    { "probe64", 0, probe64_to, probe64_from, VR_LINE_NONE },
+    { "probe32", 0, probe32_to, probe32_from, VR_LINE_NONE },
+    { "probelines", 0, probe64_to, probe_lines_from, VR_LINE_NONE },
 };
-static const char *const probe_names[] = { "probe64", "probe32", NULL };
+static const char *const probe_names[] = { "probe64", "probe32", "probelines", NULL };
 
 static const struct vr_copy_kernel *copy_table_extra(const char *name)
 {
