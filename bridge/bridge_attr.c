@@ -246,8 +246,8 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
                                    CUdeviceptr ptr)
 {
     const struct vr_cuda *t = vb_real();
-    CUdeviceptr base;
-    size_t size;
+    CUdeviceptr base = 0;
+    size_t size = 0;     /* set when block_of finds a block (where == 1) */
     unsigned int i;
     CUresult r;
     int where;
