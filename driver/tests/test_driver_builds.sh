@@ -11,6 +11,10 @@
 # (tests/kernel/foreign.sh fetches their headers; skipped with a reason when the architecture
 # is not a dpkg architecture here or its cross compiler is missing, a failure under CI).
 # Prints one ok/not ok line per case; exits 77 when no kernel headers are installed.
+# Its time grows with the kernels installed and the machine's load (403 s on a loaded 2-core
+# machine with 3 trees), so tests/run.sh bounds it by progress: a result line per build.
+# run.sh timeout: 2400
+# run.sh stall: 400
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
