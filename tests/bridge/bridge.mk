@@ -10,6 +10,9 @@
 #                         second user plants (evil_cuda.c)
 #   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
 #                         load ($(BUILD)/tests/interpose/lib/)
+#   make shim-progs       tests/bridge/test_shim.sh's: shim_client.c (-rdynamic: dladdr names
+#                         its functions in a backtrace) and a stand-in bridge whose
+#                         replacements answer at once (unwind_bridge.c)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
 $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
@@ -40,6 +43,18 @@ $(USERS_CLIENT): tests/bridge/users_client.c tests/bridge/hex.h tests/fake/fake_
 $(USERS_EVIL): tests/bridge/evil_cuda.c
 $(USERS_EVIL): SO_FLAGS = -Wl,-soname,libcuda.so.1
 $(USERS_EVIL):
+	@mkdir -p $(dir $@)
+	$(test-so)
+
+# The shim seen from inside a program.
+SHIM_CLIENT := $(BUILD)/tests/bridge/shim_client
+SHIM_UNWIND := $(BUILD)/tests/bridge/unwind/libvramio_bridge.so
+$(SHIM_CLIENT): tests/bridge/shim_client.c
+	@mkdir -p $(dir $@)
+	$(call prog-link,-rdynamic,$< -ldl -lpthread)
+$(SHIM_UNWIND): tests/bridge/unwind_bridge.c
+$(SHIM_UNWIND): SO_FLAGS = -fvisibility=hidden
+$(SHIM_UNWIND):
 	@mkdir -p $(dir $@)
 	$(test-so)
 
@@ -80,9 +95,10 @@ $(INTERPOSE_LIBS):
 	@mkdir -p $(dir $@)
 	$(test-so)
 
-.PHONY: bridge-progs interpose-progs users-progs
+.PHONY: bridge-progs interpose-progs users-progs shim-progs
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
+shim-progs: $(SHIM_CLIENT) $(SHIM_UNWIND) $(FAKE_CUDA_VMM)
 bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) \
-                $(USERS_CLIENT) $(USERS_EVIL)
+                $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)
