@@ -11,6 +11,11 @@
  *               in a loop, and the samples that land in the entry are unwound (an emulator
  *               has no single-step; qemu-user delivers signals where a translated block
  *               starts, and the entry is one)
+ *   lost PROG [ARGS...]
+ *               once the shim is loaded, remove vramio-run's directory (the first entry of
+ *               LD_LIBRARY_PATH), then fork and run PROG twice: the programs started now get
+ *               the driver alone, and this process's shim must say so, once
+ *   load        say which libcuda.so.1 the loader gave: "shim", "driver" or "none"
  * Built with -rdynamic, so that dladdr names the callers. Prints ok/not ok lines; exits 0
  * when the role ran (whatever it found), 2 when it could not.
  */
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -254,6 +260,53 @@ static int unwind(int step)
     return 0;
 }
 
+static const char *which(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+    return !h ? "none" : dlsym(h, "vramio_cuda_shim_driver") ? "shim" : "driver";
+}
+
+/* The directory gone under a process that has the shim, which then starts programs. */
+static int lost(char **prog)
+{
+    static const char *const names[] = { "libcuda.so.1", "libcuda.so", "libcuda.so.1.real" };
+    const char *llp = getenv("LD_LIBRARY_PATH");
+    char dir[4096], path[4200];
+    size_t n, i;
+    int round, st;
+    pid_t pid;
+
+    if (strcmp(which(), "shim") || !llp || !prog[0]) {
+        fprintf(stderr, "shim_client: not under vramio-run's shim, or no program to run\n");
+        return 2;
+    }
+    n = strcspn(llp, ":");
+    if (n == 0 || n >= sizeof(dir))
+        return 2;
+    memcpy(dir, llp, n);
+    dir[n] = '\0';
+    for (i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    if (rmdir(dir)) {
+        perror("shim_client: rmdir");
+        return 2;
+    }
+    fflush(stdout);
+    for (round = 0; round < 2; round++) {
+        pid = fork();
+        if (pid == 0) {
+            execv(prog[0], prog);
+            _exit(127);
+        }
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+            return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *role = argc > 1 ? argv[1] : "";
@@ -261,6 +314,12 @@ int main(int argc, char **argv)
     alarm(120);
     if (!strcmp(role, "step") || !strcmp(role, "sample"))
         return unwind(!strcmp(role, "step"));
-    fprintf(stderr, "usage: shim_client step|sample\n");
+    if (!strcmp(role, "lost"))
+        return lost(argv + 2);
+    if (!strcmp(role, "load")) {
+        printf("%s\n", which());
+        return 0;
+    }
+    fprintf(stderr, "usage: shim_client step|sample|lost PROG [ARGS...]|load\n");
     return 2;
 }

@@ -5,7 +5,9 @@
 #   - backtrace() from inside an entry of a replaced name (bridge/shim_entry.S) sees the
 #     entry's callers: single-stepped through every instruction (x86_64), and from samples of
 #     a signal that lands there; the entries jump to a stand-in bridge that answers at once
-#     (unwind_bridge.c), whose directory holds a link to the real shim.
+#     (unwind_bridge.c), whose directory holds a link to the real shim;
+#   - vramio-run's directory removed under a process that has the shim: the programs it
+#     starts next get the driver alone, and that process's shim says so, once.
 # tests/cross/bridge_user.sh runs the unwinding for AArch64 under qemu-user.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
@@ -32,4 +34,17 @@ for mode in step sample; do
     printf '%s\n' "$out" | grep "^shim/unwind_$mode: " | sed 's/^/    /'
 done
 
+# The directory removed while a process with the shim runs; it then forks twice and runs a
+# program that loads no libgdrapi (which would say so itself): that program gets the driver.
+out=$(base VRAMIO_RUN_DIR="$(pwd)/$dir/run/lost-shim" timeout 60 "$run" \
+      "$dir/shim_client" lost "$dir/shim_client" load 2>&1)
+rc=$?
+n=$(printf '%s\n' "$out" | grep -c "vramio-run's directory .*/lost-shim/cuda-[0-9a-f]* is gone")
+drivers=$(printf '%s\n' "$out" | grep -cx driver)
+if [ "$rc" = 0 ] && [ "$n" = 1 ] && [ "$drivers" = 2 ]; then
+    t_ok shim/lost_directory_said_by_the_shim_once
+else
+    t_fail shim/lost_directory_said_by_the_shim_once \
+        "exit $rc, said $n times, $drivers children on the driver: $(printf '%s' "$out" | tr '\n' '|' | head -c 400)"
+fi
 t_done
