@@ -20,8 +20,9 @@
  * - nothing else of the process changes: no dlsym of libc is replaced, so RTLD_NEXT and
  *   RTLD_DEFAULT lookups, other interposers and RTLD_LOCAL plugins behave as before.
  * The entries jump through slots that the constructor fills from the bridge (loaded by path
- * from beside this file's real location, or VRAMIO_BRIDGE_LIB); when the bridge cannot be
- * loaded it says so on stderr and the slots hold the driver's functions.
+ * from beside this file's real location, or VRAMIO_BRIDGE_LIB when that is an absolute
+ * path); when the bridge cannot be loaded it says so on stderr and the slots hold the
+ * driver's functions.
  * vramio-run's directory can go while the program runs (logind removes XDG_RUNTIME_DIR at
  * logout): the programs started after that get the driver alone. A process that has the
  * shim says so once, when it forks after the directory went (before_fork).
@@ -116,7 +117,13 @@ static void *(*load_bridge(void))(const char *)
     void *(*impl)(const char *), *h;
     Dl_info me;
 
-    if (env && *env) {
+    /* A relative path would be looked up in each process's current directory: a child that
+     * changes into another user's directory would load their library (vramio-run passes
+     * an absolute one). */
+    if (env && *env && *env != '/')
+        say("vramio-run: VRAMIO_BRIDGE_LIB=%s is not an absolute path: ignored, the bridge "
+            "beside the shim is loaded\n", env);
+    if (env && *env == '/') {
         snprintf(path, sizeof(path), "%s", env);
     } else {
         /* vramio-run's directory holds a link to this file: the bridge is beside the file. */

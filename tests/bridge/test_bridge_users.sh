@@ -4,11 +4,13 @@
 # as that user: a second user (made with useradd, removed at the end) owns the HOME or the
 # XDG_RUNTIME_DIR that root runs vramio-run with, and swaps the directory for one holding a
 # libcuda.so.1 of theirs while root's program starts (bridge/run_dir.c must have refused
-# those bases); makes ${TMPDIR}/vramio-0 first (vramio-run must still work); runs a
-# set-user-ID copy of vramio-run (refused); squats the IPC socket name of an exporter that
-# has exited and answers with memory of their own (bridge_ipc_server.c must refuse the
-# answer). Needs root (to make the user and to be the victim): skips otherwise. Programs:
-# users_client.c and evil_cuda.c (tests/bridge/bridge.mk), copied where the user can read.
+# those bases); makes ${TMPDIR}/vramio-0 first (vramio-run must still work); plants a bridge
+# in their own directory for a root job that changes into it with a relative
+# VRAMIO_BRIDGE_LIB; runs a set-user-ID copy of vramio-run and one with file capabilities
+# (refused); squats the IPC socket name of an exporter that has exited and answers with
+# memory of their own (bridge_ipc_server.c must refuse the answer). Needs root (to make the
+# user and to be the victim): skips otherwise. Programs: users_client.c and evil_cuda.c
+# (tests/bridge/bridge.mk), copied where the user can read.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
@@ -30,19 +32,39 @@ if ! id -u "$user" >/dev/null 2>&1; then
     made_user=1
 fi
 ouid=$(id -u "$user") ogid=$(id -g "$user")
-T=$(mktemp -d /tmp/vramio-users.XXXXXX)
+# The test's directory: not below a directory that another user can write to, as /tmp (its
+# non-sticky parents would be refused); the other user must reach the programs in it. The build
+# tree when every directory above it is root's, not writable by others and searchable; else
+# /run (root's).
+closed() { # DIR: 0 when every directory from / down to DIR is as said above
+    local p=$1 a
+    while :; do
+        a=$(stat -c '%u %A' "$p" 2>/dev/null) || return 1
+        case $a in "0 d"????[!w]??[!w][xt]) ;; *) return 1 ;; esac
+        [ "$p" = / ] && return 0
+        p=$(dirname "$p")
+    done
+}
+place=$(realpath "$B/tests/bridge")
+closed "$place" || place=/run
+closed "$place" || t_skip_all "no directory for the test whose every parent only root can write"
+T=$(mktemp -d "$place/vramio-users.XXXXXX") || { t_fail users/tmpdir "mktemp in $place"; exit 1; }
 cleanup() {
     rm -rf "$T"
     [ -n "$made_user" ] && userdel "$user" 2>/dev/null
 }
 trap cleanup EXIT
 chmod 755 "$T"
-mkdir -p "$T/bin" "$T/fake" "$T/tmp"
+mkdir -p "$T/bin" "$T/fake" "$T/tmp" "$T/inst/bin" "$T/inst/lib"
 chmod 1777 "$T/tmp"
 cp "$B/tests/bridge/users_client" "$B/tests/bridge/evil/libcuda.so.1" "$T/bin/"
 cp "$B/tests/fake/cuda-vmm/libcuda.so.1" "$B/tests/fake/vulkan/libvulkan.so.1" "$T/fake/" \
     2>/dev/null
-chmod -R a+rX "$T/bin" "$T/fake"
+# vramio-run with its bridge and shim, where the other user can run it.
+cp "$run" "$T/inst/bin/" &&
+    cp -P "$B"/lib/libvramio_bridge.so "$B"/lib/libvramio_cuda.so "$B"/lib/libgdrapi.so* \
+        "$T/inst/lib/" || { t_fail users/copy "cannot copy vramio-run and its libraries"; exit 1; }
+chmod -R a+rX "$T/bin" "$T/fake" "$T/inst"
 other() { setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- timeout 60 "$@"; }
 # Root with nothing but what each case gives it: a private TMPDIR, the stand-in driver.
 victim() {
@@ -122,6 +144,30 @@ other ln -s "$home" "$T/tmp/vramio-0"
 expect tmp_name_a_symlink_of_another_user_passed_over 0 '^shim$' \
     victim timeout 60 "$run" "$T/bin/users_client" load
 
+# ---- a relative VRAMIO_BRIDGE_LIB, and a child in the other user's directory -------------
+# Root's job starts in $T/inst with VRAMIO_BRIDGE_LIB=lib/libvramio_bridge.so (right there);
+# a child changes into the other user's directory, which holds lib/libvramio_bridge.so.
+mkdir -p "$T/evilcwd" && chown "$ouid:$ogid" "$T/evilcwd"
+other sh -c 'mkdir -p "$T/evilcwd/lib" && cp "$T/bin/libcuda.so.1" "$T/evilcwd/lib/libvramio_bridge.so"'
+mkdir -p "$T/rootrun"
+rel_ok() { # name out: the shim with the real bridge, nothing of the other user's
+    if printf '%s\n' "$2" | grep -q EVIL || ! printf '%s\n' "$2" | grep -qx shim ||
+       printf '%s\n' "$2" | grep -q 'bridge .* cannot be loaded'; then
+        t_fail "users/$1" "$(printf '%s' "$2" | tr '\n' ' ' | head -c 300)"
+    else
+        t_ok "users/$1"
+    fi
+}
+out=$(cd "$T/inst" && victim VRAMIO_RUN_DIR="$T/rootrun" VRAMIO_BRIDGE_LIB=lib/libvramio_bridge.so \
+      timeout 60 "$run" sh -c 'cd "$T/evilcwd" && exec "$T/bin/users_client" load' 2>&1)
+rel_ok relative_bridge_lib_passed_on_absolute "$out"
+# The shim itself (a directory on LD_LIBRARY_PATH without vramio-run) ignores a relative one.
+shimdir=$(victim VRAMIO_RUN_DIR="$T/rootrun" VRAMIO_BRIDGE_LIB="$T/inst/lib/libvramio_bridge.so" \
+          timeout 60 "$run" sh -c 'echo "${LD_LIBRARY_PATH%%:*}"' 2>&1)
+out=$(cd "$T/evilcwd" && victim LD_LIBRARY_PATH="$shimdir:$T/fake" \
+      VRAMIO_BRIDGE_LIB=lib/libvramio_bridge.so timeout 60 "$T/bin/users_client" load 2>&1)
+rel_ok relative_bridge_lib_ignored_by_the_shim "$out"
+
 # ---- set-user-ID ----------------------------------------------------------------------
 mkdir -p "$T/suid"
 cp "$run" "$T/suid/vramio-run" && chmod 4755 "$T/suid/vramio-run"
@@ -132,11 +178,51 @@ else
         other "$T/suid/vramio-run" true
 fi
 
+# ---- file capabilities: cap_dac_override on a copy, run by the other user ----------------
+# With it, VRAMIO_RUN_DIR inside root's 0700 directory would be made (theirs). A program with
+# file capabilities gets no LD_LIBRARY_PATH from the loader: where no driver is installed the
+# copy runs in a mount namespace whose loader cache names the stand-in (ldconfig -C).
+mkdir -p "$T/caps" "$T/rootonly" && chmod 700 "$T/rootonly"
+cp "$run" "$T/caps/vramio-run" && cp "$T/bin/users_client" "$T/caps/probe"
+ns=
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && [ -f /etc/ld.so.cache ] &&
+   printf '%s\n' "$T/fake" >"$T/ld.so.conf" &&
+   ldconfig -X -C "$T/ld.so.cache" -f "$T/ld.so.conf" 2>/dev/null &&
+   unshare -m true 2>/dev/null; then
+    ns=1
+fi
+capped() { # ARGS...: as the other user, in that namespace when there is one
+    if [ -n "$ns" ]; then
+        unshare -m -- sh -c 'mount --bind "$0" /etc/ld.so.cache && exec "$@"' "$T/ld.so.cache" \
+            setpriv --reuid="$ouid" --regid="$ogid" --clear-groups -- timeout 60 "$@"
+    else
+        other "$@"
+    fi
+}
+if ! command -v setcap >/dev/null; then
+    t_skip users/file_capabilities_refused "no setcap (Debian: libcap2-bin)"
+elif ! setcap cap_dac_override+ep "$T/caps/vramio-run" 2>/dev/null ||
+     ! setcap cap_dac_override+ep "$T/caps/probe" 2>/dev/null; then
+    t_skip users/file_capabilities_refused "setcap failed here (no CAP_SETFCAP, or no xattrs)"
+elif [ "$(other "$T/caps/probe" secure 2>&1)" != 1 ]; then
+    t_skip users/file_capabilities_refused "file capabilities are not granted here (nosuid, no_new_privs)"
+else
+    expect file_capabilities_refused 127 'refusing to run with privileges' \
+        capped env VRAMIO_BRIDGE_LIB="$T/inst/lib/libvramio_bridge.so" \
+            VRAMIO_RUN_DIR="$T/rootonly/mine" "$T/caps/vramio-run" true
+    if [ -e "$T/rootonly/mine" ]; then
+        t_fail users/file_capabilities_made_nothing "$(ls -ld "$T/rootonly/mine")"
+    else
+        t_ok users/file_capabilities_made_nothing
+    fi
+fi
+
 # ---- IPC: the exporter gone, the other user answers on its socket name ---------------
 h=$(victim timeout 60 "$run" "$T/bin/users_client" export 2>/dev/null | tail -n 1)
 if ! printf '%s' "$h" | grep -qE '^[0-9a-f]{128}$'; then
     t_fail users/ipc_answer_of_another_user_refused "no handle from the exporter: $h"
 else
+: >"$T/squat.out"
     other "$T/bin/users_client" serve "$h" >"$T/squat.out" 2>&1 &
     squat=$!
     for _ in $(seq 100); do grep -q ready "$T/squat.out" && break; sleep 0.1; done
