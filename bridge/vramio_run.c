@@ -17,10 +17,10 @@
  * ../lib64/vramio, ../lib/<multiarch>/vramio; see packaging/install.mk), or ../lib in the
  * build tree. VRAMIO_BRIDGE_LIB is passed on as the absolute path it resolved to: each
  * process of the program would look a relative one up in its own current directory.
- * The directory: VRAMIO_RUN_DIR, else $XDG_RUNTIME_DIR/vramio, else
- * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, else ${TMPDIR:-/tmp}/vramio-UID (or a private name
- * beside it); the first whose every directory only this user or root can change
- * (run_dir.c says why and how).
+ * The directory: VRAMIO_RUN_DIR, else $XDG_RUNTIME_DIR/vramio,
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, ${TMPDIR:-/tmp}/vramio-UID, the passwd home's
+ * .cache/vramio, /run/vramio (root): the first whose every directory only this user or root
+ * can change (run_dir.c says why and how; the shared /tmp never is).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -221,7 +221,9 @@ int main(int argc, char **argv)
     if (!find_driver(driver, why, sizeof(why)))
         return fail("no CUDA driver to run the program with: %s", why);
     if (!vr_run_dir(shim, driver, dir, why, sizeof(why), note))
-        return fail("no directory for the shim of libcuda.so.1: %s", why);
+        return fail("no directory for the shim of libcuda.so.1 (set VRAMIO_RUN_DIR to one of "
+                    "yours that no other user can write to, nor any directory above it): %s",
+                    why);
     /* Ours first, then whatever the user's path holds already (an empty entry would mean
      * the current directory: none is added). */
     old = getenv("LD_LIBRARY_PATH");

@@ -30,12 +30,14 @@ bridge_lib_names() {
 }
 
 # shim_of_vramio_run RUNNER WORKDIR: the libcuda.so.1 that RUNNER puts first on the library
-# path (the link in its directory), run against an empty stand-in driver library.
+# path (the link in its directory), run against an empty stand-in driver library. The
+# directory is in the user's default place (WORKDIR is in /tmp, where vramio-run refuses to
+# make one), and removed after.
 shim_of_vramio_run() {
     mkdir -p "$2/drv" &&
         ${CC:-cc} -shared -o "$2/drv/libcuda.so.1" -x c /dev/null 2>/dev/null &&
-        env LD_LIBRARY_PATH="$2/drv" VRAMIO_RUN_DIR="$2/run" timeout 60 "$1" \
-            sh -c 'readlink "${LD_LIBRARY_PATH%%:*}/libcuda.so.1"' 2>&1
+        env -u VRAMIO_RUN_DIR LD_LIBRARY_PATH="$2/drv" timeout 60 "$1" \
+            sh -c 'd=${LD_LIBRARY_PATH%%:*}; readlink "$d/libcuda.so.1"; rm -rf "$d"' 2>&1
 }
 
 # clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.
