@@ -20,9 +20,11 @@ run=$B/bin/vramio-run
 t_make shim/build shim-progs || exit 1
 # vramio-run takes the shim from beside the bridge it is given.
 ln -sf "$(realpath "$B/lib/libvramio_cuda.so")" "$dir/unwind/libvramio_cuda.so"
+# vramio-run's directories: in the kit's private one (not the build tree, which may be in /tmp).
+t_run_dir shim/run_dir || t_done
 base() {
     env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN -u LD_PRELOAD \
-        LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$(pwd)/$dir/run" "$@"
+        LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$T_RUN_DIR" "$@"
 }
 
 for mode in step sample; do
@@ -36,7 +38,7 @@ done
 
 # The directory removed while a process with the shim runs; it then forks twice and runs a
 # program that loads no libgdrapi (which would say so itself): that program gets the driver.
-out=$(base VRAMIO_RUN_DIR="$(pwd)/$dir/run/lost-shim" timeout 60 "$run" \
+out=$(base VRAMIO_RUN_DIR="$T_RUN_DIR/lost-shim" timeout 60 "$run" \
       "$dir/shim_client" lost "$dir/shim_client" load 2>&1)
 rc=$?
 n=$(printf '%s\n' "$out" | grep -c "vramio-run's directory .*/lost-shim/cuda-[0-9a-f]* is gone")

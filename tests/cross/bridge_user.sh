@@ -30,10 +30,11 @@ fi
 t_ok "$arch/bridge/build"
 o=$(cd "$out" && pwd)
 fake=$o/tests/fake/cuda-vmm:$o/tests/fake/vulkan
-rm -rf "$o/tests/bridge/run"
+# vramio-run's directories: in the kit's private one (not the build tree, which may be in /tmp).
+t_run_dir "$arch/bridge/run_dir" || t_done
 vrun() { # vramio-run ARGS... under the emulator (the bridge: $bridge_lib when set)
     env -u QEMU_LD_PREFIX -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN \
-        VRAMIO_RUN_DIR="$o/tests/bridge/run" VRAMIO_TEST_LAUNCHER="$qemu" \
+        VRAMIO_RUN_DIR="$T_RUN_DIR" VRAMIO_TEST_LAUNCHER="$qemu" \
         timeout --kill-after=10 120 "$qemu" -E QEMU_LD_PREFIX="$sysroot" \
         -E LD_LIBRARY_PATH="$fake:$o/lib:$sysroot/lib" \
         -E VRAMIO_BRIDGE_LIB="${bridge_lib:-$o/lib/libvramio_bridge.so}" "$ldso" "$o/bin/vramio-run" "$@"
