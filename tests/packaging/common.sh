@@ -30,14 +30,15 @@ bridge_lib_names() {
 }
 
 # shim_of_vramio_run RUNNER WORKDIR: the libcuda.so.1 that RUNNER puts first on the library
-# path (the link in its directory), run against an empty stand-in driver library. The
-# directory is in the user's default place (WORKDIR is in /tmp, where vramio-run refuses to
-# make one), and removed after.
+# path (the link in its directory), run against an empty stand-in driver library made in
+# WORKDIR. Its directory goes in the kit's private T_RUN_DIR (WORKDIR is in /tmp, where
+# vramio-run refuses to make one): the script calls t_run_dir first (tests/lib/t.sh).
 shim_of_vramio_run() {
+    [ -n "$T_RUN_DIR" ] || { echo "no private directory for vramio-run (t_run_dir)"; return 1; }
     mkdir -p "$2/drv" &&
         ${CC:-cc} -shared -o "$2/drv/libcuda.so.1" -x c /dev/null 2>/dev/null &&
-        env -u VRAMIO_RUN_DIR LD_LIBRARY_PATH="$2/drv" timeout 60 "$1" \
-            sh -c 'd=${LD_LIBRARY_PATH%%:*}; readlink "$d/libcuda.so.1"; rm -rf "$d"' 2>&1
+        env LD_LIBRARY_PATH="$2/drv" VRAMIO_RUN_DIR="$T_RUN_DIR" timeout 60 "$1" \
+            sh -c 'readlink "${LD_LIBRARY_PATH%%:*}/libcuda.so.1"' 2>&1
 }
 
 # clean_clone DIR: the committed HEAD of this repository, with nothing from the work tree.
