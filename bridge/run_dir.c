@@ -1,32 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * run_dir.c - vramio-run's private directory, made so that no other user can change what its
- * path names between the checks here and the loader's searches in the program.
+ * path names, at any time while the program runs.
  *
  * The path that goes on LD_LIBRARY_PATH is resolved again by the loader of every process of
- * the program, long after vramio-run has exec'd. Checking only the directory itself let the
- * owner of a parent rename it away and plant a libcuda.so.1 of theirs (root running
- * vramio-run with HOME or XDG_RUNTIME_DIR in another user's directory loaded that user's
- * library). So:
+ * the program, and by every dlopen, long after vramio-run has exec'd. So no directory on that
+ * path may be one in which another user can make or remove a name, ever:
+ * - checking only the directory itself let the owner of a parent rename it away and plant a
+ *   libcuda.so.1 of theirs (root running vramio-run with HOME or XDG_RUNTIME_DIR in another
+ *   user's directory loaded that user's library);
+ * - a parent that is sticky and writable by all (/tmp, /var/tmp, /dev/shm) keeps others from
+ *   removing what is there, but not from making the name again once it is gone: tmp cleaners
+ *   remove old directories, and the next dlopen of root's long-running job searched the one
+ *   that another user had made in its place.
+ * So every directory from "/" to the base is owned by this user or root and writable by no
+ * one else (group or others, sticky or not); the base is this user's. Then only this user or
+ * root can ever change a name on the path, whoever removes what.
  * - the base is made canonical (the realpath of the part that exists: no symlink, "." or
  *   ".." left) and walked from "/" one component at a time, each directory opened with
- *   O_NOFOLLOW through its parent's descriptor and checked on that descriptor: owned by this
- *   user or root, not writable by group or others unless sticky (as /tmp); the base itself
- *   owned by this user and writable by nobody else. A missing component is made (0700)
- *   through its parent's descriptor; a component swapped for a symlink fails the walk.
+ *   O_NOFOLLOW through its parent's descriptor and checked on that descriptor. A missing
+ *   component is made (0700) through its parent's descriptor; a component swapped for a
+ *   symlink fails the walk.
  * - the links' directory is read, made and renamed into place through the base's descriptor
  *   (readlinkat, mkdirat, symlinkat, renameat), and its path is checked at the end to name
  *   the directory that was checked (device and inode).
- * Every directory on the path is then one that only this user or root can change.
- *
- * /tmp is shared: ${TMPDIR:-/tmp}/vramio-UID can be made first by another user. Then a
- * private name beside it is used (vramio-UID.RANDOM, found again by later runs), so that no
- * other user can keep vramio-run from working.
+ * Names in such a base need not be secret: no other user can make one first.
+ * The bases, first usable wins: those the environment names (XDG_RUNTIME_DIR, XDG_CACHE_HOME
+ * or HOME, TMPDIR), then the user's home from the password database (a service or a cron job
+ * may have no HOME), then /run/vramio for root (a home that cannot be written: a read-only
+ * root file system). /tmp is only ever the last, refused, reason.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,7 +80,8 @@ static int path_ok(const char *p)
 }
 
 /* The directory open at fd (path) may be on the way: 1, or 0 with the reason. A parent may
- * be root's and, when sticky, writable by all; the base (last) must be this user's alone. */
+ * be root's; the base (last) must be this user's. None may be writable by group or others,
+ * sticky or not (an ACL granting another user write shows in the group bits, its mask). */
 static int dir_safe(int fd, const char *path, int last, char *why, size_t len)
 {
     struct stat st;
@@ -85,9 +93,11 @@ static int dir_safe(int fd, const char *path, int last, char *why, size_t len)
     if (st.st_uid != geteuid() && (last || st.st_uid != 0))
         return say(why, len, "%s: owned by uid %u, not by this user%s", path,
                    (unsigned)st.st_uid, last ? "" : " or root");
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX)))
-        return say(why, len, "%s: other users can write to it (mode %04o)", path,
-                   (unsigned)(st.st_mode & 07777));
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return say(why, len, "%s: other users can write to it (mode %04o%s)", path,
+                   (unsigned)(st.st_mode & 07777),
+                   st.st_mode & S_ISVTX ? ": they can make a name there again once it is "
+                                          "removed" : "");
     return 1;
 }
 
@@ -141,9 +151,9 @@ static int canonical(const char *base, char *canon, char *why, size_t len)
     return 1;
 }
 
-/* Walk canon from "/", making what is missing when make is set, every directory checked:
- * the descriptor of the last one (the base when base is set), or -1 with the reason. */
-static int walk(const char *canon, int base, int make, char *why, size_t len)
+/* Walk canon from "/", making what is missing, every directory checked (the last as the
+ * base): the base's descriptor, or -1 with the reason. */
+static int walk(const char *canon, char *why, size_t len)
 {
     char copy[PATH_MAX], sofar[PATH_MAX] = "", *save = NULL, *c, *next;
     int fd = open("/", DIR_FLAGS), sub;
@@ -153,14 +163,14 @@ static int walk(const char *canon, int base, int make, char *why, size_t len)
         return say(why, len, "/: %s", strerror(errno)) - 1;
     put(copy, sizeof(copy), "%s", canon);
     c = strtok_r(copy, "/", &save);
-    if (!dir_safe(fd, "/", base && !c, why, len)) {
+    if (!dir_safe(fd, "/", !c, why, len)) {
         close(fd);
         return -1;
     }
     for (; c; c = next) {
         next = strtok_r(NULL, "/", &save);
         at += (size_t)snprintf(sofar + at, sizeof(sofar) - at, "/%s", c);
-        sub = open_child(fd, c, make);
+        sub = open_child(fd, c, 1);
         if (sub < 0) {
             put(why, len, "%s: %s", sofar,
                 errno == ENOTDIR || errno == ELOOP ? "not a directory (a symlink?)"
@@ -170,7 +180,7 @@ static int walk(const char *canon, int base, int make, char *why, size_t len)
         }
         close(fd);
         fd = sub;
-        if (!dir_safe(fd, sofar, base && !next, why, len)) {
+        if (!dir_safe(fd, sofar, !next, why, len)) {
             close(fd);
             return -1;
         }
@@ -289,85 +299,19 @@ static int pair_dir(int bfd, const char *canon, const char *shim, const char *dr
     return 0;
 }
 
-/* In the shared temporary directory open at tfd: vramio-UID, or when that is not usable
- * (another user made it first) a private vramio-UID.RANDOM of this user, found again by its
- * prefix. The base's descriptor with its name in name, or -1 with the reason. */
-static int tmp_base(int tfd, const char *tcanon, char *name, size_t nlen, char *why,
-                    size_t len, vr_note_fn note)
-{
-    char fixed[32], path[PATH_MAX + 64], prefix[40], ignored[64];
-    struct dirent *e;
-    DIR *d;
-    int fd, rfd, tries;
-
-    snprintf(fixed, sizeof(fixed), "vramio-%u", (unsigned)geteuid());
-    put(path, sizeof(path), "%s/%s", tcanon, fixed);
-    fd = open_child(tfd, fixed, 1);
-    if (fd >= 0 && dir_safe(fd, path, 1, why, len)) {
-        put(name, nlen, "%s", fixed);
-        return fd;
-    }
-    if (fd < 0)
-        put(why, len, "%s: %s", path, strerror(errno));
-    else
-        close(fd);
-    if (note)
-        note(why);
-    snprintf(prefix, sizeof(prefix), "%s.", fixed);
-    rfd = openat(tfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    d = rfd >= 0 ? fdopendir(rfd) : NULL;
-    while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) || strlen(e->d_name) >= nlen)
-            continue;
-        fd = open_child(tfd, e->d_name, 0);
-        if (fd >= 0 && dir_safe(fd, e->d_name, 1, ignored, sizeof(ignored))) {
-            put(name, nlen, "%s", e->d_name);
-            closedir(d);
-            return fd;
-        }
-        if (fd >= 0)
-            close(fd);
-    }
-    if (d)
-        closedir(d);
-    else if (rfd >= 0)
-        close(rfd);
-    for (tries = 0; tries < 16; tries++) {
-        snprintf(name, nlen, "%s%016llx", prefix, (unsigned long long)random64());
-        if (mkdirat(tfd, name, 0700) == 0)
-            return open_child(tfd, name, 0);
-        if (errno != EEXIST)
-            break;
-    }
-    put(why, len, "%s: cannot make a private directory there: %s", tcanon, strerror(errno));
-    return -1;
-}
-
 /* One base: 1 with out, or 0 with the reason in one. */
-static int try_base(const char *base, int in_tmp, const char *shim, const char *driver,
-                    char *out, char *one, size_t len, vr_note_fn note)
+static int try_base(const char *base, const char *shim, const char *driver, char *out,
+                    char *one, size_t len)
 {
-    char canon[PATH_MAX], full[PATH_MAX + 64], name[64];
-    int fd, tfd, ok;
+    char canon[PATH_MAX];
+    int fd, ok;
 
     if (!canonical(base, canon, one, len))
         return 0;
     if (!path_ok(canon))
         return say(one, len, "%s: LD_LIBRARY_PATH cannot hold it (':', ';', '$' or not "
                    "absolute)", canon);
-    if (!in_tmp) {
-        fd = walk(canon, 1, 1, one, len);
-    } else {
-        tfd = walk(canon, 0, 0, one, len);
-        if (tfd < 0)
-            return 0;
-        fd = tmp_base(tfd, canon, name, sizeof(name), one, len, note);
-        close(tfd);
-        if (!put(full, PATH_MAX, "%s/%s", canon, name))
-            fd = fd >= 0 ? (close(fd), -1) : -1;
-        else
-            memcpy(canon, full, PATH_MAX);
-    }
+    fd = walk(canon, one, len);
     if (fd < 0)
         return 0;
     ok = pair_dir(fd, canon, shim, driver, out, one, len);
@@ -375,31 +319,64 @@ static int try_base(const char *base, int in_tmp, const char *shim, const char *
     return ok;
 }
 
+/* Base n of the list (from 0) in base (PATH_MAX): 1, 0 when there is none of that kind
+ * here, -1 past the end. */
+static int nth_base(unsigned n, char *base)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR"), *cache = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME"), *tmp = getenv("TMPDIR");
+    struct passwd *pw;
+
+    switch (n) {
+    case 0:
+        return xdg && *xdg && put(base, PATH_MAX, "%s/vramio", xdg);
+    case 1:
+        if (cache && *cache)
+            return put(base, PATH_MAX, "%s/vramio", cache);
+        return home && *home && put(base, PATH_MAX, "%s/.cache/vramio", home);
+    case 2:
+        /* The shared /tmp is refused (dir_safe says why); a private TMPDIR may serve. */
+        return put(base, PATH_MAX, "%s/vramio-%u", tmp && *tmp == '/' ? tmp : "/tmp",
+                   (unsigned)geteuid());
+    case 3:
+        /* No HOME (services, cron), or one that failed: the home the system knows. */
+        pw = getpwuid(geteuid());
+        return pw && pw->pw_dir && pw->pw_dir[0] == '/' &&
+               put(base, PATH_MAX, "%s/.cache/vramio", pw->pw_dir);
+    case 4:
+        /* Root's own where its home cannot be written (a read-only root file system). */
+        return geteuid() == 0 && put(base, PATH_MAX, "/run/vramio");
+    default:
+        return -1;
+    }
+}
+
+#define NBASES 5
+
 int vr_run_dir(const char *shim, const char *driver, char *out, char *why, size_t len,
                vr_note_fn note)
 {
-    const char *env = getenv("VRAMIO_RUN_DIR"), *xdg = getenv("XDG_RUNTIME_DIR"),
-               *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME"),
-               *tmp = getenv("TMPDIR");
-    char bases[3][PATH_MAX], one[PATH_MAX + 128];
-    size_t i, n = 0, used = 0;
+    const char *env = getenv("VRAMIO_RUN_DIR");
+    char bases[NBASES][PATH_MAX], one[PATH_MAX + 256];
+    size_t used = 0;
+    unsigned n, i;
+    int r;
 
     if (env && *env)
-        return try_base(env, 0, shim, driver, out, why, len, note);
-    if (xdg && *xdg)
-        n += (size_t)put(bases[n], PATH_MAX, "%s/vramio", xdg);
-    if (cache && *cache)
-        n += (size_t)put(bases[n], PATH_MAX, "%s/vramio", cache);
-    else if (home && *home)
-        n += (size_t)put(bases[n], PATH_MAX, "%s/.cache/vramio", home);
+        return try_base(env, shim, driver, out, why, len);
     why[0] = '\0';
-    for (i = 0; i <= n; i++) {
+    for (n = 0; n < NBASES && (r = nth_base(n, bases[n])) >= 0; n++) {
+        for (i = 0; r && i < n; i++)
+            if (!strcmp(bases[i], bases[n]))
+                r = 0; /* tried already (HOME is the passwd home) */
+        if (!r) {
+            bases[n][0] = '\0';
+            continue;
+        }
         one[0] = '\0';
-        if (i < n ? try_base(bases[i], 0, shim, driver, out, one, sizeof(one), note)
-                  : try_base(tmp && *tmp == '/' ? tmp : "/tmp", 1, shim, driver, out, one,
-                             sizeof(one), note))
+        if (try_base(bases[n], shim, driver, out, one, sizeof(one)))
             return 1;
-        if (note && i < n)
+        if (note)
             note(one);
         used += (size_t)snprintf(why + used, used < len ? len - used : 0, "%s%s",
                                  used ? "; " : "", one);

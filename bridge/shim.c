@@ -20,13 +20,20 @@
  * - nothing else of the process changes: no dlsym of libc is replaced, so RTLD_NEXT and
  *   RTLD_DEFAULT lookups, other interposers and RTLD_LOCAL plugins behave as before.
  * The entries jump through slots that the constructor fills from the bridge (loaded by path
- * from beside this file's real location, or VRAMIO_BRIDGE_LIB); when the bridge cannot be
- * loaded it says so on stderr and the slots hold the driver's functions.
+ * from beside this file's real location, or VRAMIO_BRIDGE_LIB when that is an absolute
+ * path); when the bridge cannot be loaded it says so on stderr and the slots hold the
+ * driver's functions.
+ * vramio-run's directory can go while the program runs (logind removes XDG_RUNTIME_DIR at
+ * logout): the programs started after that get the driver alone. A process that has the
+ * shim says so once, when it forks after the directory went (before_fork).
  * libgdrapi and the bridge must see the real driver (the pool's slab ranges and handles):
  * they ask vramio_cuda_shim_driver for its handle (util/cuda_loader.c, vr_cuda_dlopen).
  */
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +87,26 @@ VB_EXPORT void *vramio_cuda_shim_driver(void)
     return dlopen(VB_REAL_DRIVER, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
 }
 
-/* Never silent: the program runs, but its memory is not from the pool. */
-static void complain(const char *what, const char *why)
+/* One line on stderr, in one write (no stdio: the program's buffers stay its own). */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
     char line[PATH_MAX + 512];
-    int n = snprintf(line, sizeof(line),
-                     "vramio-run: the bridge %s cannot be loaded (%s): the CUDA driver serves "
-                     "every allocation of this process\n", what, why ? why : "unknown");
+    va_list ap;
+    int n;
 
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
     if (n > 0 &&
         write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
         return;
+}
+
+/* Never silent: the program runs, but its memory is not from the pool. */
+static void complain(const char *what, const char *why)
+{
+    say("vramio-run: the bridge %s cannot be loaded (%s): the CUDA driver serves every "
+        "allocation of this process\n", what, why ? why : "unknown");
 }
 
 /* The bridge's lookup of replacements by exported name, or NULL (it said why). */
@@ -101,7 +117,13 @@ static void *(*load_bridge(void))(const char *)
     void *(*impl)(const char *), *h;
     Dl_info me;
 
-    if (env && *env) {
+    /* A relative path would be looked up in each process's current directory: a child that
+     * changes into another user's directory would load their library (vramio-run passes
+     * an absolute one). */
+    if (env && *env && *env != '/')
+        say("vramio-run: VRAMIO_BRIDGE_LIB=%s is not an absolute path: ignored, the bridge "
+            "beside the shim is loaded\n", env);
+    if (env && *env == '/') {
         snprintf(path, sizeof(path), "%s", env);
     } else {
         /* vramio-run's directory holds a link to this file: the bridge is beside the file. */
@@ -127,10 +149,39 @@ static void *(*load_bridge(void))(const char *)
     return impl;
 }
 
+/* The name this process loaded the shim by (vramio-run's directory/libcuda.so.1), when
+ * absolute; and whether its loss has been said. */
+static char loaded_as[PATH_MAX];
+static atomic_int lost_said;
+
+/* Before a fork: the programs that the child may exec find the shim by the same name, or
+ * get the driver alone. A child that loads libgdrapi says so itself (util/cuda_loader.c);
+ * one that does not would say nothing, so the parent says it, once. fork() runs this;
+ * vfork, posix_spawn (system, popen) run no fork handlers. */
+static void before_fork(void)
+{
+    const char *slash;
+
+    if (!loaded_as[0] || atomic_load(&lost_said) || access(loaded_as, F_OK) == 0 ||
+        atomic_exchange(&lost_said, 1))
+        return;
+    slash = strrchr(loaded_as, '/');
+    say("vramio: vramio-run's directory %.*s is gone: the programs that this process "
+        "starts from now on get the CUDA driver alone, not vramio's pool (run the program "
+        "again under vramio-run)\n", (int)(slash - loaded_as), loaded_as);
+}
+
 __attribute__((constructor)) static void shim_init(void)
 {
     void *real = vramio_cuda_shim_driver(), *(*impl)(const char *) = load_bridge(), *fn;
+    Dl_info me;
     size_t i;
+
+    if (dladdr((void *)before_fork, &me) && me.dli_fname && me.dli_fname[0] == '/' &&
+        strlen(me.dli_fname) < sizeof(loaded_as)) {
+        strcpy(loaded_as, me.dli_fname);
+        pthread_atfork(before_fork, NULL, NULL);
+    }
 
     if (real) {
         *(void **)&real_gpa_v1 = dlsym(real, "cuGetProcAddress");

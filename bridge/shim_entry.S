@@ -13,6 +13,13 @@
  * 17 bytes of such instructions (more than the 12 of bistro's far jump), undoes them, and
  * then jumps: the arguments reach the replacement untouched (%eax is no argument here).
  * Each entry has a second, hidden name that shim.c uses for cuGetProcAddress's answers.
+ *
+ * Each entry has unwind information (.cfi_*, in .eh_frame; no byte of the code changes): a
+ * profiler's sample, a debugger or a crash handler that stops inside an entry finds its
+ * callers (without it backtrace() ends at the entry). On x86_64 the rules follow each push
+ * and pop: the frame is kept on %rsp throughout (the mov to %rbp makes no frame, the pop
+ * undoes it), so the canonical frame address is %rsp plus what is pushed, and the return
+ * address stays where the caller's call put it.
  */
 #include "bridge_routes.h"
 
@@ -23,8 +30,17 @@
     .globl vb_entry_##exp; .hidden vb_entry_##exp; .type vb_entry_##exp, @function;          \
     .p2align 4;                                                                              \
 exp: ; vb_entry_##exp: ;                                                                     \
-    push %rbp; mov %rsp, %rbp; push %rbx; push %r12; mov $0, %eax; mov $0, %eax;             \
-    pop %r12; pop %rbx; pop %rbp; jmp *vb_slot_##exp(%rip);                                  \
+    .cfi_startproc;                                                                          \
+    push %rbp; .cfi_adjust_cfa_offset 8; .cfi_rel_offset %rbp, 0;                            \
+    mov %rsp, %rbp;                                                                          \
+    push %rbx; .cfi_adjust_cfa_offset 8; .cfi_rel_offset %rbx, 0;                            \
+    push %r12; .cfi_adjust_cfa_offset 8; .cfi_rel_offset %r12, 0;                            \
+    mov $0, %eax; mov $0, %eax;                                                              \
+    pop %r12; .cfi_adjust_cfa_offset -8; .cfi_restore %r12;                                  \
+    pop %rbx; .cfi_adjust_cfa_offset -8; .cfi_restore %rbx;                                  \
+    pop %rbp; .cfi_adjust_cfa_offset -8; .cfi_restore %rbp;                                  \
+    jmp *vb_slot_##exp(%rip);                                                                \
+    .cfi_endproc;                                                                            \
     .size exp, .-exp; .size vb_entry_##exp, .-vb_entry_##exp;
 
 VB_ROUTES(VB_ENTRY)
@@ -41,6 +57,9 @@ VB_ROUTES(VB_ENTRY)
  * move anywhere, then the real jump through the slot in x16 (IP0, the register that a BTI
  * landing pad of the target accepts for a br). The trampoline keeps x9-x15 for its own jump
  * back. No BTI note: bistro could not move a bti, and the shim's own code needs none.
+ * Unwinding: no entry touches sp or the link register, so the default rules of the CIE
+ * (the frame is sp, the return address in x30) hold at every instruction; the .cfi_
+ * pair only says that they do.
  */
     .text
 #define VB_ENTRY(exp, base, since, until, only, impl, ret, params, args)                         \
@@ -48,8 +67,10 @@ VB_ROUTES(VB_ENTRY)
     .globl vb_entry_##exp; .hidden vb_entry_##exp; .type vb_entry_##exp, %function;          \
     .p2align 4;                                                                              \
 exp: ; vb_entry_##exp: ;                                                                     \
+    .cfi_startproc;                                                                          \
     movz x17, 0; movz x17, 0; movz x17, 0; movz x17, 0;                                      \
     adrp x16, vb_slot_##exp; ldr x16, [x16, :lo12:vb_slot_##exp]; br x16;                    \
+    .cfi_endproc;                                                                            \
     .size exp, .-exp; .size vb_entry_##exp, .-vb_entry_##exp;
 
 VB_ROUTES(VB_ENTRY)

@@ -15,10 +15,12 @@
  * The bridge (libvramio_bridge.so, the shim beside it) is found through VRAMIO_BRIDGE_LIB,
  * else relative to this program: the private directory of an install (../lib/vramio,
  * ../lib64/vramio, ../lib/<multiarch>/vramio; see packaging/install.mk), or ../lib in the
- * build tree. The directory: VRAMIO_RUN_DIR, else $XDG_RUNTIME_DIR/vramio, else
- * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, else ${TMPDIR:-/tmp}/vramio-UID (or a private name
- * beside it); the first whose every directory only this user or root can change
- * (run_dir.c says why and how).
+ * build tree. VRAMIO_BRIDGE_LIB is passed on as the absolute path it resolved to: each
+ * process of the program would look a relative one up in its own current directory.
+ * The directory: VRAMIO_RUN_DIR, else $XDG_RUNTIME_DIR/vramio,
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/vramio, ${TMPDIR:-/tmp}/vramio-UID, the passwd home's
+ * .cache/vramio, /run/vramio (root): the first whose every directory only this user or root
+ * can change (run_dir.c says why and how; the shared /tmp never is).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bridge.h"
@@ -164,16 +167,21 @@ int main(int argc, char **argv)
 {
     char bridge[PATH_MAX], shim[PATH_MAX + 32], driver[PATH_MAX], dir[PATH_MAX],
          why[4 * PATH_MAX], *path, *slash;
-    const char *old;
+    const char *old, *old_bridge;
     int i = 1;
     size_t need;
 
-    /* Set-user-ID or set-group-ID: the directory would be made with privileges from an
-     * environment the caller chose. The loader ignores LD_LIBRARY_PATH for such programs
-     * anyway, so vramio-run has nothing to offer them (README: they run unbridged). */
+    /* Privileges that the caller lacks (set-user-ID, set-group-ID, file capabilities such
+     * as cap_dac_override, a security module's transition: the kernel says AT_SECURE for
+     * each): the directory would be made with them, where the caller's environment says.
+     * The loader ignores LD_LIBRARY_PATH for such programs anyway, so vramio-run has nothing
+     * to offer them (README: they run unbridged). */
     if (getuid() != geteuid() || getgid() != getegid())
         return fail("refusing to run set-user-ID or set-group-ID (real uid %u, effective %u)",
                     (unsigned)getuid(), (unsigned)geteuid());
+    if (getauxval(AT_SECURE))
+        return fail("refusing to run with privileges that its caller lacks (AT_SECURE: file "
+                    "capabilities, or a security module's transition)");
     /* The mark of an outer vramio-run: its directory is checked afresh here. */
     unsetenv(VR_RUN_MARK);
 
@@ -198,10 +206,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "vramio-run: no program to run (see vramio-run --help)\n");
         return 2;
     }
-    old = getenv("VRAMIO_BRIDGE_LIB");
+    old_bridge = getenv("VRAMIO_BRIDGE_LIB");
     if (!find_bridge(bridge)) {
-        if (old && *old)
-            return fail("the bridge library %s cannot be read: %s", old, strerror(errno));
+        if (old_bridge && *old_bridge)
+            return fail("the bridge library %s cannot be read: %s", old_bridge,
+                        strerror(errno));
         return fail("the bridge library %s is not beside vramio-run (set VRAMIO_BRIDGE_LIB)",
                     VB_BRIDGE_NAME);
     }
@@ -212,7 +221,9 @@ int main(int argc, char **argv)
     if (!find_driver(driver, why, sizeof(why)))
         return fail("no CUDA driver to run the program with: %s", why);
     if (!vr_run_dir(shim, driver, dir, why, sizeof(why), note))
-        return fail("no directory for the shim of libcuda.so.1: %s", why);
+        return fail("no directory for the shim of libcuda.so.1 (set VRAMIO_RUN_DIR to one of "
+                    "yours that no other user can write to, nor any directory above it): %s",
+                    why);
     /* Ours first, then whatever the user's path holds already (an empty entry would mean
      * the current directory: none is added). */
     old = getenv("LD_LIBRARY_PATH");
@@ -223,8 +234,10 @@ int main(int argc, char **argv)
     snprintf(path, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
     /* The user's VRAMIO_ENABLE_VULKAN stands (with 0 the bridge says that nothing can be
      * pinned and leaves every allocation to the driver); VR_RUN_MARK lets libgdrapi say
-     * when the program's libcuda.so.1 is not the shim after all (the directory removed). */
+     * when the program's libcuda.so.1 is not the shim after all (the directory removed).
+     * The user's VRAMIO_BRIDGE_LIB goes on as the file checked here, absolute. */
     if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("VRAMIO_ENABLE_VULKAN", "1", 0) ||
+        (old_bridge && *old_bridge && setenv("VRAMIO_BRIDGE_LIB", bridge, 1)) ||
         setenv(VR_RUN_MARK, dir, 1) || (log_on && setenv("VRAMIO_BRIDGE_LOG", "1", 1))) {
         free(path);
         return fail("cannot set the environment: %s", strerror(errno));

@@ -11,6 +11,9 @@
 #   make interpose-progs  tests/bridge/test_interpose.sh's programs and the libraries they
 #                         load ($(BUILD)/tests/interpose/lib/)
 #   make fuzz-ipc         tests/bridge/test_fuzz_ipc_handle.sh's fuzzer (fuzz_ipc_handle.c)
+#   make shim-progs       tests/bridge/test_shim.sh's: shim_client.c (-rdynamic: dladdr names
+#                         its functions in a backtrace) and a stand-in bridge whose
+#                         replacements answer at once (unwind_bridge.c)
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
 $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
@@ -41,6 +44,18 @@ $(USERS_CLIENT): tests/bridge/users_client.c tests/bridge/hex.h tests/fake/fake_
 $(USERS_EVIL): tests/bridge/evil_cuda.c
 $(USERS_EVIL): SO_FLAGS = -Wl,-soname,libcuda.so.1
 $(USERS_EVIL):
+	@mkdir -p $(dir $@)
+	$(test-so)
+
+# The shim seen from inside a program.
+SHIM_CLIENT := $(BUILD)/tests/bridge/shim_client
+SHIM_UNWIND := $(BUILD)/tests/bridge/unwind/libvramio_bridge.so
+$(SHIM_CLIENT): tests/bridge/shim_client.c
+	@mkdir -p $(dir $@)
+	$(call prog-link,-rdynamic,$< -ldl -lpthread)
+$(SHIM_UNWIND): tests/bridge/unwind_bridge.c
+$(SHIM_UNWIND): SO_FLAGS = -fvisibility=hidden
+$(SHIM_UNWIND):
 	@mkdir -p $(dir $@)
 	$(test-so)
 
@@ -98,10 +113,11 @@ $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/f
 	    -fno-omit-frame-pointer $(CPPFLAGS_ALL) -Ibridge -Iutil -Itests/fake -Itests/bridge \
 	    -o $@ $(FUZZ_IPC_SRCS) -ldl
 
-.PHONY: bridge-progs interpose-progs users-progs fuzz-ipc
+.PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
+shim-progs: $(SHIM_CLIENT) $(SHIM_UNWIND) $(FAKE_CUDA_VMM)
 bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) \
-                $(USERS_CLIENT) $(USERS_EVIL)
+                $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)

@@ -15,12 +15,14 @@ fake=$B/tests/fake/cuda-vmm
 fakes=$fake:$B/tests/fake/vulkan
 bridge=$B/lib/libvramio_bridge.so
 run=$B/bin/vramio-run
-rundir=$(pwd)/$dir/run
-export VRAMIO_RUN_DIR=$rundir
 for f in "$bridge" "$B/lib/libvramio_cuda.so" "$run"; do
     [ -e "$f" ] || { t_fail "bridge/built" "$f is not built"; exit 1; }
 done
 t_make bridge/build bridge-progs || exit 1
+# vramio-run's directories: in the kit's private one (not the build tree, which may be in /tmp).
+t_run_dir bridge/run_dir || t_done
+rundir=$T_RUN_DIR
+export VRAMIO_RUN_DIR=$rundir
 
 client() { # mode [VAR=VALUE...]: the client's result lines; a crash is a failure
     local mode=$1 out rc

@@ -19,10 +19,11 @@ t_make interpose/build interpose-progs || exit 1
 # A copy of the library at another path is another object to the loader.
 cp "$B/lib/libgdrapi.so.2" "$dir/lib/libgdrapi_copy.so"
 
-# The environment of every run: the stand-ins, the shim's directory inside the build tree.
+# The environment of every run: the stand-ins, the shim's directory in the kit's private one.
+t_run_dir interpose/run_dir || t_done
 base() {
     env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN -u LD_PRELOAD \
-        LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$(pwd)/$dir/run" "$@"
+        LD_LIBRARY_PATH="$fake" VRAMIO_RUN_DIR="$T_RUN_DIR" "$@"
 }
 # Without and under vramio-run, the lines other than "pool N" must be equal; under it the
 # pool must serve.

@@ -10,6 +10,8 @@
  *                 first request with a memfd of our own, as the stand-in driver's memory
  *                 (filled with 0xee); prints "ready" once bound
  *   open HANDLE   (under vramio-run) open HANDLE: "refused N" or "opened BYTE"
+ *   secure        print getauxval(AT_SECURE): 1 where this copy runs with privileges that
+ *                 its caller lacks (set-user-ID, file capabilities), else 0
  * Exit 0 when the role ran (whatever it found), 2 when it could not.
  */
 #include <dlfcn.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -141,6 +144,10 @@ int main(int argc, char **argv)
     const char *role = argc > 1 ? argv[1] : "";
 
     alarm(30);
+    if (!strcmp(role, "secure")) {
+        printf("%lu\n", getauxval(AT_SECURE));
+        return 0;
+    }
     if (!strcmp(role, "serve"))
         return from_hex(argc > 2 ? argv[2] : NULL, h, sizeof(h)) ? 2 : serve(h);
     cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -154,6 +161,6 @@ int main(int argc, char **argv)
         return export_one();
     if (!strcmp(role, "open") && !from_hex(argc > 2 ? argv[2] : NULL, h, sizeof(h)))
         return open_one(h);
-    fprintf(stderr, "usage: users_client load|export|serve HANDLE|open HANDLE\n");
+    fprintf(stderr, "usage: users_client load|export|serve HANDLE|open HANDLE|secure\n");
     return 2;
 }

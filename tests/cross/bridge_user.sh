@@ -5,8 +5,9 @@
 # (tests/fake/), as tests/bridge/test_bridge.sh runs them natively: the client in each mode,
 # CUDA IPC between two processes, and UCX's memory hooks done by ucm_like.c (on AArch64 with
 # UCX's own relocation rules for bistro: the shim's entries must be movable as UCX moves
-# them). Called by cross_user.sh (which has built the library for ARCH into OUT). Result
-# names get an "ARCH/" prefix.
+# them), and backtrace() from inside those entries (shim_client.c: a signal's sample there,
+# as qemu-user cannot single-step). Called by cross_user.sh (which has built the library for
+# ARCH into OUT). Result names get an "ARCH/" prefix.
 #
 # How the emulator runs it: vramio-run itself under qemu-user with the target's loader named
 # (not QEMU_LD_PREFIX: qemu-user maps "/" to that prefix, so vramio-run's walk from "/" would
@@ -21,7 +22,7 @@ ldso=$(ls "$sysroot"/lib/ld-linux-*.so.* "$sysroot"/lib/ld64.so.* 2>/dev/null | 
 [ -n "$ldso" ] || { t_fail "$arch/bridge/loader" "no loader in $sysroot/lib"; exit 1; }
 unset MAKEFLAGS MFLAGS MAKELEVEL
 if ! make -s --no-print-directory -j2 CC="$triplet-gcc" BUILD="$out" bridge bridge-progs \
-        interpose-progs >"$out.bridge.log" 2>&1; then
+        interpose-progs shim-progs >"$out.bridge.log" 2>&1; then
     t_fail "$arch/bridge/build" "cross build of the bridge and its test programs failed"
     tail -n 20 "$out.bridge.log" | sed 's/^/    /'
     exit 1
@@ -29,13 +30,14 @@ fi
 t_ok "$arch/bridge/build"
 o=$(cd "$out" && pwd)
 fake=$o/tests/fake/cuda-vmm:$o/tests/fake/vulkan
-rm -rf "$o/tests/bridge/run"
-vrun() { # vramio-run ARGS... under the emulator
+# vramio-run's directories: in the kit's private one (not the build tree, which may be in /tmp).
+t_run_dir "$arch/bridge/run_dir" || t_done
+vrun() { # vramio-run ARGS... under the emulator (the bridge: $bridge_lib when set)
     env -u QEMU_LD_PREFIX -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN \
-        VRAMIO_RUN_DIR="$o/tests/bridge/run" VRAMIO_TEST_LAUNCHER="$qemu" \
+        VRAMIO_RUN_DIR="$T_RUN_DIR" VRAMIO_TEST_LAUNCHER="$qemu" \
         timeout --kill-after=10 120 "$qemu" -E QEMU_LD_PREFIX="$sysroot" \
         -E LD_LIBRARY_PATH="$fake:$o/lib:$sysroot/lib" \
-        -E VRAMIO_BRIDGE_LIB="$o/lib/libvramio_bridge.so" "$ldso" "$o/bin/vramio-run" "$@"
+        -E VRAMIO_BRIDGE_LIB="${bridge_lib:-$o/lib/libvramio_bridge.so}" "$ldso" "$o/bin/vramio-run" "$@"
 }
 results() { # name status output: its result lines, prefixed; a crash is a failure
     t_relay "$arch/$1" "$2" "$3" "$arch/"
@@ -73,4 +75,9 @@ for mode in bistro reloc; do
     res=$(vrun "$qemu" "$o/tests/interpose/ucm_like" "$mode" 2>&1)
     results "ucm/$mode" $? "$res"
 done
+# The unwinding runs against a stand-in bridge, beside a link to the shim (test_shim.sh).
+ln -sf "$(realpath "$o/lib/libvramio_cuda.so")" "$o/tests/bridge/unwind/libvramio_cuda.so"
+res=$(bridge_lib=$o/tests/bridge/unwind/libvramio_bridge.so \
+      vrun "$qemu" "$o/tests/bridge/shim_client" sample 2>&1)
+results shim/unwind_sample $? "$res"
 t_done

@@ -46,3 +46,68 @@ t_make() {
     printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
     return 1
 }
+
+# t_at_exit COMMAND: COMMAND (a line of shell) run when the script exits, the last given
+# first. The kit owns the EXIT trap: a script that needs one of its own uses this instead of
+# "trap ... EXIT", which would drop what the kit had to remove.
+T_AT_EXIT=()
+t_at_exit() {
+    T_AT_EXIT=("$1" "${T_AT_EXIT[@]}")
+    trap 't_run_at_exit' EXIT
+}
+t_run_at_exit() {
+    local c
+    for c in "${T_AT_EXIT[@]}"; do eval "$c"; done
+}
+
+# t_dir_private DIR: 0 when vramio-run would take DIR as its directory's base (VRAMIO_RUN_DIR):
+# DIR is this user's, and it and every directory above it (symlinks resolved, as vramio-run
+# resolves them) are this user's or root's and writable by no group or others, sticky or not
+# (bridge/run_dir.c's rule); else 1, with the reason on stdout. tests/lib/test_kit_run_dir.sh
+# holds this to vramio-run's own answer.
+t_dir_private() {
+    local p me=$(id -u) u m last=1
+    p=$(realpath -e -- "$1" 2>/dev/null) && [ -d "$p" ] || { echo "$1: not a directory"; return 1; }
+    case $p in *[:\;\$]*) echo "$p: LD_LIBRARY_PATH cannot hold it"; return 1 ;; esac
+    while :; do
+        read -r u m < <(stat -c '%u %a' -- "$p" 2>/dev/null) && [ -n "$m" ] ||
+            { echo "$p: cannot stat it"; return 1; }
+        if [ "$u" != "$me" ] && { [ "$last" = 1 ] || [ "$u" != 0 ]; }; then
+            echo "$p: owned by uid $u"; return 1
+        fi
+        if (( 8#$m & 8#022 )); then echo "$p: other users can write to it (mode $m)"; return 1; fi
+        [ "$p" = / ] && return 0
+        p=$(dirname -- "$p") last=0
+    done
+}
+
+# t_run_dir NAME: a new private directory for vramio-run's shim directories (VRAMIO_RUN_DIR
+# or below it) in T_RUN_DIR, canonical (as vramio-run prints its paths), removed when the
+# script exits (t_at_exit). vramio-run refuses a base below a directory that another user can
+# write to, such as /tmp, where CI and the pre-submit check clone the tree: so not in the
+# build tree but in this user's own place, as vramio-run's defaults are: $XDG_RUNTIME_DIR,
+# ${XDG_CACHE_HOME:-$HOME/.cache}, the password database's home's .cache, /run for root.
+# Where none is private there is nothing to test: "skip NAME: why", and 1 (the script then
+# ends: "t_run_dir NAME || t_done"). Call it in the script itself, never in $(...): the
+# subshell's exit would remove the directory.
+T_RUN_DIR=
+t_run_dir() {
+    local name=$1 c d why= pwhome
+    pwhome=$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6)
+    for c in ${XDG_RUNTIME_DIR:+"$XDG_RUNTIME_DIR"} \
+             ${XDG_CACHE_HOME:+"$XDG_CACHE_HOME"} ${HOME:+"$HOME/.cache"} \
+             ${pwhome:+"$pwhome/.cache"} $([ "$(id -u)" = 0 ] && echo /run); do
+        # A missing .cache is made as vramio-run would make it: this user's alone, and only
+        # in a private home (never, say, /tmp/.cache for HOME=/tmp).
+        case $c in */.cache) [ -e "$c" ] || ! t_dir_private "${c%/.cache}" >/dev/null ||
+                             (umask 077 && mkdir -- "$c") 2>/dev/null ;; esac
+        t_dir_private "$c" >/dev/null || { why="$why; $(t_dir_private "$c")"; continue; }
+        d=$(umask 077 && mktemp -d -- "$c/vramio-test.XXXXXX" 2>/dev/null) &&
+            d=$(realpath -e -- "$d") || { why="$why; $c: cannot make a directory in it"; continue; }
+        t_at_exit "rm -rf -- $(printf '%q' "$d")"
+        T_RUN_DIR=$d
+        return 0
+    done
+    t_skip "$name" "no private directory for vramio-run here (${why#; }); set XDG_RUNTIME_DIR or HOME to a directory of this user's that no one else can write to"
+    return 1
+}

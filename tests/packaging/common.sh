@@ -30,11 +30,14 @@ bridge_lib_names() {
 }
 
 # shim_of_vramio_run RUNNER WORKDIR: the libcuda.so.1 that RUNNER puts first on the library
-# path (the link in its directory), run against an empty stand-in driver library.
+# path (the link in its directory), run against an empty stand-in driver library made in
+# WORKDIR. Its directory goes in the kit's private T_RUN_DIR (WORKDIR is in /tmp, where
+# vramio-run refuses to make one): the script calls t_run_dir first (tests/lib/t.sh).
 shim_of_vramio_run() {
+    [ -n "$T_RUN_DIR" ] || { echo "no private directory for vramio-run (t_run_dir)"; return 1; }
     mkdir -p "$2/drv" &&
         ${CC:-cc} -shared -o "$2/drv/libcuda.so.1" -x c /dev/null 2>/dev/null &&
-        env LD_LIBRARY_PATH="$2/drv" VRAMIO_RUN_DIR="$2/run" timeout 60 "$1" \
+        env LD_LIBRARY_PATH="$2/drv" VRAMIO_RUN_DIR="$T_RUN_DIR" timeout 60 "$1" \
             sh -c 'readlink "${LD_LIBRARY_PATH%%:*}/libcuda.so.1"' 2>&1
 }
 

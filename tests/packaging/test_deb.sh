@@ -49,7 +49,9 @@ cleanup() {
     [ -n "${FAKE_NV:-}" ] && rm -rf "$FAKE_NV"
     rm -rf "$work"
 }
-trap cleanup EXIT
+t_at_exit cleanup
+# Where vramio-run makes its directories (not $work: /tmp is refused).
+t_run_dir deb/vramio-run_dir
 
 # ---- build -------------------------------------------------------------------------------
 if ! clean_clone "$work/vramio" >"$work/clone.log"; then

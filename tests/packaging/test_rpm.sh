@@ -81,7 +81,8 @@ if [ ${#kmod[@]} -gt 0 ]; then
     else
         mkdir -p "$work/x" && (cd "$work/x" && rpm2cpio "$f" | cpio -idm --quiet)
         ko=$(find "$work/x" -name gdrdrv.ko | head -n 1)
-        magic=$( [ -n "$ko" ] && modinfo -F vermagic "$ko" 2>/dev/null)
+        # modinfo is in /sbin, which a user's PATH may lack (Debian's does).
+        magic=$( [ -n "$ko" ] && PATH=$PATH:/usr/sbin:/sbin modinfo -F vermagic "$ko" 2>/dev/null)
         [ "${magic%% *}" = "$abi" ] && t_ok "rpm-kmod ($abi)" ||
             t_fail "rpm-kmod ($abi)" "module '$ko', vermagic '$magic'"
     fi
