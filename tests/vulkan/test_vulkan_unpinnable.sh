@@ -16,7 +16,10 @@ client=$B/tests/vulkan/unpinnable_client
 bridge_client=$B/tests/bridge/bridge_client
 run=$B/bin/vramio-run
 fake=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
-export VRAMIO_RUN_DIR=$(pwd)/$B/tests/vulkan/run
+# vramio-run's directory: one of this user's that no other can write to (t_run_dir), wherever
+# the tree is (a clone under /tmp included).
+t_run_dir vulkan/run_dir || t_done
+export VRAMIO_RUN_DIR=$T_RUN_DIR/run
 
 # go NAME [VAR=VALUE...] -- PROGRAM ARGS...: PROGRAM's result lines in a clean environment
 # (none of the selections a caller may have set), with the stand-ins first on the path; the
