@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/bridge/test_bridge_fork.sh - a program under vramio-run that forks while another of its
+# threads is inside the bridge (fork_client.c, against the stand-in driver): each child must
+# open, allocate, free and make handles without hanging, and leave by exit() and by _exit().
+# Twice: with the stand-in working in the children, and refusing to make or map memory there
+# (FAKE_CUDA_FORK_REFUSE=1), as the real driver refuses CUDA in a forked child. A hung child
+# is killed after 10 s and reported as not ok. The program comes from make (bridge.mk).
+set -u
+. "$(dirname "$0")/../lib/t.sh"
+B=${BUILD:-build}
+fake=$B/tests/fake/cuda-vmm
+run=$B/bin/vramio-run
+export VRAMIO_RUN_DIR=$(pwd)/$B/tests/bridge/run
+for f in "$B/lib/libvramio_bridge.so" "$B/lib/libvramio_cuda.so" "$run"; do
+    [ -e "$f" ] || { t_fail "bridge/fork/built" "$f is not built"; exit 1; }
+done
+t_make bridge/fork/build fork-progs || exit 1
+
+for mode in works refuses; do
+    refuse=0
+    [ "$mode" = refuses ] && refuse=1
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" \
+          FAKE_CUDA_FORK_REFUSE=$refuse timeout 300 "$run" "$B/tests/bridge/fork_client" 2>&1)
+    t_relay "bridge/fork/driver_${mode}_in_child/exit" $? "$out"
+done
+t_done
