@@ -3,7 +3,9 @@
  * fork_client.c - a program under vramio-run that forks while another of its threads is
  * inside the bridge (bridge/bridge_fork.c), run by test_bridge_fork.sh against the stand-in
  * driver (fake_cuda_vmm.c; with FAKE_CUDA_FORK_REFUSE=1 its forked children cannot make or
- * map memory, as the real driver's cannot).
+ * map memory, as the real driver's cannot), and by tests/gpu/run_bridge_fork_on_gpu.sh
+ * against the real one (whose answers in a child are its own business: there a child must
+ * only end, by itself, and whatever it was told worked must have worked).
  *
  * The first process allocates a block, fills it and makes an IPC handle of it, then runs
  * itself again for each scenario (its IPC server answers their opens meanwhile). Each
@@ -40,7 +42,8 @@
 #include "t.h"
 #include "vramio.h"
 
-int fake_imports(void);
+/* The stand-in driver's count of imported allocations; NULL with the real driver. */
+int fake_imports(void) __attribute__((weak));
 
 #define SMALL 4096u
 #define FILL 0xf5
@@ -100,17 +103,19 @@ int listen(int fd, int backlog)
 /* ---- what a child does ------------------------------------------------------------------- */
 static CUipcMemHandle handle; /* the first process's block */
 static CUdeviceptr before;    /* a block of this process, allocated before any fork */
-static int refuse;            /* FAKE_CUDA_FORK_REFUSE=1: the child cannot make memory */
+/* What the driver does in a forked child: the stand-in works there, or refuses to make
+ * and map memory (FAKE_CUDA_FORK_REFUSE=1); the real driver answers as it does. */
+static enum { CHILD_WORKS, CHILD_REFUSED, CHILD_REAL } driver;
 
-/* A result's name: bridge/fork/WHAT, or bridge/fork_refused/WHAT where the driver refuses
- * the children. */
+/* A result's name: bridge/fork/WHAT, bridge/fork_refused/WHAT or bridge/fork_gpu/WHAT. */
 static const char *named(const char *what)
 {
+    static const char *const kind[] = { "", "_refused", "_gpu" };
     static char buf[4][160];
     static int i;
     char *b = buf[i++ % 4];
 
-    snprintf(b, sizeof(buf[0]), "bridge/fork%s/%s", refuse ? "_refused" : "", what);
+    snprintf(b, sizeof(buf[0]), "bridge/fork%s/%s", kind[driver], what);
     return b;
 }
 
@@ -120,10 +125,10 @@ static const char *const way_name[] = { "exit", "_exit" };
 /* Whether the n bytes at p (n at most SMALL) are the first process's FILL. */
 static int filled(CUdeviceptr p, size_t n)
 {
-    static unsigned char want[SMALL];
+    unsigned char got[SMALL], want[SMALL];
 
     memset(want, FILL, sizeof(want));
-    return memcmp((const void *)(uintptr_t)p, want, n) == 0;
+    return cuMemcpyDtoH(got, p, n) == CUDA_SUCCESS && memcmp(got, want, n) == 0;
 }
 
 /* What went wrong in a child, one bit each (its exit status). */
@@ -148,16 +153,17 @@ static void say_bad(int st, char *why, size_t len)
 }
 
 /* The handle opened in a child: with the driver working, the block with its bytes, closed
- * again; with the driver refusing the child, the driver's refusal. */
+ * again; with the driver refusing the child, the driver's refusal; with the real driver,
+ * either. */
 static int child_open(void)
 {
     CUdeviceptr p = 0;
     CUresult r = cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 
-    if (refuse)
+    if (driver == CHILD_REFUSED)
         return r == CUDA_ERROR_NOT_INITIALIZED ? 0 : BAD_OPEN;
     if (r != CUDA_SUCCESS)
-        return BAD_OPEN;
+        return driver == CHILD_REAL ? 0 : BAD_OPEN;
     return (filled(p, SMALL) ? 0 : BAD_BYTES) |
            (cuIpcCloseMemHandle(p) == CUDA_SUCCESS ? 0 : BAD_CLOSE);
 }
@@ -165,23 +171,27 @@ static int child_open(void)
 /* Every lock of the bridge once: the IPC open (open_lock, the list of opened slabs and the
  * server's lock, asked whether the handle is this process's own), an allocation and its
  * free (the pool, the block records), an attribute and a handle of a block made before the
- * fork (the records, the server this child starts, the list of exports). */
+ * fork (the records, the server this child starts, the list of exports). The real driver's
+ * refusals are no failure: only a hang, a crash or what worked and did not. */
 static int child_work(void)
 {
     unsigned long long id = 0;
+    int must = driver == CHILD_WORKS, bad = child_open();
     CUipcMemHandle mine;
     CUdeviceptr q = 0;
-    int bad = child_open();
 
     if (cuMemAlloc(&q, SMALL) == CUDA_SUCCESS) {
-        memset((void *)(uintptr_t)q, 0x3c, SMALL);
-        bad |= cuMemFree(q) == CUDA_SUCCESS ? 0 : BAD_FREE;
-    } else if (!refuse) {
+        cuMemsetD8(q, 0x3c, SMALL);
+        bad |= cuMemFree(q) == CUDA_SUCCESS || driver == CHILD_REAL ? 0 : BAD_FREE;
+    } else if (must) {
         bad |= BAD_ALLOC;
     }
-    bad |= cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, before) == CUDA_SUCCESS
-               ? 0 : BAD_ATTR;
-    bad |= cuIpcGetMemHandle(&mine, before) == CUDA_SUCCESS ? 0 : BAD_HANDLE;
+    must = driver != CHILD_REAL;
+    if (cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, before) != CUDA_SUCCESS &&
+        must)
+        bad |= BAD_ATTR;
+    if (cuIpcGetMemHandle(&mine, before) != CUDA_SUCCESS && must)
+        bad |= BAD_HANDLE;
     return bad;
 }
 
@@ -383,12 +393,13 @@ static void stress(void)
 /* ---- inherited --------------------------------------------------------------------------- */
 static int imports_before;
 
-/* The parent has the handle open: the child's open must still ask the driver. */
+/* The parent has the handle open: the child's open must still ask the driver (the
+ * stand-in counts a new import). */
 static int child_reopen(void)
 {
     int bad = child_open();
 
-    if (!refuse && fake_imports() != imports_before + 1)
+    if (driver == CHILD_WORKS && fake_imports() != imports_before + 1)
         bad |= BAD_OPEN;
     return bad;
 }
@@ -401,7 +412,7 @@ static void inherited(void)
     if (!t_check(cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
                      CUDA_SUCCESS, named("inherited/open"), "the parent's open failed"))
         return;
-    imports_before = fake_imports();
+    imports_before = fake_imports ? fake_imports() : 0;
     for (way = BY_EXIT; way <= BY__EXIT; way++)
         report(fork_child(way, child_reopen, NULL), "inherited", way);
     t_check(cuIpcCloseMemHandle(p) == CUDA_SUCCESS, named("inherited/parent_closes"),
@@ -454,7 +465,8 @@ static void exporter(void)
     if (!t_check(cuMemAlloc(&b, SMALL) == CUDA_SUCCESS && !vramio_alloc_range(b, NULL, NULL),
                  named("exporter_block_from_the_pool"), "not bridged"))
         return;
-    memset((void *)(uintptr_t)b, FILL, SMALL);
+    cuMemsetD8(b, FILL, SMALL);
+    cuCtxSynchronize();
     if (!t_check(cuIpcGetMemHandle(&h, b) == CUDA_SUCCESS, named("exporter_handle"),
                  "cuIpcGetMemHandle failed"))
         return;
@@ -475,7 +487,10 @@ int main(int argc, char **argv)
 {
     const char *child = t_child_mode(argc, argv);
 
-    refuse = getenv("FAKE_CUDA_FORK_REFUSE") && !strcmp(getenv("FAKE_CUDA_FORK_REFUSE"), "1");
+    if (!fake_imports)
+        driver = CHILD_REAL;
+    else if (getenv("FAKE_CUDA_FORK_REFUSE") && !strcmp(getenv("FAKE_CUDA_FORK_REFUSE"), "1"))
+        driver = CHILD_REFUSED;
     if (child)
         scenario(child);
     else
