@@ -66,12 +66,13 @@ static int sem_wait_s(sem_t *s, int seconds)
     return 0;
 }
 
-/* Say that this thread is where it is held, and wait until the fork is done: at most a
- * second, as a fork that waits for the lock this thread holds must still end. */
-static void hold(void)
+/* Say that this thread is where it is held, and wait until the fork is done, for at most
+ * seconds: a fork that waits for a lock this thread holds must still end (a prepare handler
+ * of the bridge, where the first IPC server starts). */
+static void hold(int seconds)
 {
     sem_post(&reached);
-    sem_wait_s(&released, 1);
+    sem_wait_s(&released, seconds);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *m, int flags)
@@ -82,7 +83,7 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
         *(void **)&real = dlsym(RTLD_NEXT, "recvmsg");
     if (hold_in_recvmsg) {
         hold_in_recvmsg = 0;
-        hold();
+        hold(10); /* no fork waits for open_lock */
     }
     return real(fd, m, flags);
 }
@@ -95,7 +96,7 @@ int listen(int fd, int backlog)
         *(void **)&real = dlsym(RTLD_NEXT, "listen");
     if (hold_in_listen) {
         hold_in_listen = 0;
-        hold();
+        hold(2); /* the bridge's fork handler waits for the server's lock */
     }
     return real(fd, backlog);
 }
