@@ -124,7 +124,7 @@ $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/f
 	    -o $@ $(FUZZ_IPC_SRCS) -ldl
 
 .PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc fork-progs
-fork-progs: $(FORK_CLIENT) $(FAKE_CUDA_VMM)
+fork-progs: $(FORK_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
 shim-progs: $(SHIM_CLIENT) $(SHIM_UNWIND) $(FAKE_CUDA_VMM)

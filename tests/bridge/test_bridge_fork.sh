@@ -9,7 +9,8 @@
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
-fake=$B/tests/fake/cuda-vmm
+# The stand-in driver and Vulkan loader: the pool serves only where the vulkan backend can pin.
+fakes=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 run=$B/bin/vramio-run
 export VRAMIO_RUN_DIR=$(pwd)/$B/tests/bridge/run
 for f in "$B/lib/libvramio_bridge.so" "$B/lib/libvramio_cuda.so" "$run"; do
@@ -20,7 +21,7 @@ t_make bridge/fork/build fork-progs || exit 1
 for mode in works refuses; do
     refuse=0
     [ "$mode" = refuses ] && refuse=1
-    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fake" \
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
           FAKE_CUDA_FORK_REFUSE=$refuse timeout 300 "$run" "$B/tests/bridge/fork_client" 2>&1)
     t_relay "bridge/fork/driver_${mode}_in_child/exit" $? "$out"
 done
