@@ -12,11 +12,13 @@ B=${BUILD:-build}
 # The stand-in driver and Vulkan loader: the pool serves only where the vulkan backend can pin.
 fakes=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 run=$B/bin/vramio-run
-export VRAMIO_RUN_DIR=$(pwd)/$B/tests/bridge/run
 for f in "$B/lib/libvramio_bridge.so" "$B/lib/libvramio_cuda.so" "$run"; do
     [ -e "$f" ] || { t_fail "bridge/fork/built" "$f is not built"; exit 1; }
 done
 t_make bridge/fork/build fork-progs || exit 1
+# vramio-run's directories: in the kit's private one (not the build tree, which may be in /tmp).
+t_run_dir bridge/fork/run_dir || t_done
+export VRAMIO_RUN_DIR=$T_RUN_DIR
 
 for mode in works refuses; do
     refuse=0
