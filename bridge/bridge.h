@@ -6,11 +6,13 @@
  * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in
  * bridge_routes.h), and the names by which the libcuda.so.1 shim (shim.c, libvramio_cuda.so)
  * and vramio-run find the bridge and the driver; bridge_ipc_server.c serves the IPC handles,
- * bridge_ipc_open.c opens them.
+ * bridge_ipc_open.c opens them; bridge_fork.c keeps the bridge's locks and state right
+ * across fork().
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "bridge_routes.h"
 #include "cuda_loader.h"    /* util/: the CUDA driver API as vramio declares and loads it */
@@ -89,5 +91,17 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
  * mapped for them but in no open block, 0 elsewhere. */
 #define VB_IPC_UNOPENED (-1)
 int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size);
+
+/* bridge_fork.c: at each fork, the handlers registered as the bridge loads call each part
+ * that has locks or state of the process (the functions below) with the fork's phase: before
+ * it, the part takes its locks; after it, in the parent it drops them, and in the child it
+ * makes them fresh and forgets what was the parent's alone. */
+enum vb_fork_phase { VB_FORK_PREPARE, VB_FORK_PARENT, VB_FORK_CHILD };
+/* What a part does with one of its mutexes at phase: takes, drops or makes it fresh. */
+void vb_fork_lock(pthread_mutex_t *m, enum vb_fork_phase phase);
+void vb_ipc_server_fork(enum vb_fork_phase phase); /* bridge_ipc_server.c */
+void vb_ipc_export_fork(enum vb_fork_phase phase); /* bridge_ipc.c */
+void vb_ipc_open_fork(enum vb_fork_phase phase);   /* bridge_ipc_open.c */
+void vb_block_fork(enum vb_fork_phase phase);      /* bridge_attr.c */
 
 #endif /* VRAMIO_BRIDGE_H */

@@ -42,7 +42,6 @@ struct rec {
 
 static struct rec *buckets[NBUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static atomic_int n_sync;              /* records with SYNC_MEMOPS set */
 /* Ids from the top half of the 64-bit space: the driver's own count up from 1. */
 static atomic_ullong next_id = 1ull << 63;
@@ -50,10 +49,11 @@ static atomic_ullong next_id = 1ull << 63;
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 
-/* A fork in another thread's critical section must not leave the child's lock held. */
-static void fork_register(void)
+/* A fork in another thread's critical section must not leave the child's lock held
+ * (bridge_fork.c). The child keeps the records: its pool keeps the parent's blocks. */
+void vb_block_fork(enum vb_fork_phase phase)
 {
-    pthread_atfork(lock_take, lock_drop, lock_drop);
+    vb_fork_lock(&lock, phase);
 }
 
 static struct rec **slot(CUdeviceptr base)
@@ -108,7 +108,6 @@ static void unlink_rec(CUdeviceptr base)
 
 void vb_block_add(CUdeviceptr base, CUcontext ctx)
 {
-    pthread_once(&fork_once, fork_register);
     lock_take();
     unlink_rec(base); /* a stale record (the block was freed with vramio_free) goes */
     get(base, ctx);
@@ -138,7 +137,6 @@ int vb_block_id(CUdeviceptr base, int make, unsigned long long *id)
 {
     struct rec *r;
 
-    pthread_once(&fork_once, fork_register);
     lock_take();
     r = make ? get(base, NULL) : find(base);
     if (r)
@@ -208,7 +206,6 @@ static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t si
         return 1;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        pthread_once(&fork_once, fork_register);
         lock_take();
         r = get(base, NULL);
         if (!r)
@@ -281,7 +278,6 @@ CUresult vb_pointer_set_attribute(const void *value, CUpointer_attribute attr, C
     if (attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS || !value || where != 1)
         return t->cuPointerSetAttribute(value, attr, driver_view(ptr, where));
     on = *(const unsigned int *)value != 0;
-    pthread_once(&fork_once, fork_register);
     lock_take();
     r = get(base, NULL);
     if (r && r->sync_memops != on) {

@@ -39,11 +39,16 @@ struct exported {
 static struct exported *exports;
 static unsigned n_exports;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
-static void fork_register(void) { pthread_atfork(lock_take, lock_drop, lock_drop); }
+
+/* bridge_fork.c. The child keeps the records: it keeps the parent's slabs, and its own server
+ * (started at its first export) answers only the handles it makes itself. */
+void vb_ipc_export_fork(enum vb_fork_phase phase)
+{
+    vb_fork_lock(&lock, phase);
+}
 
 /* The link to the record of slab_id, *link NULL when there is none (the lock held). */
 static struct exported **exported_link(uint64_t slab_id)
@@ -214,7 +219,6 @@ CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
     slab.base = sbase;
     slab.id = id;
     slab.size = slab_size;
-    pthread_once(&fork_once, fork_register);
     if (vb_ipc_server_start(export_fd, &nonce) || remember(&slab, ctx))
         return CUDA_ERROR_OPERATING_SYSTEM;
     memset(&h, 0, sizeof(h));

@@ -52,11 +52,37 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held across an open's request and mapping, so that two threads opening handles of one slab
  * map it once. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
-static void fork_register(void) { pthread_atfork(lock_take, lock_drop, lock_drop); }
+
+/*
+ * bridge_fork.c. A fork takes the lock of the list, so that the child finds it whole, but not
+ * open_lock: that one is held while the exporter answers, and a fork must not wait for
+ * another process (up to the socket's timeouts). In the child, where the thread that held it
+ * is gone with its open, open_lock is made fresh: otherwise the child's first open would
+ * wait for ever, where the driver's own would fail cleanly.
+ * The child forgets the slabs mapped here: they are mappings of the parent's CUDA context,
+ * which the child cannot use. Its open of a handle asks the exporter and the driver again (a
+ * new import), whose answer it gets, as it gets the driver's without vramio-run; not the
+ * parent's address.
+ * Nothing is unmapped: the driver of a forked child is not called from a fork handler.
+ */
+void vb_ipc_open_fork(enum vb_fork_phase phase)
+{
+    struct import *m;
+
+    vb_fork_lock(&lock, phase);
+    if (phase != VB_FORK_CHILD)
+        return;
+    pthread_mutex_init(&open_lock, NULL);
+    while ((m = imports)) {
+        imports = m->next;
+        free(m->blocks);
+        free(m);
+    }
+    atomic_store(&n_imports, 0);
+}
 
 /* The mapping of the slab h names on dev (the lock held), or NULL. */
 static struct import *import_find(const struct vb_ipc_handle *h, CUdevice dev)
@@ -279,7 +305,6 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
     r = t->cuCtxGetDevice(&dev);
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&open_lock);
     r = open_locked(t, &h, dev, pdptr);
     pthread_mutex_unlock(&open_lock);

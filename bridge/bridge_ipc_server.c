@@ -40,7 +40,6 @@
 #define IO_TIMEOUT_S 5
 
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t srv_fork_once = PTHREAD_ONCE_INIT;
 static pid_t srv_pid;                  /* the process whose server runs; 0: none */
 static int srv_fd = -1;
 static uint64_t srv_nonce;
@@ -49,20 +48,17 @@ static vb_ipc_export_fn srv_export;
 static void srv_take(void) { pthread_mutex_lock(&srv_lock); }
 static void srv_drop(void) { pthread_mutex_unlock(&srv_lock); }
 
-/* A forked child has no server thread: its listening socket goes, and its own first export
- * starts its own server (handles name the pid). */
-static void srv_child(void)
+/* bridge_fork.c. A forked child has no server thread: its listening socket goes, and its own
+ * first export starts its own server (handles name the pid). */
+void vb_ipc_server_fork(enum vb_fork_phase phase)
 {
+    vb_fork_lock(&srv_lock, phase);
+    if (phase != VB_FORK_CHILD)
+        return;
     if (srv_fd >= 0)
         close(srv_fd);
     srv_fd = -1;
     srv_pid = 0;
-    pthread_mutex_unlock(&srv_lock);
-}
-
-static void srv_fork_register(void)
-{
-    pthread_atfork(srv_take, srv_drop, srv_child);
 }
 
 static socklen_t sock_name(struct sockaddr_un *a, uint32_t uid, uint32_t pid, uint64_t nonce)
@@ -211,7 +207,6 @@ int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce)
 {
     int rc = 0;
 
-    pthread_once(&srv_fork_once, srv_fork_register);
     srv_take();
     if (srv_pid != getpid())
         rc = start_locked(export_fd);

@@ -14,12 +14,22 @@
 #   make shim-progs       tests/bridge/test_shim.sh's: shim_client.c (-rdynamic: dladdr names
 #                         its functions in a backtrace) and a stand-in bridge whose
 #                         replacements answer at once (unwind_bridge.c)
+#   make fork-progs       tests/bridge/test_bridge_fork.sh's: fork_client.c
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
 $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
     $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
 	$(call script-client,-Itests/fake,$(FAKE_CUDA_VMM_LINK))
+
+# tests/bridge/test_bridge_fork.sh's client: its own recvmsg and listen hold a thread inside
+# the bridge while another forks; -rdynamic exports them, so that they come before libc's for
+# the bridge (loaded later by the shim) too.
+FORK_CLIENT := $(BUILD)/tests/bridge/fork_client
+$(FORK_CLIENT): tests/bridge/fork_client.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
+    $(FAKE_DIR)/cuda-vmm/libcuda.so
+	@mkdir -p $(dir $@)
+	$(call script-client,-Itests/fake -rdynamic,$(FAKE_CUDA_VMM_LINK) -lpthread)
 
 # NVIDIA's runtime, shared and static, asking the bridge's shim for the driver's functions.
 CUDA_LIB ?= $(CUDA_HOME)/lib64
@@ -105,7 +115,7 @@ FUZZ_CC       ?= clang
 FUZZ_IPC      := $(BUILD)/tests/bridge/fuzz_ipc_handle
 FUZZ_IPC_SRCS := tests/bridge/fuzz_ipc_handle.c tests/bridge/fuzz_ipc_world.c \
                  bridge/bridge_ipc.c bridge/bridge_ipc_open.c bridge/bridge_ipc_server.c \
-                 bridge/bridge_attr.c util/cuda_loader.c
+                 bridge/bridge_attr.c bridge/bridge_fork.c util/cuda_loader.c
 $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/fdpass.h \
     tests/bridge/fuzz_ipc.h tests/fake/fake_gpu.h tests/bridge/bridge.mk
 	@mkdir -p $(dir $@)
@@ -113,11 +123,12 @@ $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/f
 	    -fno-omit-frame-pointer $(CPPFLAGS_ALL) -Ibridge -Iutil -Itests/fake -Itests/bridge \
 	    -o $@ $(FUZZ_IPC_SRCS) -ldl
 
-.PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc
+.PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc fork-progs
+fork-progs: $(FORK_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
 shim-progs: $(SHIM_CLIENT) $(SHIM_UNWIND) $(FAKE_CUDA_VMM)
 bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
-SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) \
-                $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)
+SCRIPT_PROGS += $(BRIDGE_CLIENT) $(FORK_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) \
+                $(INTERPOSE_LIBS) $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)

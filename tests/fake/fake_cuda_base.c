@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fake_cuda_base.h"
 
 struct fake_counts fake_counts;
@@ -277,6 +278,32 @@ static struct fake_range ranges[MAX_RANGES];
 
 void fake_lock(void) { pthread_mutex_lock(&lock); }
 void fake_unlock(void) { pthread_mutex_unlock(&lock); }
+
+/* ---- fork --------------------------------------------------------------------------------
+ * The real driver's calls in a child forked while other threads were inside it fail cleanly,
+ * they never hang, and a test that forks must see the hangs of what it tests, not the
+ * stand-in's: the table's lock is fresh in the child. Not taken by the fork itself: the
+ * library loads the driver with dlopen after registering its own handlers, so a prepare
+ * handler here would take this lock before the library's locks, the reverse of a thread of
+ * the library that calls the driver under one of them. A record that a thread of the parent
+ * was writing may be left half-written in the child: a child's own calls use records of
+ * its own and of memory made before the fork.
+ * The handler is registered as the stand-in loads, before any thread can be inside it. */
+static pid_t loaded_by;
+
+static void fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
+__attribute__((constructor)) static void fake_fork_register(void)
+{
+    loaded_by = getpid();
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
+int fake_child_refused(void)
+{
+    return getpid() != loaded_by && fake_env_is("FAKE_CUDA_FORK_REFUSE", "1");
+}
+
 struct fake_range *fake_range_at(int i) { return &ranges[i]; }
 void fake_range_del(int i) { memset(&ranges[i], 0, sizeof(ranges[i])); }
 

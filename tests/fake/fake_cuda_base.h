@@ -19,7 +19,7 @@
  * FAKE_CUDA_FAIL_DMA=<CUresult> (the asynchronous copies fail); FAKE_CUDA_NO_OWNER=1
  * (CU_POINTER_ATTRIBUTE_CONTEXT fails for device memory, as for VMM memory that no context
  * owns); FAKE_CUDA_OTHER_CTX=1 (device memory belongs to a context of device 0 that is not its
- * primary one).
+ * primary one); FAKE_CUDA_FORK_REFUSE=1 (in a forked child, fake_child_refused).
  */
 #ifndef VRAMIO_FAKE_CUDA_BASE_H
 #define VRAMIO_FAKE_CUDA_BASE_H
@@ -100,6 +100,12 @@ FAKE_HIDDEN int fake_range_count(int vmm);
 FAKE_HIDDEN CUresult fake_add_plain(const struct fake_range *r, CUdeviceptr *d);
 /* Free plain allocation d (cuMemFree without its wait): CUDA_ERROR_INVALID_VALUE if none. */
 FAKE_HIDDEN CUresult fake_free_plain(CUdeviceptr d);
+
+/* ---- fork ------------------------------------------------------------------------------ */
+/* 1 in a child forked from the process that loaded the stand-in, with
+ * FAKE_CUDA_FORK_REFUSE=1: the calls that make or map memory then say
+ * CUDA_ERROR_NOT_INITIALIZED, as the real driver refuses CUDA in such a child. */
+FAKE_HIDDEN int fake_child_refused(void);
 
 /* ---- pinned host memory --------------------------------------------------------------- */
 /* 1 when [p, p + n) lies in memory of cuMemHostAlloc / cuMemAllocHost. */

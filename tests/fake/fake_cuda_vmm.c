@@ -20,7 +20,10 @@
  * FAKE_CUDA_VMM_REFUSE=D (cuMemCreate on device D alone says CUDA_ERROR_NOT_SUPPORTED),
  * FAKE_CUDA_VMM_OS_ERRORS=N (the first N cuMemCreate calls say CUDA_ERROR_OPERATING_SYSTEM),
  * FAKE_CUDA_NEW_ABI=NAME:VERSION (cuGetProcAddress gives another function for NAME from
- * VERSION on, as a driver with a new ABI of that name).
+ * VERSION on, as a driver with a new ABI of that name), FAKE_CUDA_FORK_REFUSE=1 (in a child
+ * forked from the process that loaded it, cuMemAlloc, cuMemCreate, cuMemMap and
+ * cuMemImportFromShareableHandle say CUDA_ERROR_NOT_INITIALIZED, as the real driver refuses
+ * CUDA there; fake_cuda_base.h).
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
@@ -108,6 +111,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
 {
     struct fake_range r = { .size = size, .span = (size + 511) & ~(size_t)511 };
 
+    if (fake_child_refused())
+        return CUDA_ERROR_NOT_INITIALIZED;
     r.dev = fake_current_device();
     if (r.dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -179,6 +184,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
     static int os_errors;
     const char *refuse = getenv("FAKE_CUDA_VMM_REFUSE"), *os = getenv("FAKE_CUDA_VMM_OS_ERRORS");
 
+    if (fake_child_refused())
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (fake_env_is("FAKE_CUDA_VMM", "0") || (p && refuse && atoi(refuse) == p->location.id))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (os && __atomic_add_fetch(&os_errors, 1, __ATOMIC_RELAXED) <= atoi(os))
@@ -249,6 +256,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *s
     struct stat st;
     CUresult r;
 
+    if (fake_child_refused())
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (!h || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fstat(fd, &st) ||
         st.st_size <= 0 || st.st_size % GRAN)
         return CUDA_ERROR_INVALID_VALUE;
@@ -325,6 +334,8 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocati
     struct fake_range r = { .base = (uintptr_t)ptr, .size = size, .span = size, .vmm = 1 };
     int i = (int)h - 1, m = -1;
 
+    if (fake_child_refused())
+        return CUDA_ERROR_NOT_INITIALIZED;
     fake_lock();
     if (i < 0 || i >= MAXN || !handles[i].refs || off || size != handles[i].size) {
         fake_unlock();

@@ -2,7 +2,8 @@
 # tests/gpu/gpu.mk - the GPU test programs (need a GPU: not part of 'make check').
 #
 #   make gpu-tests          build $(BUILD)/gpu/gpu_backend_test, fork_test and gpu_auto_test,
-#                           and multigpu_client (run_multigpu_on_gpu.sh runs it)
+#                           multigpu_client (run_multigpu_on_gpu.sh runs it) and
+#                           bridge_fork_client (run_bridge_fork_on_gpu.sh runs it)
 #   tests/gpu/run_on_gpu.sh build and run the test on a GPU machine (as root and as a user),
 #                           then the benchmark that shares its helpers (bench/gpu_bench.c)
 #
@@ -11,7 +12,7 @@
 # GPU_COMMON and CUDA_STUBS serve bench/bench.mk's gpu_bench too.
 
 GPU_BINS := $(BUILD)/gpu/gpu_backend_test $(BUILD)/gpu/fork_test $(BUILD)/gpu/gpu_auto_test \
-            $(BUILD)/gpu/multigpu_client
+            $(BUILD)/gpu/multigpu_client $(BUILD)/gpu/bridge_fork_client
 CUDA_STUBS ?= $(CUDA_HOME)/lib64/stubs
 
 GPU_COMMON := tests/gpu/gpu_common.c $(TEST_KIT_SRCS)
@@ -26,6 +27,14 @@ $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) 
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include,$< $(TEST_KIT_SRCS) \
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
+
+# The bridge's fork program of tests/bridge, against the real driver: -rdynamic, as in
+# tests/bridge/bridge.mk (its recvmsg and listen hold a thread inside the bridge).
+$(BUILD)/gpu/bridge_fork_client: tests/bridge/fork_client.c tests/bridge/hex.h $(TEST_KIT_SRCS) \
+        $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+	@mkdir -p $(dir $@)
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include -rdynamic,$< $(TEST_KIT_SRCS) \
+	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl -lpthread)
 
 # What only an R610 driver can settle about the dmabuf backend (run_dmabuf_r610_checks.sh):
 # cuda.h only, libcuda is loaded at run time (by the library and by the program).
