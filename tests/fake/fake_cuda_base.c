@@ -564,6 +564,11 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         if (r.vmm == FAKE_POOLED && fake_env_is("FAKE_CUDA_POOL_MAPPING", "0"))
             return CUDA_ERROR_NOT_SUPPORTED; /* a driver that does not describe it */
+        if (r.vmm == FAKE_POOLED && fake_env_is("FAKE_CUDA_POOL_MAPPING", "shifted")) {
+            /* A driver whose answer is not where an import of the allocation starts. */
+            r.map_base += 65536;
+            r.map_size -= 65536;
+        }
         if (a == CU_POINTER_ATTRIBUTE_MAPPING_SIZE)
             *(size_t *)data = r.map_size ? r.map_size : r.span;
         else

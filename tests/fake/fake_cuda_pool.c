@@ -26,8 +26,9 @@
  * Environment: FAKE_CUDA_POOL_FD=0 (pools with a POSIX-fd handle type are refused, as by a
  * driver without IPC pools), FAKE_CUDA_POOL_FD_MAX=N (only the first N such pools are made,
  * the later ones refused), FAKE_CUDA_POOL_RETAIN=0 (cuMemRetainAllocationHandle refuses
- * stream-ordered memory) and FAKE_CUDA_POOL_MAPPING=0 (no MAPPING_BASE_ADDR / _SIZE for it;
- * both in the files that answer them).
+ * stream-ordered memory) and FAKE_CUDA_POOL_MAPPING=0 (no MAPPING_BASE_ADDR / _SIZE for it)
+ * or =shifted (answered 64 KiB past where the chunk's import starts); both in the files that
+ * answer them.
  * Exported for the tests: fake_pool_allocs(pool) (live blocks of a pool), fake_pool_types(pool)
  * (its handle types, -1 for none of ours), fake_pools_made() (cuMemPoolCreate successes),
  * fake_host_fn_forbidden(), fake_ptsz_calls(), fake_graph_allocs(), fake_capture_nodes().
