@@ -48,6 +48,12 @@ const struct vr_cuda *vb_real(void)
     return vr_cuda_load(NULL, 0);
 }
 
+/* No pool of the bridge's stands in for a default pool here (bridge_mempool.c). */
+CUmemoryPool vb_mempool_program_view(CUmemoryPool pool)
+{
+    return pool;
+}
+
 /* The pool: slabs of the stand-in's VMM memory, blocks in them. */
 struct slab slabs[2];
 struct block blocks[NBLOCKS] = {
