@@ -31,14 +31,13 @@
  * type); memory of the bridge's pool exported by pointer cannot be imported without the
  * pool's handle, which the program never sees.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include "bridge.h"
 
 #define VB_POOL_GPUS 64
-enum { UNKNOWN = 0, ON = 1, OFF = 2 };
+enum { UNKNOWN = 0, ON = 1, OFF = 2, CHECKING = 3 };
 
 static struct {
     atomic_int state;
@@ -46,7 +45,6 @@ static struct {
     CUmemoryPool ours;       /* the bridge's pool, when state is ON */
 } gpus[VB_POOL_GPUS];
 static atomic_int ndev = -1;
-static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int device_count(const struct vr_cuda *t)
 {
@@ -71,36 +69,34 @@ static CUmemoryPool default_of(const struct vr_cuda *t, int d)
     return p;
 }
 
-/* The bridge's pool of GPU d, checked now when nobody has: NULL where it cannot serve. */
+/* The bridge's pool of GPU d, checked now when nobody has: NULL where it cannot serve. The
+ * first caller runs the check, holding no lock (the check calls into the driver and
+ * libgdrapi, whose locks a fork takes); a caller that finds it under way gets the driver's
+ * pool meanwhile rather than waiting. */
 static CUmemoryPool ours_of(const struct vr_cuda *t, int d)
 {
     char why[320];
     CUmemoryPool p = NULL;
-    int st = atomic_load_explicit(&gpus[d].state, memory_order_acquire);
+    int st = atomic_load_explicit(&gpus[d].state, memory_order_acquire), unknown = UNKNOWN;
 
-    if (st == UNKNOWN) {
-        pthread_mutex_lock(&check_lock);
-        st = atomic_load(&gpus[d].state);
-        if (st == UNKNOWN) {
-            if (!vb_pinnable()) {
-                snprintf(why, sizeof(why), "the vulkan backend cannot pin here");
-                st = OFF;
-            } else if (!default_of(t, d)) {
-                snprintf(why, sizeof(why), "GPU %d has no default pool", d);
-                st = OFF;
-            } else {
-                st = vb_mempool_check(t, d, device_count(t), default_of(t, d), &p, why,
-                                      sizeof(why)) ? OFF : ON;
-            }
-            gpus[d].ours = p;
-            atomic_store_explicit(&gpus[d].state, st, memory_order_release);
-            if (st == ON)
-                vb_log("GPU %d: stream-ordered memory of the default pool and of the program's "
-                       "pools is made pinnable (a pool with a POSIX-fd handle type)", d);
-            else
-                vb_log("GPU %d: stream-ordered memory stays the driver's: %s", d, why);
+    if (st == UNKNOWN && atomic_compare_exchange_strong(&gpus[d].state, &unknown, CHECKING)) {
+        if (!vb_pinnable()) {
+            snprintf(why, sizeof(why), "the vulkan backend cannot pin here");
+            st = OFF;
+        } else if (!default_of(t, d)) {
+            snprintf(why, sizeof(why), "GPU %d has no default pool", d);
+            st = OFF;
+        } else {
+            st = vb_mempool_check(t, d, device_count(t), default_of(t, d), &p, why,
+                                  sizeof(why)) ? OFF : ON;
         }
-        pthread_mutex_unlock(&check_lock);
+        gpus[d].ours = p;
+        atomic_store_explicit(&gpus[d].state, st, memory_order_release);
+        if (st == ON)
+            vb_log("GPU %d: stream-ordered memory of the default pool and of the program's "
+                   "pools is made pinnable (a pool with a POSIX-fd handle type)", d);
+        else
+            vb_log("GPU %d: stream-ordered memory stays the driver's: %s", d, why);
     }
     return st == ON ? gpus[d].ours : NULL;
 }

@@ -33,7 +33,7 @@
 #define LAYOUT_GPUS  64
 #define LAYOUT_BYTES (64u << 10)
 
-/* Held across a check: a fork waits for it (fork.h), so a child never inherits it held. */
+/* The verdicts' lock, held only to read or write one (fork.h protects it). */
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t layout_once = PTHREAD_ONCE_INIT;
 static struct { int done, rc; char why[256]; } layout[LAYOUT_GPUS];
@@ -200,7 +200,7 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     struct vr_cuda_ctx_guard guard;
     char one[256];
-    int rc;
+    int rc, done;
 
     if (dev < 0 || dev >= LAYOUT_GPUS) {
         snprintf(why, len, "CUDA device %d is past the backend's table", dev);
@@ -208,33 +208,40 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
     }
     pthread_once(&layout_once, layout_lock_register);
     pthread_mutex_lock(&layout_lock);
-    if (!layout[dev].done) {
-        rc = 0;
-#define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, one, sizeof(one));
-        VR_NEED(cuMemPoolCreate) VR_NEED(cuMemPoolDestroy) VR_NEED(cuMemAllocFromPoolAsync)
-        VR_NEED(cuMemFreeAsync) VR_NEED(cuStreamCreate) VR_NEED(cuStreamDestroy)
-        VR_NEED(cuStreamSynchronize) VR_NEED(cuMemcpyHtoDAsync) VR_NEED(cuPointerGetAttribute)
-        VR_NEED(cuThreadExchangeStreamCaptureMode)
-#undef VR_NEED
-        if (!rc)
-            rc = vr_cuda_ctx_enter_device(cu, dev, NULL, &guard, one, sizeof(one));
-        if (!rc) {
-            cu->cuThreadExchangeStreamCaptureMode(&mode);
-            rc = check(cu, dev, one, sizeof(one));
-            cu->cuThreadExchangeStreamCaptureMode(&mode);
-            vr_cuda_ctx_leave(cu, &guard);
-        }
-        layout[dev].done = 1;
-        layout[dev].rc = rc;
-        snprintf(layout[dev].why, sizeof(layout[dev].why), "%s", rc ? one : "");
-        if (rc)
-            vr_info("vulkan: stream-ordered memory of GPU %d cannot be pinned: %s", dev, one);
-        else
-            vr_dbg("vulkan: stream-ordered memory of GPU %d lies where the driver says", dev);
-    }
+    done = layout[dev].done;
     rc = layout[dev].rc;
     if (rc)
         snprintf(why, len, "%s", layout[dev].why);
     pthread_mutex_unlock(&layout_lock);
+    if (done)
+        return rc;
+    /* Checked with no lock held (the check takes the export lock, and a fork takes the
+     * protected locks in their order of registration): two first pins may both check. */
+    rc = 0;
+#define VR_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, one, sizeof(one));
+    VR_NEED(cuMemPoolCreate) VR_NEED(cuMemPoolDestroy) VR_NEED(cuMemAllocFromPoolAsync)
+    VR_NEED(cuMemFreeAsync) VR_NEED(cuStreamCreate) VR_NEED(cuStreamDestroy)
+    VR_NEED(cuStreamSynchronize) VR_NEED(cuMemcpyHtoDAsync) VR_NEED(cuPointerGetAttribute)
+    VR_NEED(cuThreadExchangeStreamCaptureMode)
+#undef VR_NEED
+    if (!rc)
+        rc = vr_cuda_ctx_enter_device(cu, dev, NULL, &guard, one, sizeof(one));
+    if (!rc) {
+        cu->cuThreadExchangeStreamCaptureMode(&mode);
+        rc = check(cu, dev, one, sizeof(one));
+        cu->cuThreadExchangeStreamCaptureMode(&mode);
+        vr_cuda_ctx_leave(cu, &guard);
+    }
+    if (rc)
+        vr_info("vulkan: stream-ordered memory of GPU %d cannot be pinned: %s", dev, one);
+    else
+        vr_dbg("vulkan: stream-ordered memory of GPU %d lies where the driver says", dev);
+    pthread_mutex_lock(&layout_lock);
+    layout[dev].done = 1;
+    layout[dev].rc = rc;
+    snprintf(layout[dev].why, sizeof(layout[dev].why), "%s", rc ? one : "");
+    pthread_mutex_unlock(&layout_lock);
+    if (rc)
+        snprintf(why, len, "%s", one);
     return rc;
 }
