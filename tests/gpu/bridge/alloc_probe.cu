@@ -8,7 +8,8 @@
  *     by name and as the device's current pool (cuDeviceSetMemPool), then plain
  *     cudaMallocAsync; what cuMemRetainAllocationHandle and cuMemGetAddressRange answer there;
  *     graph capture of cudaMallocAsync (memory nodes) with that pool current;
- *   VMM memory made with no handle type (export refused?);
+ *   VMM memory made with no handle type (export refused?); cudaMalloc memory (the code
+ *     cuMemRetainAllocationHandle gives for it);
  *   the largest single allocation the vulkan backend imports (1, 4, 16, 64 GiB as memory
  *     allows) and what an import costs;
  *   whether the Vulkan device offers VK_EXT_map_memory_placed, and whether a vkMapMemory
@@ -338,6 +339,16 @@ int main(void)
     if (!g) {
         printf("not ok probe/open: %s\n", vramio_last_error());
         return 1;
+    }
+    {
+        /* What cuMemRetainAllocationHandle answers for cudaMalloc memory: what the bridge
+         * answers for its blocks (bridge/bridge_vmm.c asks the driver the same at run time). */
+        void *plain = NULL;
+
+        if (cudaMalloc(&plain, 4096) == cudaSuccess) {
+            describe((CUdeviceptr)plain, "cudamalloc");
+            cudaFree(plain);
+        }
     }
     pool_probes(g, dev);
     vmm_probes(g, dev);
