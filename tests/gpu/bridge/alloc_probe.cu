@@ -233,28 +233,14 @@ static void vmm_probes(gdr_t g, int dev)
 /* Vulkan facts: VK_EXT_map_memory_placed offered? Can a mapping be moved by mremap? */
 static void vulkan_probes(void)
 {
-    void *lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
     PFN_vkGetInstanceProcAddr gipa;
     VkInstance inst;
     VkPhysicalDevice pds[8];
     uint32_t n = 8, i, next, placed = 0;
-    VkApplicationInfo app = {};
-    VkInstanceCreateInfo ici = {};
 
-    if (!lib) {
-        printf("# probe vulkan: no loader\n");
+    if (bg_vk_instance(&gipa, &inst, "vulkan"))
         return;
-    }
-    gipa = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
 #define VKF(inst_, name) ((PFN_##name)gipa(inst_, #name))
-    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-    app.apiVersion = VK_API_VERSION_1_1;
-    ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-    ici.pApplicationInfo = &app;
-    if (VKF(NULL, vkCreateInstance)(&ici, NULL, &inst) != VK_SUCCESS) {
-        printf("# probe vulkan: vkCreateInstance failed\n");
-        return;
-    }
     VKF(inst, vkEnumeratePhysicalDevices)(inst, &n, pds);
     for (i = 0; i < n; i++) {
         VkExtensionProperties ext[512];

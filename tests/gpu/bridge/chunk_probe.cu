@@ -100,10 +100,7 @@ static void reservation(void)
 /* Two imported CUDA allocations mapped side by side with VK_EXT_map_memory_placed. */
 static void placed(void)
 {
-    void *lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-    PFN_vkGetInstanceProcAddr gipa = lib ? (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr") : NULL;
-    VkApplicationInfo app = {};
-    VkInstanceCreateInfo ici = {};
+    PFN_vkGetInstanceProcAddr gipa;
     VkInstance inst;
     VkPhysicalDevice pd[8];
     uint32_t n = 8, i, m = 512, memtype = UINT32_MAX, has = 0;
@@ -112,19 +109,9 @@ static void placed(void)
     VkPhysicalDeviceProperties2 p2 = {};
     CUuuid uuid;
 
-    if (!gipa) {
-        printf("# probe placed: no Vulkan loader\n");
+    if (bg_vk_instance(&gipa, &inst, "placed"))
         return;
-    }
 #define VKF(i_, name) ((PFN_##name)gipa(i_, #name))
-    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-    app.apiVersion = VK_API_VERSION_1_1;
-    ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-    ici.pApplicationInfo = &app;
-    if (VKF(NULL, vkCreateInstance)(&ici, NULL, &inst) != VK_SUCCESS) {
-        printf("# probe placed: vkCreateInstance failed\n");
-        return;
-    }
     VKF(inst, vkEnumeratePhysicalDevices)(inst, &n, pd);
     cuDeviceGetUuid(&uuid, 0);
     for (i = 0; i < n; i++) {
