@@ -570,7 +570,8 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
-    .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
+    .serves = "VMM or stream-ordered pool memory with a POSIX-fd handle (NCCL, vramio_alloc, "
+              "programs under vramio-run)",
     /* The import keeps the pages until unpin (persistent). FORCE_PCIE is known (the
      * attribute says 1, as upstream's module and dma-buf path say on every GPU) and taken on
      * coherent GPUs only, as theirs (force_pcie_refused). */
