@@ -141,14 +141,12 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, CUstream hs,
     const struct vr_cuda *t = vb_real();
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     unsigned long long base = 0;
-    struct pend *p;
+    struct pend *p, *q;
     CUresult r;
 
     vb_async_drain();
     if (!dptr || vramio_alloc_range(dptr, &base, NULL) != 0 || base != dptr)
         return drv(dptr, stream);
-    if (vb_async_pending(dptr))
-        return CUDA_ERROR_INVALID_VALUE; /* freed already, its stream not there yet */
     if (!t->cuLaunchHostFunc || !t->cuStreamIsCapturing ||
         t->cuStreamIsCapturing(hs, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) {
         vb_log("cuMemFreeAsync(0x%llx) during a stream capture: the driver's answer, the block "
@@ -161,10 +159,18 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, CUstream hs,
     p->base = dptr;
     pthread_once(&fork_once, fork_register);
     lock_take();
-    p->next = *slot(dptr);
-    *slot(dptr) = p;
-    atomic_fetch_add(&n_pending, 1);
+    for (q = *slot(dptr); q && q->base != dptr; q = q->next)
+        ;
+    if (!q) {
+        p->next = *slot(dptr);
+        *slot(dptr) = p;
+        atomic_fetch_add(&n_pending, 1);
+    }
     lock_drop();
+    if (q) { /* freed already, its stream not there yet (checked and recorded at once) */
+        free(p);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     r = t->cuLaunchHostFunc(hs, reached, p);
     if (r != CUDA_SUCCESS) {
         /* Not in stream order: the block stays the program's, and the program gets why. */
