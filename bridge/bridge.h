@@ -134,5 +134,7 @@ void vb_ipc_server_fork(enum vb_fork_phase phase); /* bridge_ipc_server.c */
 void vb_ipc_export_fork(enum vb_fork_phase phase); /* bridge_ipc.c */
 void vb_ipc_open_fork(enum vb_fork_phase phase);   /* bridge_ipc_open.c */
 void vb_block_fork(enum vb_fork_phase phase);      /* bridge_attr.c */
+void vb_async_fork(enum vb_fork_phase phase);      /* bridge_async.c */
+void vb_resolve_fork(enum vb_fork_phase phase);    /* bridge_resolve.c: vb_real_ptsz's table */
 
 #endif /* VRAMIO_BRIDGE_H */

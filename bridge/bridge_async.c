@@ -40,17 +40,18 @@ struct pend {
 
 static struct pend *buckets[NBUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static atomic_int n_pending, n_reached;
 static atomic_ulong n_freed_async;
 
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 
-/* A fork in another thread's critical section must not leave the child's lock held. */
-static void fork_register(void)
+/* A fork in another thread's critical section must not leave the child's lock held
+ * (bridge_fork.c). The child keeps the records: its stream never gets to a host function of
+ * the parent's, so those blocks stay allocated there, as the parent's pool keeps them. */
+void vb_async_fork(enum vb_fork_phase phase)
 {
-    pthread_atfork(lock_take, lock_drop, lock_drop);
+    vb_fork_lock(&lock, phase);
 }
 
 static struct pend **slot(CUdeviceptr base)
@@ -157,7 +158,6 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, CUstream hs,
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     p->base = dptr;
-    pthread_once(&fork_once, fork_register);
     lock_take();
     for (q = *slot(dptr); q && q->base != dptr; q = q->next)
         ;

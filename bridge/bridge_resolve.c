@@ -33,16 +33,23 @@ const struct vr_cuda *vb_real(void)
 }
 
 /* Few names have a per-thread variant the bridge calls: a small table, filled once each. */
+static struct { const char *base; void *fn; } known[8];
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Its lock across fork (bridge_fork.c); the child keeps the table: the driver is the same. */
+void vb_resolve_fork(enum vb_fork_phase phase)
+{
+    vb_fork_lock(&known_lock, phase);
+}
+
 void *vb_real_ptsz(const char *base, int ver)
 {
-    static struct { const char *base; void *fn; } known[8];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     const struct vr_cuda *t = vb_real();
     CUdriverProcAddressQueryResult st;
     void *fn = NULL;
     size_t i;
 
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&known_lock);
     for (i = 0; i < sizeof(known) / sizeof(known[0]) && known[i].base; i++)
         if (!strcmp(known[i].base, base))
             break;
@@ -55,7 +62,7 @@ void *vb_real_ptsz(const char *base, int ver)
         known[i].base = base;
         known[i].fn = fn;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&known_lock);
     return fn;
 }
 

@@ -14,8 +14,10 @@ B=${BUILD:-build}
 dir=$B/tests/bridge
 fakes=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 run=$B/bin/vramio-run
-export VRAMIO_RUN_DIR=$(pwd)/$dir/run-alloc
 t_make bridge_alloc/build bridge-progs || exit 1
+# vramio-run's directory: one of this user's that no other can write to (t_run_dir).
+t_run_dir bridge_alloc/run_dir || t_done
+export VRAMIO_RUN_DIR=$T_RUN_DIR
 
 client() { # name mode [VAR=VALUE...]: the client's result lines under vramio-run
     local name=$1 mode=$2 out rc
