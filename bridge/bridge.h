@@ -3,11 +3,13 @@
  * bridge.h - what the pieces of the bridge share: the real CUDA driver's entry points
  * (bridge_resolve.c finds them), the replacements (bridge_mem.c, which routes device
  * allocations to vramio_alloc's pool, bridge_attr.c, which makes pool blocks answer like
- * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; listed in
- * bridge_routes.h), and the names by which the libcuda.so.1 shim (shim.c, libvramio_cuda.so)
- * and vramio-run find the bridge and the driver; bridge_ipc_server.c serves the IPC handles,
- * bridge_ipc_open.c opens them; bridge_fork.c keeps the bridge's locks and state right
- * across fork().
+ * cuMemAlloc allocations, and bridge_ipc.c, their CUDA IPC handles; bridge_async.c, the
+ * stream-ordered free of blocks; bridge_mempool.c, stream-ordered memory made pinnable;
+ * bridge_vmm.c, the program's VMM calls; listed in bridge_routes.h), and the names by which
+ * the libcuda.so.1 shim (shim.c, libvramio_cuda.so) and vramio-run find the bridge and the
+ * driver; bridge_ipc_server.c serves the IPC handles, bridge_ipc_open.c opens them;
+ * bridge_mempool_check.c asks the driver whether stream-ordered memory can be pinned;
+ * bridge_fork.c keeps the bridge's locks and state right across fork().
  */
 #ifndef VRAMIO_BRIDGE_H
 #define VRAMIO_BRIDGE_H
@@ -86,6 +88,35 @@ int vb_ipc_is_self(uint32_t pid, uint64_t nonce);
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd);
 
+/* The driver's per-thread-default-stream variant (_ptsz) of base at version ver (what
+ * cuGetProcAddress gives under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), or NULL;
+ * asked once per name (bridge_resolve.c). */
+void *vb_real_ptsz(const char *base, int ver);
+
+/* bridge_mem.c: whether the pool serves in this process (the vulkan backend can pin here:
+ * decided at the first call that asks, vramio_backend_probe). */
+int vb_pinnable(void);
+
+/* bridge_async.c: blocks freed with cuMemFreeAsync. Give back to the pool those whose stream
+ * got there (on a thread of the program: returning a block may call CUDA); whether the block
+ * at base is freed already, its stream not there yet; how many went back. */
+void vb_async_drain(void);
+int vb_async_pending(CUdeviceptr base);
+unsigned long vb_async_freed(void);
+
+/* bridge_vmm.c: ask the driver, once, what cuMemRetainAllocationHandle answers for cuMemAlloc
+ * memory (a context current: called at the pool's allocations). */
+void vb_vmm_learn(void);
+
+/* bridge_mempool.c: the pool the program knows for pool (the default pool that the bridge's
+ * pool serves for, else pool itself). bridge_mempool_check.c: whether stream-ordered memory
+ * of GPU dev can be pinned on this driver, shown with a pool of the bridge's (made like def's,
+ * with a POSIX-fd handle type) from which two blocks are pinned and mapped: 0 with the pool in
+ * *pool, or 1 with why. */
+CUmemoryPool vb_mempool_program_view(CUmemoryPool pool);
+int vb_mempool_check(const struct vr_cuda *t, int dev, int ndev, CUmemoryPool def,
+                     CUmemoryPool *pool, char *why, size_t len);
+
 /* bridge_ipc_open.c: where ptr lies among the blocks this process opened from IPC handles:
  * 1 in an open block (its start and size in *base and *size), VB_IPC_UNOPENED in a slab
  * mapped for them but in no open block, 0 elsewhere. */
@@ -103,5 +134,7 @@ void vb_ipc_server_fork(enum vb_fork_phase phase); /* bridge_ipc_server.c */
 void vb_ipc_export_fork(enum vb_fork_phase phase); /* bridge_ipc.c */
 void vb_ipc_open_fork(enum vb_fork_phase phase);   /* bridge_ipc_open.c */
 void vb_block_fork(enum vb_fork_phase phase);      /* bridge_attr.c */
+void vb_async_fork(enum vb_fork_phase phase);      /* bridge_async.c */
+void vb_resolve_fork(enum vb_fork_phase phase);    /* bridge_resolve.c: vb_real_ptsz's table */
 
 #endif /* VRAMIO_BRIDGE_H */

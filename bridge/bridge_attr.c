@@ -9,8 +9,9 @@
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
  * SYNC_MEMOPS can be set and reads back 1, and IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
  * makes the IPC handles, bridge_ipc.c). A block opened from such a handle in another process
- * answers RANGE_START_ADDR and RANGE_SIZE as its own too (bridge_ipc_open.c). Every other
- * attribute is the driver's answer.
+ * answers RANGE_START_ADDR and RANGE_SIZE as its own too (bridge_ipc_open.c). MEMPOOL_HANDLE
+ * of stream-ordered memory that the bridge's pool served for the default pool answers the
+ * default pool (bridge_mempool.c). Every other attribute is the driver's answer.
  *
  * What SYNC_MEMOPS promises, measured on an H200 (tests/gpu/bridge/driver_probe.c): on plain
  * cuMemAlloc memory a pageable cuMemcpyHtoD, a cuMemsetD8 and a cuMemcpyDtoD all return with
@@ -226,7 +227,7 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
     const struct vr_cuda *t = vb_real();
     CUdeviceptr base;
     size_t size;
-
+    CUresult r;
     int where;
 
     if (!t || !t->cuPointerGetAttribute)
@@ -236,7 +237,10 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
         return CUDA_SUCCESS;
     if (data && !where && opened_range(attr, data, ptr))
         return CUDA_SUCCESS;
-    return t->cuPointerGetAttribute(data, attr, driver_view(ptr, where));
+    r = t->cuPointerGetAttribute(data, attr, driver_view(ptr, where));
+    if (r == CUDA_SUCCESS && data && attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
+        *(CUmemoryPool *)data = vb_mempool_program_view(*(CUmemoryPool *)data);
+    return r;
 }
 
 CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
@@ -254,7 +258,14 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
     /* The driver checks the arguments and fills in every attribute; ours replace its. */
     where = block_of(ptr, &base, &size);
     r = t->cuPointerGetAttributes(n, attrs, data, driver_view(ptr, where));
-    if (r != CUDA_SUCCESS || !attrs || !data || where == FREED)
+    if (r != CUDA_SUCCESS || !attrs || !data)
+        return r;
+    /* Stream-ordered memory of the pool that the bridge serves the default pool from: the
+     * default pool, as the program knows it (bridge_mempool.c). */
+    for (i = 0; i < n; i++)
+        if (data[i] && attrs[i] == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
+            *(CUmemoryPool *)data[i] = vb_mempool_program_view(*(CUmemoryPool *)data[i]);
+    if (where == FREED)
         return r;
     for (i = 0; i < n; i++)
         if (data[i] && where == 1)

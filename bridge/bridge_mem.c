@@ -47,9 +47,9 @@ __attribute__((destructor)) static void bridge_fini(void)
     memset(&st, 0, sizeof(st));
     vramio_pool_stats(-1, &st);
     vb_log("at exit: %lu allocations from the pool, %lu from the driver, %lu freed to the "
-           "pool; live %zu small + %zu large, %zu slabs (%zu cached)",
-           atomic_load(&n_pool), atomic_load(&n_driver), atomic_load(&n_freed),
-           st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
+           "pool (%lu in stream order); live %zu small + %zu large, %zu slabs (%zu cached)",
+           atomic_load(&n_pool), atomic_load(&n_driver), atomic_load(&n_freed) + vb_async_freed(),
+           vb_async_freed(), st.small_allocs, st.large_allocs, st.slabs, st.cached_slabs);
 }
 
 /* Errors after which the pool will never work on that GPU in this process: the driver lacks
@@ -97,6 +97,12 @@ static void check_pinnable(void)
             "the CUDA driver serves every allocation, as without vramio-run\n", w);
 }
 
+int vb_pinnable(void)
+{
+    pthread_once(&pinnable_once, check_pinnable);
+    return !atomic_load_explicit(&unpinnable, memory_order_relaxed);
+}
+
 /* size bytes from the pool on the current context's device: 1 when served. */
 static int from_pool(const struct vr_cuda *t, size_t size, CUdeviceptr *dptr, const char *who)
 {
@@ -107,9 +113,13 @@ static int from_pool(const struct vr_cuda *t, size_t size, CUdeviceptr *dptr, co
 
     if (!t->cuCtxGetDevice || t->cuCtxGetDevice(&dev) != CUDA_SUCCESS || off_on(dev))
         return 0; /* without a context the driver's function gives the right error */
-    pthread_once(&pinnable_once, check_pinnable);
-    if (atomic_load_explicit(&unpinnable, memory_order_relaxed))
+    if (!vb_pinnable())
         return 0;
+    /* Blocks freed in stream order whose streams got there go back first (bridge_async.c);
+     * and what the driver answers for cuMemAlloc memory is asked once, a context being
+     * current here (bridge_vmm.c). */
+    vb_async_drain();
+    vb_vmm_learn();
     rc = vramio_alloc((int)dev, size, &p);
     if (rc) {
         if (pool_error_is_permanent(rc) && turn_off(dev))
@@ -205,6 +215,10 @@ CUresult vb_mem_free(CUdeviceptr dptr)
 
     if (!t || !t->cuMemFree)
         return CUDA_ERROR_NOT_INITIALIZED;
+    vb_async_drain();
+    /* Freed with cuMemFreeAsync already, its stream not there yet: a freed pointer. */
+    if (dptr && vb_async_pending(dptr))
+        return CUDA_ERROR_INVALID_VALUE;
     if (dptr && vramio_alloc_range(dptr, &base, NULL) == 0 && base == dptr) {
         /* cuMemFree waits for the work that may still use the memory; the pool hands it
          * out again at once, so wait here as the driver would. When the wait fails (no

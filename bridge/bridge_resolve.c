@@ -32,6 +32,40 @@ const struct vr_cuda *vb_real(void)
     return vr_cuda_load(NULL, 0);
 }
 
+/* Few names have a per-thread variant the bridge calls: a small table, filled once each. */
+static struct { const char *base; void *fn; } known[8];
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Its lock across fork (bridge_fork.c); the child keeps the table: the driver is the same. */
+void vb_resolve_fork(enum vb_fork_phase phase)
+{
+    vb_fork_lock(&known_lock, phase);
+}
+
+void *vb_real_ptsz(const char *base, int ver)
+{
+    const struct vr_cuda *t = vb_real();
+    CUdriverProcAddressQueryResult st;
+    void *fn = NULL;
+    size_t i;
+
+    pthread_mutex_lock(&known_lock);
+    for (i = 0; i < sizeof(known) / sizeof(known[0]) && known[i].base; i++)
+        if (!strcmp(known[i].base, base))
+            break;
+    if (i < sizeof(known) / sizeof(known[0]) && known[i].base) {
+        fn = known[i].fn;
+    } else if (t && t->cuGetProcAddress &&
+               t->cuGetProcAddress(base, &fn, ver, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                                   &st) == CUDA_SUCCESS && fn &&
+               i < sizeof(known) / sizeof(known[0])) {
+        known[i].base = base;
+        known[i].fn = fn;
+    }
+    pthread_mutex_unlock(&known_lock);
+    return fn;
+}
+
 int vb_log_on;
 
 void vb_log(const char *fmt, ...)

@@ -21,7 +21,10 @@
  * VB_ANY: whatever the driver answers for the base name at that version. VB_EXACT: only when
  * the driver answers its exported function of that name; the copies and memsets also have
  * per-thread-default-stream variants (_ptds), which the driver hands out for the same base
- * name under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, and those stay the driver's.
+ * name under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, and those stay the driver's. A
+ * base name may have two VB_EXACT rows, its function and its per-thread variant (_ptsz, the
+ * stream-ordered calls, whose stream 0 is the calling thread's stream): the row whose
+ * exported function the driver answered replaces it.
  * Adding a replacement is adding a row here and writing its function (a row whose driver
  * function VR_CUDA_FUNCS lacks does not compile: add it there).
  * Included by assembly too: nothing but the macro and the two constants below.
@@ -72,6 +75,41 @@
       (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags),                           \
       (pdptr, handle, flags))                                                                    \
     X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, 13000, VB_ANY, vb_ipc_close_mem_handle,    \
-      CUresult, (CUdeviceptr dptr), (dptr))
+      CUresult, (CUdeviceptr dptr), (dptr))                                                      \
+    X(cuMemFreeAsync, cuMemFreeAsync, 11020, 13000, VB_EXACT, vb_mem_free_async, CUresult,       \
+      (CUdeviceptr dptr, CUstream stream), (dptr, stream))                                       \
+    X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, 13000, VB_EXACT, vb_mem_free_async_ptsz,       \
+      CUresult, (CUdeviceptr dptr, CUstream stream), (dptr, stream))                             \
+    X(cuMemAllocAsync, cuMemAllocAsync, 11020, 13000, VB_EXACT, vb_mem_alloc_async, CUresult,    \
+      (CUdeviceptr *dptr, size_t size, CUstream stream), (dptr, size, stream))                   \
+    X(cuMemAllocAsync_ptsz, cuMemAllocAsync, 11020, 13000, VB_EXACT, vb_mem_alloc_async_ptsz,    \
+      CUresult, (CUdeviceptr *dptr, size_t size, CUstream stream), (dptr, size, stream))         \
+    X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020, 13000, VB_EXACT,                  \
+      vb_mem_alloc_from_pool_async, CUresult,                                                    \
+      (CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream),                      \
+      (dptr, size, pool, stream))                                                                \
+    X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 11020, 13000, VB_EXACT,             \
+      vb_mem_alloc_from_pool_async_ptsz, CUresult,                                               \
+      (CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream),                      \
+      (dptr, size, pool, stream))                                                                \
+    X(cuMemPoolCreate, cuMemPoolCreate, 11020, 13000, VB_ANY, vb_mem_pool_create, CUresult,      \
+      (CUmemoryPool *pool, const CUmemPoolProps *props), (pool, props))                          \
+    X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, 11020, 13000, VB_ANY,                        \
+      vb_mem_pool_set_attribute, CUresult,                                                       \
+      (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value))           \
+    X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, 13000, VB_ANY,                        \
+      vb_mem_pool_get_attribute, CUresult,                                                       \
+      (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value))           \
+    X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, 13000, VB_ANY, vb_mem_pool_trim_to, CUresult,     \
+      (CUmemoryPool pool, size_t keep), (pool, keep))                                            \
+    X(cuMemPoolSetAccess, cuMemPoolSetAccess, 11020, 13000, VB_ANY, vb_mem_pool_set_access,      \
+      CUresult, (CUmemoryPool pool, const CUmemAccessDesc *desc, size_t count),                  \
+      (pool, desc, count))                                                                       \
+    X(cuMemCreate, cuMemCreate, 10020, 13000, VB_ANY, vb_mem_create, CUresult,                   \
+      (CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,            \
+       unsigned long long flags), (h, size, prop, flags))                                        \
+    X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 11000, 13000, VB_ANY,            \
+      vb_mem_retain_allocation_handle, CUresult,                                                 \
+      (CUmemGenericAllocationHandle *h, void *addr), (h, addr))
 
 #endif /* VRAMIO_BRIDGE_ROUTES_H */

@@ -227,19 +227,28 @@ static void substitute(const char *sym, int ver, cuuint64_t flags, void **pfn)
         /* The 5-argument ABI since CUDA 12.0, the 4-argument one before. */
         *pfn = ver >= 12000 ? (void *)gpa_v2 : (void *)gpa_v1;
     } else {
-        for (i = 0; i < NROUTES; i++)
-            if (!strcmp(sym, routes[i].base) || !strcmp(sym, routes[i].exported))
+        size_t named = NROUTES;
+
+        /* The row of the name; of a name with a row per variant (bridge_routes.h), the one
+         * whose exported function the driver answered. */
+        for (i = 0; i < NROUTES; i++) {
+            if (strcmp(sym, routes[i].base) && strcmp(sym, routes[i].exported))
+                continue;
+            if (named == NROUTES)
+                named = i;
+            if (routes[i].only != VB_EXACT || *pfn == routes[i].driver_fn)
                 break;
+        }
         /* Not replaced, asked for an older ABI (before 3.2: 32-bit sizes), or a variant of
          * the name that the row leaves to the driver: the driver's. */
-        if (i == NROUTES || ver < routes[i].since)
+        if (named == NROUTES || ver < routes[named].since)
             return;
-        if (routes[i].only == VB_EXACT && *pfn != routes[i].driver_fn) {
+        if (i == NROUTES) {
             /* Which copies the runtime gets from the driver this way: the log says. */
             if (bridge_log)
                 bridge_log("cuGetProcAddress(\"%s\", %d, flags %#llx): the driver's (not its "
                            "exported %s)", sym, ver, (unsigned long long)flags,
-                           routes[i].exported);
+                           routes[named].exported);
             return;
         }
         if (ver > routes[i].until && !same_abi(sym, routes[i].until, flags, *pfn)) {

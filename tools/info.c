@@ -308,9 +308,10 @@ static void next_steps(int gpus, int usable, int held_back)
     if (!usable && held_back) {
         printf("  Programs that pin ordinary cudaMalloc memory (UCX, NVSHMEM, libfabric, ...) get\n"
                "  NULL from gdr_open here, as with upstream GDRCopy and no module, and fall back.\n"
-               "  Set VRAMIO_ENABLE_VULKAN=1 for programs whose memory is VMM with a POSIX-fd\n"
-               "  handle (NCCL, PyTorch with expandable segments, vramio_alloc); the gdrcopy_*\n"
-               "  tools set it themselves. Or load the gdrdrv module for every kind of memory.\n");
+               "  Set VRAMIO_ENABLE_VULKAN=1 for programs whose memory is VMM or stream-ordered\n"
+               "  pool memory with a POSIX-fd handle (NCCL, vramio_alloc), or run them under\n"
+               "  vramio-run; the gdrcopy_* tools set it themselves. Or load the gdrdrv module\n"
+               "  for every kind of memory.\n");
         return;
     }
     if (usable) {

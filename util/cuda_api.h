@@ -85,6 +85,30 @@
     X(cuMemAllocAsync,          "cuMemAllocAsync",                                          \
       (CUdeviceptr *ptr, size_t size, CUstream stream))                                     \
     X(cuMemFreeAsync,           "cuMemFreeAsync",           (CUdeviceptr ptr, CUstream stream)) \
+    X(cuLaunchHostFunc,         "cuLaunchHostFunc",                                         \
+      (CUstream stream, CUhostFn fn, void *data))                                           \
+    X(cuStreamIsCapturing,      "cuStreamIsCapturing",                                      \
+      (CUstream stream, CUstreamCaptureStatus *status))                                     \
+    X(cuStreamGetCtx,           "cuStreamGetCtx",           (CUstream stream, CUcontext *ctx)) \
+    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode",               \
+      (CUstreamCaptureMode *mode))                                                          \
+    /* stream-ordered memory pools (the bridge's, bridge/bridge_mempool.c) */               \
+    X(cuMemAllocFromPoolAsync,  "cuMemAllocFromPoolAsync",                                  \
+      (CUdeviceptr *ptr, size_t size, CUmemoryPool pool, CUstream stream))                  \
+    X(cuMemPoolCreate,          "cuMemPoolCreate",                                          \
+      (CUmemoryPool *pool, const CUmemPoolProps *props))                                    \
+    X(cuMemPoolDestroy,         "cuMemPoolDestroy",         (CUmemoryPool pool))            \
+    X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", (CUmemoryPool *pool, CUdevice dev)) \
+    X(cuDeviceGetMemPool,       "cuDeviceGetMemPool",       (CUmemoryPool *pool, CUdevice dev)) \
+    X(cuMemPoolSetAttribute,    "cuMemPoolSetAttribute",                                    \
+      (CUmemoryPool pool, CUmemPool_attribute attr, void *value))                           \
+    X(cuMemPoolGetAttribute,    "cuMemPoolGetAttribute",                                    \
+      (CUmemoryPool pool, CUmemPool_attribute attr, void *value))                           \
+    X(cuMemPoolTrimTo,          "cuMemPoolTrimTo",          (CUmemoryPool pool, size_t keep)) \
+    X(cuMemPoolSetAccess,       "cuMemPoolSetAccess",                                       \
+      (CUmemoryPool pool, const CUmemAccessDesc *desc, size_t count))                       \
+    X(cuMemPoolGetAccess,       "cuMemPoolGetAccess",                                       \
+      (CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLocation *location))               \
     /* virtual memory management */                                                         \
     X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity",                       \
       (size_t *gran, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags opt)) \

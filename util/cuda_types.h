@@ -29,6 +29,7 @@ typedef struct vr_cu_module *CUmodule;
 typedef struct vr_cu_function *CUfunction;
 typedef struct vr_cu_stream *CUstream;
 typedef struct vr_cu_event *CUevent;
+typedef struct vr_cu_mempool *CUmemoryPool;        /* a stream-ordered memory pool */
 
 typedef struct {
     char bytes[16];
@@ -50,6 +51,8 @@ typedef enum {
     CUDA_ERROR_NOT_FOUND        = 500,
     CUDA_ERROR_NOT_PERMITTED    = 800,
     CUDA_ERROR_NOT_SUPPORTED    = 801,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
 } CUresult;
 
 typedef enum {
@@ -61,6 +64,8 @@ typedef enum {
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         = 102,
     CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
     CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED     = 110,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED                      = 115,
+    CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES              = 119,
     CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED                           = 124,
 } CUdevice_attribute;
 
@@ -70,10 +75,15 @@ typedef enum {
     CU_POINTER_ATTRIBUTE_P2P_TOKENS     = 5,
     CU_POINTER_ATTRIBUTE_SYNC_MEMOPS    = 6,
     CU_POINTER_ATTRIBUTE_BUFFER_ID      = 7,
+    CU_POINTER_ATTRIBUTE_IS_MANAGED     = 8,
     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
     CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10,
     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
     CU_POINTER_ATTRIBUTE_RANGE_SIZE     = 12,
+    CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,
+    CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17,
+    CU_POINTER_ATTRIBUTE_MAPPING_SIZE   = 18,
+    CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19,
 } CUpointer_attribute;
 
 /* What CU_POINTER_ATTRIBUTE_MEMORY_TYPE answers. */
@@ -81,8 +91,26 @@ typedef enum {
     CU_MEMORYTYPE_HOST = 0x01,
 } CUmemorytype;
 
-/* The legacy default stream, by its handle (what the synchronous copies run on). */
+/* The legacy default stream, by its handle (what the synchronous copies run on), and the
+ * calling thread's default stream. */
 #define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+
+/* What cuLaunchHostFunc runs in stream order (the bridge's stream-ordered free). */
+typedef void (*CUhostFn)(void *userData);
+
+/* Stream capture (CUDA graphs): a stream's state, and a thread's interaction mode. */
+typedef enum {
+    CU_STREAM_CAPTURE_STATUS_NONE        = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE      = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+} CUstreamCaptureStatus;
+
+typedef enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL       = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED      = 2,
+} CUstreamCaptureMode;
 
 /* cuStreamCreate and cuEventCreate flags (the copy engine's streams and events). */
 typedef enum {
@@ -166,6 +194,28 @@ typedef struct {
     CUmemAccess_flags flags;
 } CUmemAccessDesc;
 
+/* ---- stream-ordered memory pools (cuMemAllocAsync and friends) ---- */
+typedef struct {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
+typedef enum {
+    CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES   = 1,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC         = 2,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD                 = 4,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT              = 5,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH                 = 6,
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT                  = 7,
+    CU_MEMPOOL_ATTR_USED_MEM_HIGH                     = 8,
+} CUmemPool_attribute;
+
 /* cuMemGetHandleForAddressRange: the dma-buf export. */
 typedef enum {
     CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1,
@@ -178,6 +228,7 @@ typedef enum {
 /* cuGetProcAddress's search flags. */
 typedef enum {
     CU_GET_PROC_ADDRESS_DEFAULT = 0,
+    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2,
 } CUdriverProcAddress_flags;
 
 #endif /* VRAMIO_CUDA_TYPES_H */

@@ -11,14 +11,15 @@
  * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
  * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
  *
+ * Stream-ordered memory of a pool with a POSIX-fd handle type is found in the pool's
+ * allocation that holds it, once the driver is known to put it there (vulkan_pool.c).
  * Plain cudaMalloc memory has no exportable handle (and the NVIDIA driver has no
- * VK_EXT_external_memory_dma_buf): such pins are refused with a reason that names the
- * alternatives. CUDA and Vulkan start at the first pin, or in gdr_open when this backend
+ * VK_EXT_external_memory_dma_buf), nor has managed memory, nor VMM memory made without a
+ * POSIX-fd handle type, nor a default pool's stream-ordered memory: such pins are refused with
+ * a reason that says which the memory is and names the alternatives. CUDA and Vulkan start at the first pin, or in gdr_open when this backend
  * would serve alone (vulkan_confirm: then gdr_open must know that it can pin).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #include "vulkan_device.h"
 #include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
+#include "vulkan_export.h"
+#include "vulkan_pool.h"
 
 struct vk_ctx {
     struct vr_icache cache;
@@ -176,32 +179,6 @@ static void vulkan_close(void *ctx)
     free(c);
 }
 
-/* The exported fd may come without FD_CLOEXEC (no flag asks the driver for it). Until set, a
- * fork() in another thread (then exec) would inherit the fd and keep the GPU memory alive in
- * that program: the export and the flag happen under a mutex that fork() takes first
- * (fork.h). posix_spawn and vfork run no fork handlers; nothing in user space closes that
- * window for an fd the driver creates. */
-static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t export_once = PTHREAD_ONCE_INIT;
-
-static void export_lock_register(void)
-{
-    vr_fork_protect_mutex(&export_lock);
-}
-
-static CUresult export_fd(const struct vr_cuda *cu, CUmemGenericAllocationHandle h, int *fd)
-{
-    CUresult cr;
-
-    pthread_once(&export_once, export_lock_register);
-    pthread_mutex_lock(&export_lock);
-    cr = cu->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-    if (cr == CUDA_SUCCESS)
-        fcntl(*fd, F_SETFD, FD_CLOEXEC);
-    pthread_mutex_unlock(&export_lock);
-    return cr;
-}
-
 /* The properties of the CUDA allocation behind e, in *prop: 0 when it is device memory that
  * can be exported as a POSIX fd, else an errno and why not. */
 static int exportable_allocation(const struct vr_cuda *cu, const struct vr_import *e,
@@ -219,9 +196,12 @@ static int exportable_allocation(const struct vr_cuda *cu, const struct vr_impor
     }
     if (!(prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
         snprintf(why, len, "the CUDA VMM allocation at 0x%llx was created without "
-                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, so it cannot be exported to Vulkan: "
-                 "add that handle type to cuMemCreate, or allocate with vramio_alloc()",
-                 (unsigned long long)e->key.base);
+                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (its handle types: %#x; PyTorch's "
+                 "expandable segments, XLA's and TensorRT's VMM allocators can make such "
+                 "memory), so it cannot be exported to Vulkan: add that handle type to "
+                 "cuMemCreate, allocate with vramio_alloc(), or run the program under vramio-run "
+                 "(which adds it)", (unsigned long long)e->key.base,
+                 (unsigned)prop->requestedHandleTypes);
         return ENOTSUP;
     }
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
@@ -291,7 +271,7 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
     if (rc)
         return rc;
-    cr = export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
+    cr = vr_vk_export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
     if (cr != CUDA_SUCCESS) {
         snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
                  (unsigned long long)e->key.base, vr_cuda_errstr(cr));
@@ -323,32 +303,111 @@ static int cuda_has_vmm(const struct vr_cuda *cu, char *why, size_t len)
     VR_NEED(cuMemGetAllocationPropertiesFromHandle) VR_NEED(cuMemGetAllocationGranularity)
     VR_NEED(cuMemExportToShareableHandle) VR_NEED(cuCtxGetCurrent) VR_NEED(cuCtxPushCurrent)
     VR_NEED(cuCtxPopCurrent) VR_NEED(cuDeviceGet) VR_NEED(cuDeviceGetUuid)
-    VR_NEED(cuDevicePrimaryCtxRetain)
+    VR_NEED(cuDevicePrimaryCtxRetain) VR_NEED(cuPointerGetAttribute)
 #undef VR_NEED
     return rc;
 }
 
-/* Find the allocation holding addr: its retained handle (a reference we own) and range. */
+/* Why memory at addr that has no allocation handle cannot be pinned: what it is, named by
+ * what the driver says of it (pool: its CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE; range, retain:
+ * what cuMemGetAddressRange and cuMemRetainAllocationHandle answered). ENOTSUP. */
+static int refuse_unexportable(const struct vr_cuda *cu, uint64_t addr, void *pool,
+                               CUresult range, CUresult retain, char *why, size_t len)
+{
+    unsigned long long a = (unsigned long long)addr;
+    unsigned int managed = 0;
+
+    if (pool)
+        snprintf(why, len, "0x%llx is stream-ordered memory (cudaMallocAsync, "
+                 "cuMemAllocFromPoolAsync or a CUDA graph's memory node) whose allocation this "
+                 "driver does not give (cuMemRetainAllocationHandle: %s), so it cannot be "
+                 "exported to Vulkan: allocate with vramio_alloc() or cuMemCreate with a POSIX-fd "
+                 "handle type, or load the gdrdrv module", a, vr_cuda_errstr(retain));
+    else if (cu->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                       (CUdeviceptr)addr) == CUDA_SUCCESS && managed)
+        snprintf(why, len, "0x%llx is managed memory (cudaMallocManaged), which has no "
+                 "exportable handle: allocate with vramio_alloc(), or load the gdrdrv module", a);
+    else if (range != CUDA_SUCCESS)
+        snprintf(why, len, "0x%llx is not CUDA device memory (%s)", a, vr_cuda_errstr(range));
+    else
+        snprintf(why, len, "0x%llx is plain cudaMalloc/cuMemAlloc memory (no exportable "
+                 "handle): allocate with vramio_alloc() or cuMemCreate with a POSIX-fd handle "
+                 "type, run the program under vramio-run, or load the gdrdrv module", a);
+    return ENOTSUP;
+}
+
+/* Stream-ordered memory at addr (allocation handle h): the pool's physical allocation it lies
+ * in, from where the driver says it is mapped, once the driver is known to put a block there
+ * (vulkan_pool.c). 0 with *base and *size, or ENOTSUP with why. */
+static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGenericAllocationHandle h,
+                           CUdeviceptr *base, size_t *size, char *why, size_t len)
+{
+    unsigned long long a = (unsigned long long)addr;
+    CUmemAllocationProp prop;
+    CUdeviceptr mb = 0;
+    size_t ms = 0;
+    char one[256];
+
+    memset(&prop, 0, sizeof(prop));
+    if (cu->cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS &&
+        !(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        snprintf(why, len, "0x%llx is stream-ordered memory (cudaMallocAsync, "
+                 "cuMemAllocFromPoolAsync or a CUDA graph's memory node) of a pool made without "
+                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (a device's default pool has none), "
+                 "so it cannot be exported to Vulkan: allocate from a pool made with that handle "
+                 "type (cuMemPoolCreate), or run the program under vramio-run (which serves the "
+                 "default pool's allocations from such a pool where the driver allows it)", a);
+        return ENOTSUP;
+    }
+    if (cu->cuPointerGetAttribute(&mb, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+                                  (CUdeviceptr)addr) != CUDA_SUCCESS ||
+        cu->cuPointerGetAttribute(&ms, CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+                                  (CUdeviceptr)addr) != CUDA_SUCCESS ||
+        addr < mb || addr - mb >= ms) {
+        snprintf(why, len, "0x%llx is stream-ordered memory, and this driver does not say where "
+                 "its pool's allocation is mapped (CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR), so "
+                 "the vulkan backend cannot find it in an import", a);
+        return ENOTSUP;
+    }
+    if (prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+        vr_vk_pool_layout(cu, prop.location.id, one, sizeof(one))) {
+        snprintf(why, len, "0x%llx is stream-ordered memory of GPU %d, which the vulkan backend "
+                 "cannot pin with this driver: %s", a, prop.location.id, one);
+        return ENOTSUP;
+    }
+    *base = mb;
+    *size = ms;
+    return 0;
+}
+
+/* Find the allocation holding addr: its retained handle (a reference we own) and range: the
+ * VMM mapping that cuMemGetAddressRange gives, or for stream-ordered memory (which that call
+ * answers with the block alone) the pool's allocation around it. */
 static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_import_key *key,
                            char *why, size_t len)
 {
     CUmemGenericAllocationHandle h;
     CUdeviceptr base = 0;
     size_t size = 0;
-    CUresult cr;
+    void *pool = NULL;
+    CUresult range, retain;
+    int rc;
 
-    cr = cu->cuMemGetAddressRange(&base, &size, (CUdeviceptr)addr);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "0x%llx is not CUDA device memory (%s)", (unsigned long long)addr,
-                 vr_cuda_errstr(cr));
-        return ENOTSUP;
-    }
-    cr = cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "0x%llx is plain cudaMalloc memory (no exportable handle): "
-                 "allocate with vramio_alloc() or cuMemCreate with a POSIX-fd handle type, "
-                 "or load the gdrdrv module", (unsigned long long)addr);
-        return ENOTSUP;
+    range = cu->cuMemGetAddressRange(&base, &size, (CUdeviceptr)addr);
+    if (cu->cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+                                  (CUdeviceptr)addr) != CUDA_SUCCESS)
+        pool = NULL; /* a driver older than the attribute, or memory it does not know */
+    retain = cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
+    if (retain != CUDA_SUCCESS)
+        return refuse_unexportable(cu, addr, pool, range, retain, why, len);
+    rc = 0;
+    if (pool)
+        rc = pool_allocation(cu, addr, h, &base, &size, why, len);
+    else if (range != CUDA_SUCCESS)
+        rc = refuse_unexportable(cu, addr, NULL, range, CUDA_SUCCESS, why, len);
+    if (rc) {
+        cu->cuMemRelease(h);
+        return rc;
     }
     key->handle = (uint64_t)h;
     key->base = (uint64_t)base;
@@ -511,7 +570,8 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
     .opt_in_env = "VRAMIO_ENABLE_VULKAN",
-    .serves = "VMM with a POSIX-fd handle (NCCL, PyTorch with expandable segments, vramio_alloc)",
+    .serves = "VMM or stream-ordered pool memory with a POSIX-fd handle (NCCL, vramio_alloc, "
+              "programs under vramio-run)",
     /* The import keeps the pages until unpin (persistent). FORCE_PCIE is known (the
      * attribute says 1, as upstream's module and dma-buf path say on every GPU) and taken on
      * coherent GPUs only, as theirs (force_pcie_refused). */

@@ -67,5 +67,10 @@ int main(void)
     OFF(CUmemAllocationProp, allocFlags.compressionType)
     OFF(CUmemAllocationProp, allocFlags.gpuDirectRDMACapable)
     OFF(CUmemAllocationProp, allocFlags.usage) OFF(CUmemAllocationProp, allocFlags.reserved)
+    SIZE(CUmemPoolProps) OFF(CUmemPoolProps, allocType) OFF(CUmemPoolProps, handleTypes)
+    OFF(CUmemPoolProps, location) OFF(CUmemPoolProps, win32SecurityAttributes)
+    OFF(CUmemPoolProps, maxSize) OFF(CUmemPoolProps, usage) OFF(CUmemPoolProps, reserved)
+    SIZE(CUmemPool_attribute) SIZE(CUstreamCaptureStatus) SIZE(CUstreamCaptureMode)
+    SIZE(CUmemoryPool) SIZE(CUhostFn)
     return bad;
 }

@@ -4,7 +4,7 @@
 # tests/tests.mk.
 #   make bridge-progs     tests/bridge/test_bridge.sh's clients (bridge_client.c, ipc_client.c),
 #                         and its clients of NVIDIA's runtime where the CUDA toolkit has it
-#                         (shared and static)
+#                         (shared and static); test_bridge_alloc.sh's (alloc_client.c)
 #   make users-progs      tests/bridge/test_bridge_users.sh's: users_client.c (no libcuda
 #                         link: it dlopens what the loader gives) and the library that the
 #                         second user plants (evil_cuda.c)
@@ -16,7 +16,8 @@
 #                         replacements answer at once (unwind_bridge.c)
 #   make fork-progs       tests/bridge/test_bridge_fork.sh's: fork_client.c
 
-BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client
+BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client \
+                 $(BUILD)/tests/bridge/alloc_client
 $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
     $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)

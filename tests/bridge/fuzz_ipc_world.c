@@ -48,6 +48,16 @@ const struct vr_cuda *vb_real(void)
     return vr_cuda_load(NULL, 0);
 }
 
+/* No pool of the bridge's stands in for a default pool here (bridge_mempool.c), and the
+ * parts of bridge_fork.c's list that are not built in hold no lock here. */
+CUmemoryPool vb_mempool_program_view(CUmemoryPool pool)
+{
+    return pool;
+}
+
+void vb_async_fork(enum vb_fork_phase phase) {}
+void vb_resolve_fork(enum vb_fork_phase phase) {}
+
 /* The pool: slabs of the stand-in's VMM memory, blocks in them. */
 struct slab slabs[2];
 struct block blocks[NBLOCKS] = {

@@ -5,7 +5,7 @@
 #   $(FAKE_CUDA_DMABUF)  libcuda.so.1 for the dma-buf backend (fake_cuda_dmabuf.c), with
 #                        $(FAKE_MMAP), its exports' mmap (fake_mmap.c, preloaded)
 #   $(FAKE_CUDA_VMM)     libcuda.so.1 for the bridge and the vulkan backend (fake_cuda_vmm.c,
-#                        fake_cuda_ptr.c), and libcuda.so beside it for -lcuda
+#                        fake_cuda_ptr.c, fake_cuda_pool.c), and libcuda.so beside it for -lcuda
 #   $(FAKE_VULKAN)       libvulkan.so.1 (fake_vulkan.c), its GPUs those of FAKE_CUDA_VMM
 # 'make fake-drivers' builds them. Included by tests/tests.mk before the areas that use them.
 # Never built with sanitizers: the ASan runs load them beside the sanitized library.
@@ -37,7 +37,8 @@ $(FAKE_MMAP): tests/fake/fake_mmap.c
 $(FAKE_MMAP): SO_FLAGS = -ldl
 # -Bsymbolic: the table of cuGetProcAddress holds the stand-in's own functions, not the
 # bridge shim's of the same names (as in the real driver).
-$(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c $(FAKE_CUDA_BASE)
+$(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c tests/fake/fake_cuda_pool.c \
+    tests/fake/fake_cuda_vmm.h $(FAKE_CUDA_BASE)
 $(FAKE_CUDA_VMM): SO_FLAGS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic
 $(FAKE_VULKAN): tests/fake/fake_vulkan.c
 $(FAKE_VULKAN): SO_FLAGS = -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs -lpthread

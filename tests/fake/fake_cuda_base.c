@@ -239,12 +239,20 @@ int fake_primary_retains(int dev)
     return dev >= 0 && dev < FAKE_GPU_MAX ? primaries[dev].retains : -1;
 }
 
+/* ---- stream order: the VMM stand-in supplies it (fake_cuda_pool.c); the dma-buf one runs
+ * nothing in stream order and has no stream-ordered memory. -------------------------------- */
+__attribute__((weak)) void fake_stream_reached(CUstream s, int all) {}
+__attribute__((weak)) CUresult fake_free_pooled(CUdeviceptr d) { return CUDA_ERROR_INVALID_VALUE; }
+__attribute__((weak)) int fake_forbidden_in_host_fn(void) { return 0; }
+
 /* ---- synchronizations: counted per device of the current context ----------------------- */
 static CUresult sync_counted(int *per_device)
 {
     int dev = fake_current_device();
     CUresult e = (CUresult)fake_env_int("FAKE_CUDA_SYNC_ERROR", CUDA_SUCCESS);
 
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     if (dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (e != CUDA_SUCCESS)
@@ -257,8 +265,10 @@ CUresult cuCtxSynchronize(void)
 {
     CUresult r = sync_counted(fake_counts.syncs_on);
 
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         FAKE_COUNT(fake_counts.syncs);
+        fake_stream_reached(NULL, 1);
+    }
     return r;
 }
 
@@ -268,6 +278,8 @@ CUresult cuStreamSynchronize(CUstream s)
 
     if (r == CUDA_SUCCESS && s == CU_STREAM_LEGACY)
         FAKE_COUNT(fake_counts.legacy_syncs);
+    if (r == CUDA_SUCCESS)
+        fake_stream_reached(s, 0);
     return r;
 }
 
@@ -389,7 +401,8 @@ CUresult cuMemFree(CUdeviceptr d)
     if (!d)
         return CUDA_SUCCESS;
     FAKE_COUNT(fake_counts.device_syncs);
-    return fake_free_plain(d);
+    /* Stream-ordered memory may be freed this way too, as the real driver allows. */
+    return fake_free_plain(d) == CUDA_SUCCESS ? CUDA_SUCCESS : fake_free_pooled(d);
 }
 
 CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
@@ -540,6 +553,27 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
         break;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         return owner_attribute(data, &r);
+    /* Of the allocation behind the memory (cuMemCreate's, a pool chunk's), as CUDA 11.3 on. */
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = r.handle_types;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(void **)data = r.pool;
+        break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        if (r.vmm == FAKE_POOLED && fake_env_is("FAKE_CUDA_POOL_MAPPING", "0"))
+            return CUDA_ERROR_NOT_SUPPORTED; /* a driver that does not describe it */
+        if (r.vmm == FAKE_POOLED && fake_env_is("FAKE_CUDA_POOL_MAPPING", "shifted")) {
+            /* A driver whose answer is not where an import of the allocation starts. */
+            r.map_base += 65536;
+            r.map_size -= 65536;
+        }
+        if (a == CU_POINTER_ATTRIBUTE_MAPPING_SIZE)
+            *(size_t *)data = r.map_size ? r.map_size : r.span;
+        else
+            *(CUdeviceptr *)data = (CUdeviceptr)(r.map_base ? r.map_base : r.base);
+        break;
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }

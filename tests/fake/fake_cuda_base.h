@@ -2,7 +2,7 @@
 /*
  * fake_cuda_base.h - the base of the stand-in libcuda.so.1 drivers (fake_cuda_base.c), linked
  * into each of them (fake.mk): fake_cuda_dmabuf.c (the dma-buf backend's) and fake_cuda_vmm.c
- * with fake_cuda_ptr.c (the bridge's and the vulkan backend's).
+ * with fake_cuda_ptr.c and fake_cuda_pool.c (the bridge's and the vulkan backend's).
  *
  * The base answers the calls both drivers make the same way: cuInit and the version, devices,
  * one context model (a primary context per device, a per-thread stack of current contexts),
@@ -33,16 +33,24 @@
 #define FAKE_HIDDEN __attribute__((visibility("hidden")))
 #define FAKE_COUNT(x) __atomic_add_fetch(&(x), 1, __ATOMIC_RELAXED)
 
-/* One piece of device memory: a plain allocation (vmm 0), or a VMM mapping (vmm 1, handle the
- * index of its allocation handle in fake_cuda_vmm.c). Device memory is host memory here: base
+/* One piece of device memory: a plain allocation (vmm FAKE_PLAIN), a VMM mapping (FAKE_VMM,
+ * handle the index of its allocation handle in fake_cuda_vmm.c), or an allocation of a
+ * stream-ordered pool (FAKE_POOLED, fake_cuda_pool.c: handle the pool chunk's allocation
+ * handle, map_base and map_size the chunk's mapping). Device memory is host memory here: base
  * is both its device and its host address. span: the bytes the driver took for it (whole
  * units of its layout), size: those asked for. */
+enum { FAKE_PLAIN = 0, FAKE_VMM = 1, FAKE_POOLED = 2 };
 struct fake_range {
     uintptr_t base;
     size_t size, span;
     int dev, vmm, handle, fd;
     int nommap;       /* fake_cuda_dmabuf.c: exports of it cannot be mapped */
     int sync_memops;  /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set (plain memory only) */
+    int graph;        /* a CUDA graph's allocation (made during a stream capture) */
+    unsigned handle_types;   /* CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES */
+    void *pool;              /* CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE (FAKE_POOLED) */
+    uintptr_t map_base;      /* CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR and _SIZE, when set */
+    size_t map_size;
 };
 
 /* What the base counts, for the drivers' own counter functions. */
@@ -106,6 +114,17 @@ FAKE_HIDDEN CUresult fake_free_plain(CUdeviceptr d);
  * FAKE_CUDA_FORK_REFUSE=1: the calls that make or map memory then say
  * CUDA_ERROR_NOT_INITIALIZED, as the real driver refuses CUDA in such a child. */
 FAKE_HIDDEN int fake_child_refused(void);
+
+/* ---- stream order (fake_cuda_pool.c in the VMM stand-in; nothing in the dma-buf one) ---- */
+/* Run the host functions queued on stream s (every stream when all), as its synchronization
+ * reaches them. */
+FAKE_HIDDEN void fake_stream_reached(CUstream s, int all);
+/* Free pool or graph allocation d (cuMemFree of stream-ordered memory): CUDA_SUCCESS, or
+ * CUDA_ERROR_INVALID_VALUE when d is none. */
+FAKE_HIDDEN CUresult fake_free_pooled(CUdeviceptr d);
+/* 1 while the calling thread runs a host function (cuLaunchHostFunc): the CUDA calls that the
+ * real driver forbids there fail, and are counted. */
+FAKE_HIDDEN int fake_forbidden_in_host_fn(void);
 
 /* ---- pinned host memory --------------------------------------------------------------- */
 /* 1 when [p, p + n) lies in memory of cuMemHostAlloc / cuMemAllocHost. */

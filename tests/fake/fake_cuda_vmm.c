@@ -10,7 +10,9 @@
  * is host memory (VMM handles are memfds named after their GPU, fake_gpu.h, mapped where
  * reserved), so a test can read and write it directly. fake_cuda_ptr.c has the rest: the
  * pointer attribute calls of this driver alone, the other copies, legacy IPC, the counters of
- * the synchronizations.
+ * the synchronizations; fake_cuda_pool.c the stream-ordered calls and pools, whose chunks are
+ * this file's handles (fake_cuda_vmm.h), and stream capture. The VMM calls that the real
+ * driver forbids in a host function fail there (CUDA_ERROR_NOT_PERMITTED) and are counted.
  *
  * Environment (besides the base's, fake_cuda_base.h): FAKE_CUDA_VERSION defaults to 13000;
  * FAKE_CUDA_VMM=0 (cuMemCreate says CUDA_ERROR_NOT_SUPPORTED and the device's VMM attribute 0,
@@ -19,6 +21,7 @@
  * FAKE_CUDA_PEER_REFUSE=1 (cuMemSetAccess refuses more than one device),
  * FAKE_CUDA_VMM_REFUSE=D (cuMemCreate on device D alone says CUDA_ERROR_NOT_SUPPORTED),
  * FAKE_CUDA_VMM_OS_ERRORS=N (the first N cuMemCreate calls say CUDA_ERROR_OPERATING_SYSTEM),
+ * FAKE_CUDA_VMM_FD_REFUSE=1 (cuMemCreate refuses a POSIX-fd handle type: CUDA_ERROR_NOT_SUPPORTED),
  * FAKE_CUDA_NEW_ABI=NAME:VERSION (cuGetProcAddress gives another function for NAME from
  * VERSION on, as a driver with a new ABI of that name), FAKE_CUDA_FORK_REFUSE=1 (in a child
  * forked from the process that loaded it, cuMemAlloc, cuMemCreate, cuMemMap and
@@ -36,10 +39,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "fake_cuda_base.h"
+#include "fake_cuda_vmm.h"
 
 #define MAXN 4096
-#define GRAN (2u << 20)
+#define GRAN FAKE_GRAN
 
 const int fake_default_version = 13000;
 /* Allocation handles: index + 1 = handle; a mapping holds a reference, as in the real driver. */
@@ -81,6 +84,12 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
         break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
         *v = 32;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        *v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: /* fake_cuda_pool.c */
+        *v = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
         break;
     default:
         *v = 0;
@@ -152,8 +161,8 @@ CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p,
 }
 
 /* A new handle owning fd (closed here when no slot is free). */
-static CUresult handle_new(int fd, size_t size, const CUmemAllocationProp *p,
-                           CUmemGenericAllocationHandle *h)
+CUresult fake_vmm_handle_new(int fd, size_t size, const CUmemAllocationProp *p,
+                             CUmemGenericAllocationHandle *h)
 {
     int i;
 
@@ -186,7 +195,13 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
 
     if (fake_child_refused())
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     if (fake_env_is("FAKE_CUDA_VMM", "0") || (p && refuse && atoi(refuse) == p->location.id))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    /* A driver that cannot make POSIX-fd handles of this memory (FAKE_CUDA_VMM_FD_REFUSE=1). */
+    if (p && (p->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) &&
+        fake_env_is("FAKE_CUDA_VMM_FD_REFUSE", "1"))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (os && __atomic_add_fetch(&os_errors, 1, __ATOMIC_RELAXED) <= atoi(os))
         return CUDA_ERROR_OPERATING_SYSTEM;
@@ -202,7 +217,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
             close(fd);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    return handle_new(fd, size, p, h);
+    return fake_vmm_handle_new(fd, size, p, h);
 }
 
 /* Index of a live handle (the lock held), or -1. */
@@ -272,7 +287,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *s
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = gpu;
-    r = handle_new(own, (size_t)st.st_size, &prop, h);
+    r = fake_vmm_handle_new(own, (size_t)st.st_size, &prop, h);
     if (r == CUDA_SUCCESS)
         __atomic_add_fetch(&n_imports, 1, __ATOMIC_RELAXED);
     return r;
@@ -282,6 +297,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
     int i = (int)h - 1;
 
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     fake_lock();
     if (i < 0 || i >= MAXN || !handles[i].refs) {
         fake_unlock();
@@ -317,6 +334,8 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdevi
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     return munmap((void *)(uintptr_t)ptr, size) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
@@ -325,17 +344,20 @@ static int find_map(uintptr_t a)
 {
     int m = fake_range_find(a, 0);
 
-    return m >= 0 && fake_range_at(m)->vmm ? m : -1;
+    return m >= 0 && fake_range_at(m)->vmm == FAKE_VMM ? m : -1;
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocationHandle h,
                   unsigned long long f)
 {
-    struct fake_range r = { .base = (uintptr_t)ptr, .size = size, .span = size, .vmm = 1 };
+    struct fake_range r = { .base = (uintptr_t)ptr, .size = size, .span = size, .vmm = FAKE_VMM,
+                            .map_base = (uintptr_t)ptr, .map_size = size };
     int i = (int)h - 1, m = -1;
 
     if (fake_child_refused())
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     fake_lock();
     if (i < 0 || i >= MAXN || !handles[i].refs || off || size != handles[i].size) {
         fake_unlock();
@@ -343,6 +365,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, CUmemGenericAllocati
     }
     r.handle = i;
     r.dev = handles[i].prop.location.id;
+    r.handle_types = handles[i].prop.requestedHandleTypes;
     if (mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
              handles[i].fd, 0) != MAP_FAILED)
         m = fake_range_add(&r);
@@ -365,6 +388,8 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     struct fake_range *r;
     int m, h;
 
+    if (fake_forbidden_in_host_fn())
+        return CUDA_ERROR_NOT_PERMITTED;
     fake_lock();
     m = find_map((uintptr_t)ptr);
     r = m >= 0 ? fake_range_at(m) : NULL;
@@ -379,12 +404,18 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return cuMemRelease((CUmemGenericAllocationHandle)(h + 1));
 }
 
+/* A VMM mapping's handle; a stream-ordered allocation's is its pool chunk's, unless
+ * FAKE_CUDA_POOL_RETAIN=0 (a driver that does not give it: the answer for plain memory). */
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
 {
     int m, i = -1;
 
     fake_lock();
-    m = find_map((uintptr_t)addr);
+    m = fake_range_find((uintptr_t)addr, 0);
+    if (m >= 0 && !(fake_range_at(m)->vmm == FAKE_VMM ||
+                    (fake_range_at(m)->vmm == FAKE_POOLED &&
+                     !fake_env_is("FAKE_CUDA_POOL_RETAIN", "0"))))
+        m = -1;
     if (m >= 0) {
         i = fake_range_at(m)->handle;
         handles[i].refs++;
@@ -438,6 +469,11 @@ void *fake_proc_lookup(const char *sym, int ver, cuuint64_t flags,
         { "cuIpcGetMemHandle", (void *)cuIpcGetMemHandle },
         { "cuIpcOpenMemHandle", (void *)cuIpcOpenMemHandle },
         { "cuIpcCloseMemHandle", (void *)cuIpcCloseMemHandle },
+        { "cuMemCreate", (void *)cuMemCreate },
+        { "cuMemRelease", (void *)cuMemRelease },
+        { "cuMemRetainAllocationHandle", (void *)cuMemRetainAllocationHandle },
+        { "cuMemGetAllocationPropertiesFromHandle",
+          (void *)cuMemGetAllocationPropertiesFromHandle },
     };
     size_t i;
 
@@ -450,7 +486,7 @@ void *fake_proc_lookup(const char *sym, int ver, cuuint64_t flags,
     for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(sym, table[i].name) == 0)
             return table[i].fn;
-    return NULL;
+    return fake_pool_lookup(sym, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
 }
 
 CUresult fake_gpa_v1(const char *sym, void **pfn, int ver, cuuint64_t flags)

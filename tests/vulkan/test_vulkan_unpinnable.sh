@@ -93,6 +93,15 @@ go vulkan/first_alloc -- "$run" "$client" first_alloc vulkan/decided
 # gdr_open made the instance, so a forked child leaves without the driver's teardown.
 go vulkan/fork VRAMIO_ENABLE_VULKAN=1 -- "$client" fork vulkan/fork
 
+# What memory is refused says what it is (plain, stream-ordered, VMM without a POSIX-fd type,
+# not CUDA's), and stream-ordered memory of a pool with that type pins its own bytes.
+go vulkan/refusals GDRCOPY_BACKEND=vulkan -- "$client" refusals vulkan/refusals
+go vulkan/pool_fd GDRCOPY_BACKEND=vulkan -- "$client" pool_fd vulkan/pool_fd
+go vulkan/pool_fd_unmapped GDRCOPY_BACKEND=vulkan FAKE_CUDA_POOL_MAPPING=0 -- \
+    "$client" pool_fd vulkan/pool_fd_unmapped unmapped
+go vulkan/pool_fd_shifted GDRCOPY_BACKEND=vulkan FAKE_CUDA_POOL_MAPPING=shifted -- \
+    "$client" pool_fd vulkan/pool_fd_shifted shifted
+
 # GDR_PIN_FLAG_FORCE_PCIE: refused on a GPU without a coherent link (upstream's module and
 # dma-buf path refuse it there; UCX's gdr_copy test expects it), taken on a coherent one.
 go vulkan/force_pcie VRAMIO_ENABLE_VULKAN=1 -- "$client" force_pcie vulkan/force_pcie refused

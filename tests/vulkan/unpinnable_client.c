@@ -19,6 +19,15 @@
  *                 one, and the block is the pool's
  *   fork          gdr_open made the instance; a forked child's exit() must not run the Vulkan
  *                 driver's exit handler (the stand-in's aborts in a child)
+ *   refusals      each kind of memory the backend cannot pin is refused with a reason that
+ *                 says what it is: plain cuMemAlloc memory, stream-ordered memory of the
+ *                 default pool (no handle type), VMM memory made without a POSIX-fd handle
+ *                 type, host memory
+ *   pool_fd [unmapped|shifted]
+ *                 stream-ordered memory of a pool made with a POSIX-fd handle type pins, and
+ *                 its mapping is the block's own bytes (not its pool allocation's start); or,
+ *                 where the driver does not say where the pool maps it, or says it other than
+ *                 where the import shows the bytes, is refused saying so
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -211,12 +220,135 @@ static void mode_fork(const char *arg)
     gdr_close(g);
 }
 
+/* A pin of [d, d + n): 0, or its refusal in why. */
+static int pin_only(gdr_t g, CUdeviceptr d, size_t n, char *why, size_t len)
+{
+    gdr_mh_t mh;
+    int rc = gdr_pin_buffer(g, (unsigned long)d, n, 0, 0, &mh);
+
+    if (rc)
+        snprintf(why, len, "%s", vramio_last_error());
+    else
+        gdr_unpin_buffer(g, mh);
+    return rc;
+}
+
+static void refused_saying(gdr_t g, CUdeviceptr d, size_t n, const char *what, const char *want)
+{
+    char why[512] = "";
+    int rc = pin_only(g, d, n, why, sizeof(why));
+
+    t_check(rc != 0 && strstr(why, want) != NULL, at(what), "rc %d, the reason does not say "
+            "'%s': %s", rc, want, why);
+}
+
+static void mode_refusals(const char *arg)
+{
+    gdr_t g = gdr_open();
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+    CUmemAccessDesc acc;
+    CUdeviceptr d = 0, v = 0;
+    static char host[1 << 16] __attribute__((aligned(65536)));
+
+    if (!t_check(g != NULL, at("gdr_open"), "NULL: %s", vramio_last_error()))
+        return;
+    if (cuMemAlloc(&d, 65536) == CUDA_SUCCESS) {
+        refused_saying(g, d, 65536, "plain_cumemalloc", "plain cudaMalloc/cuMemAlloc memory");
+        cuMemFree(d);
+    }
+    if (cuMemAllocAsync(&d, 65536, NULL) == CUDA_SUCCESS) {
+        refused_saying(g, d, 65536, "stream_ordered_default_pool",
+                       "stream-ordered memory (cudaMallocAsync, cuMemAllocFromPoolAsync or a "
+                       "CUDA graph's memory node) of a pool made without "
+                       "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
+        cuMemFreeAsync(d, NULL);
+    }
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    if (cuMemCreate(&h, SZ, &prop, 0) == CUDA_SUCCESS) {
+        if (cuMemAddressReserve(&v, SZ, 0, 0, 0) == CUDA_SUCCESS && cuMemMap(v, SZ, 0, h, 0) == 0) {
+            acc.location = prop.location;
+            acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            cuMemSetAccess(v, SZ, &acc, 1);
+            refused_saying(g, v, 65536, "vmm_without_fd",
+                           "was created without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
+            cuMemUnmap(v, SZ);
+            cuMemAddressFree(v, SZ);
+        }
+        cuMemRelease(h);
+    }
+    refused_saying(g, (CUdeviceptr)(uintptr_t)host, sizeof(host), "host_memory",
+                   "is not CUDA device memory");
+    gdr_close(g);
+}
+
+static void mode_pool_fd(const char *arg)
+{
+    gdr_t g = gdr_open();
+    CUmemPoolProps props;
+    CUmemoryPool pool;
+    CUdeviceptr a = 0, b = 0;
+    unsigned char want[4096];
+    gdr_info_t info;
+    gdr_mh_t mh;
+    void *map = NULL;
+    char why[512] = "";
+    int rc;
+
+    if (!t_check(g != NULL, at("gdr_open"), "NULL: %s", vramio_last_error()))
+        return;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    if (cuMemPoolCreate(&pool, &props) || cuMemAllocFromPoolAsync(&a, 65536, pool, NULL) ||
+        cuMemAllocFromPoolAsync(&b, 65536, pool, NULL)) {
+        t_fail(at("pool"), "the stand-in made no pool");
+        gdr_close(g);
+        return;
+    }
+    memset((void *)(uintptr_t)a, 0x11, 65536);
+    t_pattern(want, sizeof(want), 42);
+    rc = gdr_pin_buffer(g, (unsigned long)b, 65536, 0, 0, &mh);
+    if (rc) {
+        snprintf(why, sizeof(why), "pin: %s", vramio_last_error());
+    } else {
+        if (gdr_map(g, mh, &map, 65536) || gdr_get_info(g, mh, &info)) {
+            snprintf(why, sizeof(why), "map: %s", vramio_last_error());
+            rc = 1;
+        } else {
+            gdr_copy_to_mapping(mh, (char *)map + (b - info.va), want, sizeof(want));
+            rc = memcmp(want, (void *)(uintptr_t)b, sizeof(want)) ||
+                 ((unsigned char *)(uintptr_t)a)[0] != 0x11;
+            if (rc)
+                snprintf(why, sizeof(why), "the write through the mapping missed the block");
+            gdr_unmap(g, mh, map, 65536);
+        }
+        gdr_unpin_buffer(g, mh);
+    }
+    if (strcmp(arg, "unmapped") == 0) /* a driver that does not say where the pool maps it */
+        t_check(rc != 0 && strstr(why, "does not say where its pool's allocation is mapped"),
+                at("refused_unmapped"), "rc %d: %s", rc, why);
+    else if (strcmp(arg, "shifted") == 0) /* a driver that says it wrong: caught by the check */
+        t_check(rc != 0 && strstr(why, "does not show a block's bytes at the block's offset"),
+                at("refused_shifted"), "rc %d: %s", rc, why);
+    else
+        t_check(rc == 0, at("pins_the_block"), "%s", why);
+    cuMemFreeAsync(a, NULL);
+    cuMemFreeAsync(b, NULL);
+    cuMemPoolDestroy(pool);
+    gdr_close(g);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; void (*run)(const char *arg); } modes[] = {
         { "null", mode_null }, { "usable", mode_usable }, { "partial", mode_partial },
         { "force_pcie", mode_force_pcie }, { "lazy", mode_lazy },
         { "first_alloc", mode_first_alloc }, { "fork", mode_fork },
+        { "refusals", mode_refusals }, { "pool_fd", mode_pool_fd },
     };
     size_t i;
 

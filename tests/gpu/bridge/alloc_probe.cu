@@ -8,7 +8,8 @@
  *     by name and as the device's current pool (cuDeviceSetMemPool), then plain
  *     cudaMallocAsync; what cuMemRetainAllocationHandle and cuMemGetAddressRange answer there;
  *     graph capture of cudaMallocAsync (memory nodes) with that pool current;
- *   VMM memory made with no handle type (export refused?);
+ *   VMM memory made with no handle type (export refused?); cudaMalloc memory (the code
+ *     cuMemRetainAllocationHandle gives for it);
  *   the largest single allocation the vulkan backend imports (1, 4, 16, 64 GiB as memory
  *     allows) and what an import costs;
  *   whether the Vulkan device offers VK_EXT_map_memory_placed, and whether a vkMapMemory
@@ -232,28 +233,14 @@ static void vmm_probes(gdr_t g, int dev)
 /* Vulkan facts: VK_EXT_map_memory_placed offered? Can a mapping be moved by mremap? */
 static void vulkan_probes(void)
 {
-    void *lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
     PFN_vkGetInstanceProcAddr gipa;
     VkInstance inst;
     VkPhysicalDevice pds[8];
     uint32_t n = 8, i, next, placed = 0;
-    VkApplicationInfo app = {};
-    VkInstanceCreateInfo ici = {};
 
-    if (!lib) {
-        printf("# probe vulkan: no loader\n");
+    if (bg_vk_instance(&gipa, &inst, "vulkan"))
         return;
-    }
-    gipa = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
 #define VKF(inst_, name) ((PFN_##name)gipa(inst_, #name))
-    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-    app.apiVersion = VK_API_VERSION_1_1;
-    ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-    ici.pApplicationInfo = &app;
-    if (VKF(NULL, vkCreateInstance)(&ici, NULL, &inst) != VK_SUCCESS) {
-        printf("# probe vulkan: vkCreateInstance failed\n");
-        return;
-    }
     VKF(inst, vkEnumeratePhysicalDevices)(inst, &n, pds);
     for (i = 0; i < n; i++) {
         VkExtensionProperties ext[512];
@@ -338,6 +325,16 @@ int main(void)
     if (!g) {
         printf("not ok probe/open: %s\n", vramio_last_error());
         return 1;
+    }
+    {
+        /* What cuMemRetainAllocationHandle answers for cudaMalloc memory: what the bridge
+         * answers for its blocks (bridge/bridge_vmm.c asks the driver the same at run time). */
+        void *plain = NULL;
+
+        if (cudaMalloc(&plain, 4096) == cudaSuccess) {
+            describe((CUdeviceptr)plain, "cudamalloc");
+            cudaFree(plain);
+        }
     }
     pool_probes(g, dev);
     vmm_probes(g, dev);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/bridge/test_bridge_alloc.sh - every allocator of a CUDA program under vramio-run,
+# without a GPU: alloc_client.c against the stand-in driver (tests/fake/fake_cuda_vmm.c and
+# fake_cuda_pool.c) and Vulkan loader, one mode per process: cuMemFreeAsync of bridged blocks
+# in stream order and during a capture; stream-ordered memory of the default pool and of the
+# program's pools, made pinnable, and left to the driver where the driver does not allow it
+# (each way the bridge's own check on first use finds out); VMM memory made without a
+# POSIX-fd handle type; cuMemRetainAllocationHandle of a bridged block. The programs come from
+# make (tests/bridge/bridge.mk).
+set -u
+. "$(dirname "$0")/../lib/t.sh"
+B=${BUILD:-build}
+dir=$B/tests/bridge
+fakes=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
+run=$B/bin/vramio-run
+t_make bridge_alloc/build bridge-progs || exit 1
+# vramio-run's directory: one of this user's that no other can write to (t_run_dir).
+t_run_dir bridge_alloc/run_dir || t_done
+export VRAMIO_RUN_DIR=$T_RUN_DIR
+
+client() { # name mode [VAR=VALUE...]: the client's result lines under vramio-run
+    local name=$1 mode=$2 out rc
+    shift 2
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN \
+          LD_LIBRARY_PATH="$fakes" "$@" timeout 60 "$run" "$dir/alloc_client" "$mode" 2>&1)
+    rc=$?
+    t_relay "bridge_alloc/$name/exit" $rc "$out" "bridge_alloc/$name/"
+}
+client free_async free_async
+client free_capture free_capture
+client mempool mempool
+client mempool_two_gpus mempool FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
+# A driver that does not allow what the bridge's check on first use asks: the driver's own
+# pool serves, untouched, and the program's pools are made as asked.
+client no_pool_fd mempool_off FAKE_CUDA_POOL_FD=0
+client no_pool_retain mempool_off FAKE_CUDA_POOL_RETAIN=0
+client no_pool_mapping mempool_off FAKE_CUDA_POOL_MAPPING=0
+client pool_mapping_shifted mempool_off FAKE_CUDA_POOL_MAPPING=shifted
+# The bridge's pool and libgdrapi's check of the layout are made, the program's pool with the
+# type added is refused: it is made as the program asked.
+client own_pool_refused mempool_own_refused FAKE_CUDA_POOL_FD_MAX=2
+client vmm vmm
+client vmm_fd_refused vmm_refused FAKE_CUDA_VMM_FD_REFUSE=1
+client retain retain
+t_done
