@@ -40,6 +40,9 @@ $(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HO
 # reach the test's __wrap_ functions (which pass every other call on to libc).
 $(BUILD)/tests/wb_gdrdrv_gates: WB_WRAP = -Wl,--wrap=open,--wrap=close,--wrap=ioctl,--wrap=mmap,--wrap=munmap
 $(BUILD)/tests/wb_gdrdrv_probe: WB_WRAP = -Wl,--wrap=open
+# The fork test holds a thread in the library's calls: the handle tables' allocation, a fork
+# registration, and the copy engine's CUDA (a fake driver of the test's own).
+$(BUILD)/tests/wb_fork_first_use: WB_WRAP = -Wl,--wrap=posix_memalign,--wrap=vr_fork_on_child,--wrap=vr_cuda_init
 
 TEST_PROGS += $(UNIT_API_BINS) $(UNIT_COPY_BINS)
 
@@ -63,7 +66,7 @@ $(BUILD)/tests/wb_copy_fences: | $(FAKE_CUDA_DMABUF)
 script-progs: $(SCRIPT_PROGS)
 script-progs-asan: $(SCRIPT_ASAN_PROGS)
 # Run again under TSan: the many-thread tests and the white-box tests of the core.
-TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings $(BUILD)/tests/wb_lazy_probe,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
+TSAN_BINS = $(filter $(BUILD)/tests/stress_% $(BUILD)/tests/wb_handles $(BUILD)/tests/wb_core $(BUILD)/tests/wb_slab_pool $(BUILD)/tests/wb_mixed_mappings $(BUILD)/tests/wb_lazy_probe $(BUILD)/tests/wb_fork_first_use,$(UNIT_API_BINS) $(UNIT_COPY_BINS))
 SCRIPT_TESTS := $(wildcard tests/*/test_*.sh)
 KERNEL_TESTS := $(wildcard tests/kernel/run-qemu.sh tests/kernel/run-qemu-debug.sh \
                   tests/kernel/run-qemu-debug-proprietary.sh tests/kernel/run-qemu-arm64.sh)

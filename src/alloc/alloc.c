@@ -91,10 +91,10 @@ struct gpu_pool {
  * hundred nanoseconds per call). A fork must not leave the child either lock held. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slabs_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t pools_fork_once = PTHREAD_ONCE_INIT;
 static struct gpu_pool *pools[VR_POOL_MAX_GPUS];
 
-static void pools_fork_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void pools_fork_register(void)
 {
     vr_fork_protect_mutex(&pools_lock);
     vr_fork_protect_mutex(&slabs_lock);
@@ -102,7 +102,6 @@ static void pools_fork_register(void)
 
 static void pools_lock_take(void)
 {
-    pthread_once(&pools_fork_once, pools_fork_register);
     pthread_mutex_lock(&pools_lock);
 }
 

@@ -71,7 +71,6 @@ static pthread_mutex_t trial_lock = PTHREAD_MUTEX_INITIALIZER;
  * (fork.h): a child forked meanwhile, which might exec, cannot inherit the fd (and the GPU
  * pages it holds), and every fd a child inherits is in the list it closes. */
 static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static struct dmabuf_pin *live_pins;
 
 /* In a forked child, before it runs on: the pins are the parent's (every call on them is
@@ -86,7 +85,8 @@ static void fork_child_close_exports(void)
     live_pins = NULL;
 }
 
-static void fork_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void fork_register(void)
 {
     vr_fork_protect_mutex(&trial_lock);
     vr_fork_protect_mutex(&export_lock);
@@ -207,7 +207,6 @@ static int mmap_trial_once(const struct vr_cuda *cu, export_fn fn, int dev, char
 {
     int st, err = 0;
 
-    pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&trial_lock);
     st = atomic_load_explicit(&trial_state, memory_order_relaxed);
     if (st == 0) {
@@ -313,7 +312,6 @@ static int dmabuf_export(export_fn fn, const struct vr_dmabuf_plan *plan, struct
     CUresult r;
     int err = 0;
 
-    pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&export_lock);
     r = fn(&p->fd, va, plan->len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, plan->export_flags);
     if (r == CUDA_SUCCESS && fcntl(p->fd, F_SETFD, FD_CLOEXEC) != 0) {

@@ -31,7 +31,6 @@ static VkInstance vk_instance;
 static int vk_instance_err = -1;      /* -1: not tried yet */
 static char vk_instance_why[256];
 static struct gpu_slot slots[VR_VK_MAX_GPUS];
-static pthread_once_t vk_fork_once = PTHREAD_ONCE_INIT;
 
 /* A fork while another thread makes a device must not leave vk_lock locked for ever in the
  * child (vr_fork_protect_mutex); and the child must never use its parent's VkDevice (the
@@ -52,7 +51,8 @@ static void vk_fork_child(void)
     }
 }
 
-static void vk_fork_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void vk_fork_register(void)
 {
     vr_fork_protect_mutex(&vk_lock);
     vr_fork_on_child(vk_fork_child);
@@ -343,7 +343,6 @@ static int slot_get(const struct vr_cuda *cu, int cuda_dev, int want, struct gpu
     s = &slots[cuda_dev];
     st = atomic_load_explicit(&s->state, memory_order_acquire);
     if (st != SLOT_FAILED && st < want) {
-        pthread_once(&vk_fork_once, vk_fork_register);
         pthread_mutex_lock(&vk_lock);
         slot_advance(cu, cuda_dev, s, want);
         pthread_mutex_unlock(&vk_lock);

@@ -12,9 +12,9 @@
  * (fork.h). posix_spawn and vfork run no fork handlers; nothing in user space closes that
  * window for an fd the driver creates. */
 static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t export_once = PTHREAD_ONCE_INIT;
 
-static void export_lock_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void export_lock_register(void)
 {
     vr_fork_protect_mutex(&export_lock);
 }
@@ -23,7 +23,6 @@ CUresult vr_vk_export_fd(const struct vr_cuda *cu, CUmemGenericAllocationHandle 
 {
     CUresult cr;
 
-    pthread_once(&export_once, export_lock_register);
     pthread_mutex_lock(&export_lock);
     cr = cu->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     if (cr == CUDA_SUCCESS)

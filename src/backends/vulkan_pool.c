@@ -35,10 +35,10 @@
 
 /* The verdicts' lock, held only to read or write one (fork.h protects it). */
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t layout_once = PTHREAD_ONCE_INIT;
 static struct { int done, rc; char why[256]; } layout[LAYOUT_GPUS];
 
-static void layout_lock_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void layout_lock_register(void)
 {
     vr_fork_protect_mutex(&layout_lock);
 }
@@ -206,7 +206,6 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
         snprintf(why, len, "CUDA device %d is past the backend's table", dev);
         return ENODEV;
     }
-    pthread_once(&layout_once, layout_lock_register);
     pthread_mutex_lock(&layout_lock);
     done = layout[dev].done;
     rc = layout[dev].rc;

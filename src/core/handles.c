@@ -8,9 +8,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <string.h>
 #include <unistd.h>
 #include "handles.h"
+#include "process/fork.h"
 
 #define VR_NO_SLOT UINT32_MAX
 
@@ -19,7 +19,6 @@ struct vr_table vr_pins = { .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = VR_N
 struct vr_table vr_gdrs = { .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = VR_NO_SLOT,
                             .free_tail = VR_NO_SLOT, .tag = VR_TAG_GDR };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static _Atomic pid_t self_pid;     /* 0 until asked; cleared in a forked child */
 
 static uint32_t slot_gen(const struct vr_slot *s)
@@ -157,21 +156,11 @@ static int take_index(struct vr_table *t, uint32_t *index)
     return 0;
 }
 
-static void atfork_prepare(void)
-{
-    pthread_mutex_lock(&vr_gdrs.lock);
-    pthread_mutex_lock(&vr_pins.lock);
-}
-
-static void atfork_parent(void)
-{
-    pthread_mutex_unlock(&vr_pins.lock);
-    pthread_mutex_unlock(&vr_gdrs.lock);
-}
-
 /*
  * In the child only the forking thread exists: locks and references held by other threads of
  * the parent would never be released, and a seqlock left odd would make the copy path spin.
+ * The two table locks are fork.c's (held through every fork, fresh in the child before this
+ * runs), so the tables' shape is whole here; the slots' locks are made fresh below.
  * Mappings of GPU memory are not inherited (gdrdrv refuses to copy them), so the copy path of
  * the child must not see the parent's: a copy through an inherited handle is EINVAL, not a
  * SIGSEGV.
@@ -181,7 +170,6 @@ static void reset_table_in_child(struct vr_table *t)
     struct vr_slot *s;
     uint32_t i;
 
-    pthread_mutex_init(&t->lock, NULL);
     for (i = 0; i < t->nslots; i++) {
         s = vr_slot_at(t, i);
         pthread_mutex_init(&s->lock, NULL);
@@ -194,7 +182,7 @@ static void reset_table_in_child(struct vr_table *t)
     }
 }
 
-static void atfork_child(void)
+static void tables_fork_child(void)
 {
     atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
     reset_table_in_child(&vr_pins);
@@ -203,17 +191,24 @@ static void atfork_child(void)
     atomic_store_explicit(&vr_map_census, 0, memory_order_relaxed);
 }
 
-static void register_atfork(void)
+/*
+ * On fork.c's table when the library is loaded, before any thread can be inside it (fork.h).
+ * Handlers registered at the first gdr_open, by a thread that did it during another thread's
+ * fork, would be skipped in that fork's child: the child would keep the table lock the thread
+ * held (its gdr_open or pin hangs) and its parent's cached pid (it takes its parent's gdr_t
+ * for its own). tests/unit/wb_fork_first_use.c forks at those moments.
+ */
+__attribute__((constructor)) static void tables_fork_register(void)
 {
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    vr_fork_protect_mutex(&vr_gdrs.lock);
+    vr_fork_protect_mutex(&vr_pins.lock);
+    vr_fork_on_child(tables_fork_child);
 }
 
 pid_t vr_self_pid(void)
 {
-    pid_t pid;
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
 
-    pthread_once(&atfork_once, register_atfork); /* before caching: the child must reset it */
-    pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
     if (!pid) {
         pid = getpid();
         atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
@@ -227,7 +222,6 @@ int vr_slot_alloc(struct vr_table *t, void *obj, unsigned long owner, unsigned l
     uint32_t index, gen;
     int rc;
 
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&t->lock);
     rc = take_index(t, &index);
     pthread_mutex_unlock(&t->lock);

@@ -38,12 +38,28 @@
 #include "copy/copy.h"
 #include "dma.h"
 #include "dma_policy.h"
+#include "process/fork.h"
 #include "process/log.h"
 
 #define CAL_ROUNDS 5              /* the copy engine's median of */
 
 /* One measurement at a time in the process (it uses a device's bounce buffers and scratch). */
 static pthread_mutex_t measure_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A forked child: measure_lock fresh, for the devices the child sets up itself (those of the
+ * parent, one of which a thread of the parent may have been measuring at the fork, copy
+ * through the BAR there: dma_device.c). Not taken by every fork (fork.h), which would then
+ * wait for a whole measurement. */
+static void measure_fork_child(void)
+{
+    pthread_mutex_init(&measure_lock, NULL);
+}
+
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void measure_fork_register(void)
+{
+    vr_fork_on_child(measure_fork_child);
+}
 
 _Atomic size_t vr_dma_min_crossover[2] = { 0, VR_DMA_BAR_WRITE_MIN };
 

@@ -19,9 +19,32 @@
 #include "dma.h"
 #include "dma_policy.h"
 #include "core/export.h"
+#include "process/fork.h"
 
 static struct dma_dev devs[DMA_MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A forked child: a device its parent set up is the parent's (its primary context, stream,
+ * events and bounce buffers; and CUDA is not for a child forked after cuInit), so the child
+ * copies through the BAR there. setup_lock, which a thread of the parent may have held at the
+ * fork, is made fresh rather than taken by every fork (fork.h): a setup waits on the driver,
+ * and what it guards is used in the child only for a device the parent had not set up (state
+ * 0: the child sets it up afresh).
+ */
+static void devs_fork_child(void)
+{
+    pthread_mutex_init(&setup_lock, NULL);
+    for (int i = 0; i < DMA_MAX_DEVICES; i++)
+        if (__atomic_load_n(&devs[i].state, __ATOMIC_RELAXED))
+            __atomic_store_n(&devs[i].state, -1, __ATOMIC_RELAXED);
+}
+
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void devs_fork_register(void)
+{
+    vr_fork_on_child(devs_fork_child);
+}
 
 /* Under setup_lock, with d->ctx current. */
 static int dev_setup_in_ctx(const struct vr_cuda *cu, struct dma_dev *d)

@@ -12,7 +12,6 @@
 
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext primary[VR_MAX_CUDA_DEVICES];
-static pthread_once_t primary_fork_once = PTHREAD_ONCE_INIT;
 
 /* A fork while another thread retains a context must not deadlock the child (the lock is
  * fresh there); the contexts are the parent's, so the child forgets them (CUDA refuses to
@@ -22,7 +21,8 @@ static void primary_fork_child(void)
     memset(primary, 0, sizeof(primary));
 }
 
-static void primary_fork_register(void)
+/* At load, not at the first use (fork.h). */
+__attribute__((constructor)) static void primary_fork_register(void)
 {
     vr_fork_protect_mutex(&primary_lock);
     vr_fork_on_child(primary_fork_child);
@@ -55,7 +55,6 @@ static int primary_get(const struct vr_cuda *cu, int dev, CUcontext *out, char *
         snprintf(why, len, "CUDA device ordinal %d out of range", dev);
         return EINVAL;
     }
-    pthread_once(&primary_fork_once, primary_fork_register);
     pthread_mutex_lock(&primary_lock);
     if (!primary[dev])
         rc = primary_retain(cu, dev, &primary[dev], why, len);

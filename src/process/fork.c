@@ -80,12 +80,21 @@ static void fork_child(void)
  * were registered when its prepare phase began: registered later (say by the thread whose
  * first pin starts the driver, while the fork waits in our prepare handler for that thread's
  * lock), they would be skipped in exactly the child that needs them. Locks and child hooks
- * are therefore entries in tables that the handlers read, under reg_lock: one added while a
- * fork is under way is either in that fork's child or was added after the fork.
+ * are therefore entries in tables that the handlers read, filled by the modules' own
+ * constructors (fork.h), so whole before the first call into the library; reg_lock still
+ * keeps a registration made during a fork (a program's dlopen of us) out of that fork.
  */
 __attribute__((constructor)) static void fork_register(void)
 {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* A module's constructor ignores the answer: a full table must still be heard of. */
+static int table_full(const char *what, int max)
+{
+    vr_err("fork: more than %d %s registered; raise the limit in fork.c (a forked child could "
+           "be left with one held)", max, what);
+    return ENOSPC;
 }
 
 int vr_fork_protect_mutex(pthread_mutex_t *m)
@@ -97,7 +106,7 @@ int vr_fork_protect_mutex(pthread_mutex_t *m)
     if (!rc)
         locks[nlocks++] = m;
     pthread_mutex_unlock(&reg_lock);
-    return rc;
+    return rc ? table_full("mutexes", VR_FORK_MAX_LOCKS) : 0;
 }
 
 int vr_fork_on_child(void (*fn)(void))
@@ -109,7 +118,7 @@ int vr_fork_on_child(void (*fn)(void))
     if (!rc)
         child_fns[nchild_fns++] = fn;
     pthread_mutex_unlock(&reg_lock);
-    return rc;
+    return rc ? table_full("child hooks", VR_FORK_MAX_CHILD_FNS) : 0;
 }
 
 void vr_fork_guard_teardown(const char *what)

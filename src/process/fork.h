@@ -21,15 +21,26 @@
  * names it, for the debug log). Cheap, idempotent, thread-safe. */
 void vr_fork_guard_teardown(const char *what);
 
+/*
+ * Registration, for the two calls below: once, from a constructor of the module
+ * (__attribute__((constructor))), so that the table is whole before any thread can be inside
+ * the library. Not at a first use, under pthread_once: a fork that interrupts the once
+ * between two of its registrations leaves the child with the first and the once still to
+ * run, and the child's own first use then registers that one again (a mutex twice in the
+ * table: the child's next fork locks it twice and hangs). Nor with pthread_atfork() of a
+ * module's own: glibc skips, in a fork's child, the handlers registered while that fork was
+ * under way (fork.c). tests/abi/test_fork_registration.sh checks both.
+ */
+
 /* Make a process-wide mutex safe across fork: held by every fork (taken in registration
  * order, so the parent's threads are never caught half-way under it) and fresh in the child.
- * Call once per mutex (under the module's pthread_once), before the first use of it that a
- * fork could interrupt. At most 16 mutexes; 0 or ENOSPC. */
+ * No protected mutex may be taken while another is held (each guards a few fields, or one
+ * driver call, of its module): then the order of the modules' constructors cannot matter.
+ * At most 16 mutexes; 0 or ENOSPC. */
 int vr_fork_protect_mutex(pthread_mutex_t *m);
 
-/* Run fn in every child forked from now on, after the protected mutexes are fresh again, in
- * the order of these calls. Use this, not pthread_atfork(): glibc skips, in a fork's child,
- * the handlers registered while that fork was under way (fork.c). At most 8; 0 or ENOSPC. */
+/* Run fn in every forked child, after the protected mutexes are fresh again, in the order of
+ * these calls. At most 8; 0 or ENOSPC. */
 int vr_fork_on_child(void (*fn)(void));
 
 /* Mark the CPU mapping [p, p+len) as not inherited by fork (MADV_DONTFORK), as gdrdrv marks

@@ -27,7 +27,6 @@
  * bridge calls (linked with -rdynamic, they come before libc's in the search).
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -54,25 +53,13 @@ int fake_imports(void) __attribute__((weak));
 static __thread int hold_in_recvmsg, hold_in_listen; /* this thread's next call waits */
 static sem_t reached, released;
 
-static int sem_wait_s(sem_t *s, int seconds)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += seconds;
-    while (sem_timedwait(s, &ts) != 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
-}
-
 /* Say that this thread is where it is held, and wait until the fork is done, for at most
  * seconds: a fork that waits for a lock this thread holds must still end (a prepare handler
  * of the bridge, where the first IPC server starts). */
 static void hold(int seconds)
 {
     sem_post(&reached);
-    sem_wait_s(&released, seconds);
+    t_sem_wait(&released, seconds);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *m, int flags)
@@ -278,7 +265,7 @@ static void open_lock(void)
             t_fail(named("open_lock/thread"), "pthread_create failed");
             return;
         }
-        if (sem_wait_s(&reached, 10)) {
+        if (t_sem_wait(&reached, 10)) {
             t_fail(named("open_lock/held"), "the thread's open never asked the exporter");
             release();
             pthread_join(th, NULL);
@@ -292,26 +279,14 @@ static void open_lock(void)
 }
 
 /* ---- first_use --------------------------------------------------------------------------- */
-static _Atomic int prepare_armed, prepare_saw;
 static sem_t go;
 static CUresult first_handle = CUDA_ERROR_UNKNOWN;
-
-/* This program's handler runs first in every fork (registered last, after the bridge's). */
-static void prepare(void)
-{
-    if (!prepare_armed)
-        return;
-    prepare_armed = 0;
-    sem_post(&go);
-    /* The thread is in the server's start, its lock held. */
-    prepare_saw = sem_wait_s(&reached, 10) == 0;
-}
 
 static void *first_export(void *arg)
 {
     CUipcMemHandle h;
 
-    if (sem_wait_s(&go, 10))
+    if (t_sem_wait(&go, 10))
         return NULL;
     hold_in_listen = 1;
     first_handle = cuIpcGetMemHandle(&h, before);
@@ -324,16 +299,16 @@ static void first_use(const char *mode, enum way_out way)
     pthread_t th;
     int st;
 
-    pthread_atfork(prepare, NULL, NULL);
     if (pthread_create(&th, NULL, first_export, NULL)) {
         t_fail(named("first_use/thread"), "pthread_create failed");
         return;
     }
-    prepare_armed = 1;
+    t_fork_arm(&go, &reached); /* the fork waits until the server's start holds its lock */
     st = fork_child(way, child_work, release);
     pthread_join(th, NULL);
     snprintf(name, sizeof(name), "%s/held", mode);
-    if (!t_check(prepare_saw, named(name), "the thread never started the server in the fork"))
+    if (!t_check(t_fork_armed_saw(), named(name),
+                 "the thread never started the server in the fork"))
         return;
     report(st, "first_use", way);
     snprintf(name, sizeof(name), "%s/thread_unharmed", mode);

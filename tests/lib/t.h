@@ -10,6 +10,7 @@
 #ifndef VRAMIO_TEST_T_H
 #define VRAMIO_TEST_T_H
 
+#include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -59,6 +60,18 @@ int t_wait_bounded(pid_t pid, int *status, unsigned seconds);
 /* The same, as one number: the child's exit status, 128 + the signal that ended it, or -1
  * when it had not ended after seconds (it is killed). */
 int t_wait_child(pid_t pid, unsigned seconds);
+
+/* sem_wait for at most seconds (EINTR does not end it): 0 when s was posted, else -1. The
+ * tests that hold a thread inside the library while another forks wait with it. */
+int t_sem_wait(sem_t *s, unsigned seconds);
+
+/* Make the next fork() start something in another thread during its prepare phase: that fork
+ * posts go, then waits (at most 10 s) for reached, before any fork handler of the libraries
+ * runs (this kit's is registered at the first call, after theirs, so it runs first); the
+ * thread, waiting for go, posts reached once it is where the fork should find it.
+ * t_fork_armed_saw() then says whether reached came. */
+void t_fork_arm(sem_t *go, sem_t *reached);
+int t_fork_armed_saw(void);
 
 /* Read one byte at p: 0 when that worked, else the signal it raised (SIGSEGV or SIGBUS). */
 int t_touch_faults(const volatile void *p);

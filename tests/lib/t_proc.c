@@ -2,8 +2,10 @@
 /* t_proc.c - the test kit's process helpers: re-running this program in a child, bounded
  * waits, a read that may fault, fd passing (see t.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +116,51 @@ int t_wait_child(pid_t pid, unsigned seconds)
     if (t_wait_bounded(pid, &st, seconds) != 0)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static sem_t *_Atomic arm_go, *arm_reached;
+static _Atomic int arm_saw;
+
+static void arm_prepare(void)
+{
+    sem_t *go = atomic_exchange(&arm_go, NULL);
+
+    if (!go)
+        return;
+    sem_post(go);
+    arm_saw = t_sem_wait(arm_reached, 10) == 0;
+}
+
+static void arm_register(void)
+{
+    pthread_atfork(arm_prepare, NULL, NULL);
+}
+
+void t_fork_arm(sem_t *go, sem_t *reached)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, arm_register);
+    arm_saw = 0;
+    arm_reached = reached;
+    atomic_store(&arm_go, go);
+}
+
+int t_fork_armed_saw(void)
+{
+    return arm_saw;
+}
+
+int t_sem_wait(sem_t *s, unsigned seconds)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += seconds;
+    while (sem_timedwait(s, &ts) != 0)
+        if (errno != EINTR)
+            return -1;
+    return 0;
 }
 
 static sigjmp_buf touch_jmp;
