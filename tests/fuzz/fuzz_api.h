@@ -56,7 +56,7 @@ struct fz_state {
     struct fz_gdr gdrs[FZ_NG];
     struct fz_handle hs[FZ_NH];
     struct fz_alloc allocs[FZ_NA];
-    int faults;             /* a fault of a stand-in is on: GPU-side work may fail */
+    int faults;             /* a fault of a stand-in was set: driver calls may fail */
 };
 
 extern struct fz_state fz;

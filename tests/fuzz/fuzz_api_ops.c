@@ -168,9 +168,11 @@ static void op_fault(struct fz_in *in)
     switch (s % 5) {
     case 0:
         fgd_fail_ioctl(cmds[k % 8], errs[(k >> 3) % 8], 1 + (int)(k >> 6));
+        fz.faults = 1;
         break;
     case 1:
         fgd_fail_mmap(errs[k % 8], 1 + (int)((k >> 3) & 3));
+        fz.faults = 1;
         break;
     case 2:
         fgd_invalidate_all();
