@@ -14,7 +14,7 @@
 FUZZ_BIN      := $(BUILD)/tests/fuzz
 FUZZ_PROGS    := $(addprefix $(FUZZ_BIN)/fuzz_,api_dmabuf api_vulkan env vramio_run)
 FUZZ_HDRS     := $(wildcard tests/fuzz/*.h) $(TEST_KIT_HDRS) driver/uapi/gdrdrv.h
-FUZZ_COMMON   := tests/fuzz/fuzz_common.c
+FUZZ_COMMON   := tests/fuzz/fuzz_common.c $(TEST_KIT_SRCS)
 FUZZ_API_SRCS := tests/fuzz/fuzz_api.c tests/fuzz/fuzz_api_ops.c tests/fuzz/fuzz_api_copy.c \
                  tests/fuzz/fake_gdrdrv.c
 # The targets find the stand-in drivers of their own build (fz_start, fuzz_common.c).

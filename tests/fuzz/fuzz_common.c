@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fuzz_common.h"
+#include "t.h"
 
 #ifndef FUZZ_FAKE_DIR
 #error "FUZZ_FAKE_DIR: the build's tests/fake directory (tests/fuzz/fuzz.mk)"
@@ -141,38 +142,10 @@ void *fz_cuda_sym(const char *name)
 }
 
 /* ---- counters ---------------------------------------------------------------------------- */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *de;
-    int n = 0;
-
-    if (!d)
-        fz_finding("cannot read /proc/self/fd: %s", strerror(errno));
-    while ((de = readdir(d)))
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n - 1;   /* the directory's own */
-}
-
-static int count_maps(void)
-{
-    FILE *f = fopen("/proc/self/maps", "re");
-    char line[512];
-    int n = 0;
-
-    if (!f)
-        fz_finding("cannot read /proc/self/maps: %s", strerror(errno));
-    while (fgets(line, sizeof(line), f))
-        n += strstr(line, "/memfd:fake") != NULL;
-    fclose(f);
-    return n;
-}
-
 void fz_counts(struct fz_counts *c)
 {
-    c->fds = count_fds();
-    c->maps = count_maps();
+    c->fds = t_count_fds();
+    c->maps = t_count_maps("/memfd:fake");
 }
 
 /* What each descriptor is, for the report of a leaked one. */

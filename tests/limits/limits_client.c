@@ -14,7 +14,6 @@
  *   vram_vulkan  GPU memory full (FAKE_CUDA_VRAM_BYTES): vramio_alloc says ENOMEM, a pin of
  *                what was allocated before still works
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -33,35 +32,9 @@ static int (*vmm_live)(void), (*vk_live)(void);               /* the VMM / Vulka
 /* ---- what must come back ------------------------------------------------------------------- */
 struct counts { int fds, maps, vmm, vk; };
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = -1;         /* the directory's own */
-
-    while (d && (e = readdir(d)))
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
-static int count_maps(void)
-{
-    FILE *f = fopen("/proc/self/maps", "re");
-    char line[512];
-    int n = 0;
-
-    while (f && fgets(line, sizeof(line), f))
-        n += strstr(line, "/memfd:fake") != NULL;
-    if (f)
-        fclose(f);
-    return n;
-}
-
 static struct counts counts(void)
 {
-    return (struct counts){ count_fds(), count_maps(), vmm_live ? vmm_live() : 0,
+    return (struct counts){ t_count_fds(), t_count_maps("/memfd:fake"), vmm_live ? vmm_live() : 0,
                             vk_live ? vk_live() : 0 };
 }
 
