@@ -55,7 +55,7 @@ SCRIPT_CLIENT_DEPS = $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/
 script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< $(TEST_KIT_SRCS) \
     $(2) $(LINK_LIBGDRAPI) -ldl)
 -include tests/fake/fake.mk tests/dmabuf/dmabuf.mk tests/multigpu/multigpu.mk tests/bridge/bridge.mk
--include tests/fuzz/fuzz.mk tests/limits/limits.mk
+-include tests/fuzz/fuzz.mk tests/limits/limits.mk tests/gpu/soak/soak.mk
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan
 script-progs: $(SCRIPT_PROGS)
