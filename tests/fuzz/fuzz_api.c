@@ -92,6 +92,7 @@ static void cleanup_and_check(struct fz_counts *first)
     struct fz_counts now;
     int i;
 
+    fz_faults_clear();          /* a program's end meets a working driver */
     for (i = 0; i < FZ_NG; i++)
         if (fz.gdrs[i].open && gdr_close(fz.gdrs[i].g) != 0)
             fz_finding("gdr_close of an open gdr_t failed: %s", vramio_last_error());
@@ -100,7 +101,6 @@ static void cleanup_and_check(struct fz_counts *first)
             fz_finding("vramio_free of a live allocation failed: %s", vramio_last_error());
     if (FZ_VMM)
         vramio_pool_trim(-1);
-    fz_faults_clear();
     if (fgd_live_files() || fgd_live_pins() || fgd_live_maps())
         fz_finding("gdrdrv left: %d files, %d pins, %d mappings after every gdr_close",
                    fgd_live_files(), fgd_live_pins(), fgd_live_maps());
