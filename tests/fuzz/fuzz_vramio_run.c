@@ -12,7 +12,8 @@
  * always put under the sandbox (the working directory, for relative ones), with every ".." taken
  * out. The furniture: the bridge and its shim, a bridge without a shim, a driver and a directory
  * of an earlier vramio-run (its link to the driver), directories that are this user's, another
- * user's (when root), writable by all, sticky and writable by all, a symlink, a file.
+ * user's (when root), writable by all, sticky and writable by all (one of them holding this
+ * user's vramio-UID made by another user, when root), a symlink, a file.
  *
  * A finding, besides ASan's and UBSan's: an exit status other than vramio-run's (0, 2, 126,
  * 127); a program started with a directory that is not one vramio-run may use (outside the
@@ -141,6 +142,10 @@ static void furnish(void)
     put_dir("home", 0700, -1);
     put_dir("xdg", 0700, -1);
     put_dir("tmp", 01777, -1);
+    /* A shared temporary directory where another user made this user's vramio-UID first. */
+    put_dir("tmp2", 01777, -1);
+    snprintf(p, sizeof(p), "tmp2/vramio-%u", (unsigned)geteuid());
+    put_dir(p, 0700, 65534);
     put_dir("open", 0777, -1);
     put_dir("other", 0755, 65534);
     put_dir("other/in", 0700, 65534);
@@ -156,7 +161,7 @@ static const char *pick_path(struct fz_in *in, char *out, size_t len)
 {
     static const char *const furniture[] = {
         "", "lib", "lib/libvramio_bridge.so", "lib2/libvramio_bridge.so", "drv", "old",
-        "home", "xdg", "tmp", "open", "other", "other/in", "file", "link", "nope", "home/.cache",
+        "home", "xdg", "tmp", "open", "other", "other/in", "file", "link", "tmp2", "home/.cache",
     };
     unsigned s = fz_u8(in);
     char own[200], *dd;
