@@ -5,7 +5,7 @@
 #     tests/fuzz/corpus/TARGET/ (the seeds and every regression input), once;
 #  2. fuzz: where clang and its libFuzzer are installed, the fuzz build (BUILD/fuzz: CC=clang
 #     SANITIZE=fuzz, the library under ASan, UBSan and libFuzzer's coverage) fuzzes each target
-#     for FUZZ_SECONDS (default 35) from its corpus, in a copy (the repository's stays as it
+#     for FUZZ_SECONDS (default 30) from its corpus, in a copy (the repository's stays as it
 #     is). A crash, a leak, an input slower than 10 s (-timeout), a sanitizer report or a
 #     finding of the target fails; the input is kept in BUILD/fuzz/artifacts/ and the line says
 #     how to run it again. Each target's line gives its executions, its coverage (edges) and
@@ -17,7 +17,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
 TARGETS=${FUZZ_TARGETS:-api_dmabuf api_vulkan env vramio_run}
-SECS=${FUZZ_SECONDS:-35}
+SECS=${FUZZ_SECONDS:-30}
 
 # ---- 1. replay -------------------------------------------------------------------------------
 t_make fuzz/replay/build fuzz-progs || exit 1
