@@ -222,9 +222,9 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
         return rc;
     cr = export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
     if (cr != CUDA_SUCCESS) {
-        /* The export is a descriptor: at the process's limit the driver says only that an
-         * OS call failed. */
-        int fde = cr == CUDA_ERROR_OPERATING_SYSTEM ? vr_fds_exhausted() : 0;
+        /* The export is a descriptor: at the process's limit the driver says only that some
+         * call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). */
+        int fde = vr_fds_exhausted();
 
         if (fde)
             snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
