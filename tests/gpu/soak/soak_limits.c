@@ -77,45 +77,65 @@ static void fd_limit(void)
             t_count_fds(), fds0);
 }
 
+/* Fill GPU memory with vramio_alloc: chunks of *chunk bytes until one fails, then of half,
+ * down to 2 MiB (so that less than 2 MiB is left); the allocations into d, their sizes into
+ * sz. Their number; the first refusal's code and reason in *rc and why. */
+static int fill(unsigned long long *d, size_t *sz, size_t chunk, int *rc, char *why, size_t len)
+{
+    int n = 0, r;
+
+    *rc = 0;
+    for (; chunk >= 2 * MIB && n < MAX_CHUNKS; chunk /= 2) {
+        while (n < MAX_CHUNKS && (r = vramio_alloc(0, chunk, &d[n])) == 0)
+            sz[n++] = chunk;
+        if (!*rc) {
+            *rc = r;
+            snprintf(why, len, "%s", vramio_last_error());
+        }
+    }
+    return n;
+}
+
 static void gpu_memory(void)
 {
     static unsigned long long d[MAX_CHUNKS];
+    static size_t sz[MAX_CHUNKS];
     const char *e = getenv("SOAK_VRAM_CHUNK");
     size_t free0 = 0, total = 0, free1 = 0, chunk = (size_t)1 << 30;
     unsigned long long more = 0;
     CUdeviceptr plain = 0;
+    char why[512];
     int n, rc, have_info = cu.meminfo && cu.meminfo(&free0, &total) == CUDA_SUCCESS;
 
     if (e)
         chunk = (size_t)strtoull(e, NULL, 0);
     else if (have_info && free0 / 16 < chunk)
         chunk = (free0 / 16) & ~(2 * MIB - 1);
-    for (n = 0; n < MAX_CHUNKS && (rc = vramio_alloc(0, chunk, &d[n])) == 0; n++)
-        ;
-    printf("# limits: %d allocations of %zu MiB before GPU memory ran out (%zu MiB free of %zu "
-           "at the start)\n", n, chunk >> 20, free0 >> 20, total >> 20);
-    t_check(n > 0 && n < MAX_CHUNKS && rc == ENOMEM && strstr(vramio_last_error(), "MEMORY"),
-            "limits/gpu_memory/refused_clearly", "after %d allocations: rc %d (%s)", n, rc,
-            vramio_last_error());
+    n = fill(d, sz, chunk, &rc, why, sizeof(why));
+    printf("# limits: %d allocations (the first of %zu MiB) before GPU memory ran out (%zu MiB "
+           "free of %zu at the start)\n", n, chunk >> 20, free0 >> 20, total >> 20);
+    t_check(n > 0 && n < MAX_CHUNKS && rc == ENOMEM && strstr(why, "MEMORY"),
+            "limits/gpu_memory/refused_clearly", "after %d allocations: rc %d (%s)", n, rc, why);
     if (have_info) {    /* the driver's own allocation fails too (the stand-in's would not) */
-        CUresult r = cu.alloc(&plain, MIB);
+        CUresult r = cu.alloc(&plain, 8 * MIB);
         t_check(r == CUDA_ERROR_OUT_OF_MEMORY, "limits/gpu_memory/driver_says_so_too",
-                "cuMemAlloc(1 MiB) with the GPU full: CUDA error %d", (int)r);
+                "cuMemAlloc(8 MiB) with the GPU full: CUDA error %d", (int)r);
         if (r == CUDA_SUCCESS)
             cu.free(plain);
     }
     if (n > 0) {
-        t_check(pin_works(d[0], chunk < 64 * MIB ? chunk : 64 * MIB, NULL),
+        t_check(pin_works(d[0], sz[0] < 64 * MIB ? sz[0] : 64 * MIB, NULL),
                 "limits/gpu_memory/pins_still_work", "%s", vramio_last_error());
-        vramio_free(d[--n]);
-        rc = vramio_alloc(0, chunk, &more);
+        /* The first (largest) given back: an allocation of its size works again. */
+        vramio_free(d[0]);
+        rc = vramio_alloc(0, sz[0], &more);
         t_check(rc == 0, "limits/gpu_memory/served_once_one_is_freed", "rc %d: %s", rc,
                 vramio_last_error());
-        if (rc == 0)
-            d[n++] = more;
+        d[0] = rc == 0 ? more : 0;
     }
     while (n > 0)
-        vramio_free(d[--n]);
+        if (d[--n])
+            vramio_free(d[n]);
     vramio_pool_trim(-1);
     if (have_info && cu.meminfo(&free1, &total) == CUDA_SUCCESS)
         t_check(free1 + 64 * MIB >= free0, "limits/gpu_memory/nothing_left",
