@@ -127,7 +127,8 @@ void fz_setenv(int slot, const char *name, const char *value)
     if (!value)
         return;
     if (slot < 0 || slot >= FZ_ENV_SLOTS ||
-        (size_t)snprintf(bufs[slot], sizeof(bufs[slot]), "%s=%s", name, value) >= sizeof(bufs[slot]))
+        (size_t)snprintf(bufs[slot], sizeof(bufs[slot]), "%s=%s", name, value) >=
+            sizeof(bufs[slot]))
         fz_finding("fz_setenv: slot %d, %s too long", slot, name);
     putenv(bufs[slot]);
 }

@@ -4,7 +4,8 @@
  * gcc, plain and ASan): runs each input file given, or each file of each directory given (a
  * target's corpus, tests/fuzz/corpus/TARGET/), once, in order, through the target's
  * LLVMFuzzerInitialize and LLVMFuzzerTestOneInput, as libFuzzer runs a corpus before it
- * fuzzes; arguments that begin with '-' (libFuzzer's flags) are passed over. A finding aborts, as under libFuzzer; at the end one line says how many ran.
+ * fuzzes; arguments that begin with '-' (libFuzzer's flags) are passed over. A finding
+ * aborts, as under libFuzzer; at the end one line says how many ran.
  */
 #include <dirent.h>
 #include <stdint.h>

@@ -9,11 +9,11 @@
  * vramio-run makes directories (0700, as this user). So that no input can make one outside
  * it, every path is inside a sandbox directory (made at the start, emptied and furnished again
  * for every input): a value is a path of the sandbox's furniture or one of the input's own,
- * always put under the sandbox (the working directory, for relative ones), with every ".." taken
- * out. The furniture: the bridge and its shim, a bridge without a shim, a driver and a directory
- * of an earlier vramio-run (its link to the driver), directories that are this user's, another
- * user's (when root), writable by all, sticky and writable by all (one of them holding this
- * user's vramio-UID made by another user, when root), a symlink, a file.
+ * always put under the sandbox (vramio-run's working directory, for relative ones), with every
+ * ".." taken out. The furniture: the bridge and its shim, a bridge without a shim, a driver
+ * and a directory of an earlier vramio-run (its link to the driver), directories that are this
+ * user's, another user's (when root), writable by all, sticky and writable by all (one of them
+ * holding this user's vramio-UID made by another user, when root), a symlink, a file.
  *
  * A finding, besides ASan's and UBSan's: an exit status other than vramio-run's (0, 2, 126,
  * 127); a program started with a directory that is not one vramio-run may use (outside the
@@ -184,35 +184,9 @@ static void remove_sandbox(void)
     rmdir(sandbox);
 }
 
-/* The paths among libFuzzer's arguments made absolute: the target works in its sandbox. */
-static void absolute_args(int argc, char **argv, const char *cwd)
-{
-    static const char *const flags[] = { "-artifact_prefix=", "-exact_artifact_path=",
-                                         "-dict=", "-seed_inputs=" };
-
-    for (int i = 1; i < argc; i++) {
-        const char *path = argv[i], *eq = "";
-        char *abs;
-
-        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
-            if (!strncmp(argv[i], flags[k], strlen(flags[k]))) {
-                eq = flags[k];
-                path = argv[i] + strlen(flags[k]);
-            }
-        if ((argv[i][0] == '-' && !eq[0]) || path[0] == '/' || !path[0])
-            continue;
-        if (asprintf(&abs, "%s%s/%s", eq, cwd, path) > 0)
-            argv[i] = abs;      /* for the life of the process */
-    }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char cwd[PATH_MAX];
-
     fz_start(argc, argv, "cuda-vmm", NULL);
-    if (getcwd(cwd, sizeof(cwd)))
-        absolute_args(*argc, *argv, cwd);
     const char *t = getenv("TMPDIR");
     char made[PATH_MAX];
 
@@ -222,7 +196,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     else if (!t || t[0] != '/')
         t = "/tmp";
     snprintf(made, sizeof(made), "%s/vramio-fuzz-run.XXXXXX", t);
-    if (!mkdtemp(made) || !realpath(made, sandbox) || chdir(sandbox))
+    if (!mkdtemp(made) || !realpath(made, sandbox))
         fz_finding("cannot make the sandbox %s: %s", made, strerror(errno));
     atexit(remove_sandbox);
     return 0;
@@ -235,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const opts[] = { "--log", "--", "--help", "-h", "--version", "-x",
                                         "prog", "" };
     static int counted;
-    char values[8][PATH_MAX + 256], tmp[PATH_MAX + 256], *argv[8];
+    char values[8][PATH_MAX + 256], tmp[PATH_MAX + 256], cwd[PATH_MAX], *argv[8];
     struct fz_in in = { data, size };
     struct fz_counts now;
     unsigned which, nargs;
@@ -275,8 +249,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(tmp, sizeof(tmp), "%s/lib/libvramio_bridge.so", sandbox);
         fz_setenv(9, "VRAMIO_BRIDGE_LIB", tmp);
     }
+    /* Relative values are relative to the sandbox: vramio-run runs there (libFuzzer's own
+     * paths stay relative to where it was started). */
     execs = 0;
+    if (!getcwd(cwd, sizeof(cwd)) || chdir(sandbox))
+        fz_finding("cannot go into the sandbox: %s", strerror(errno));
     rc = vramio_run_main(argc, argv);
+    if (chdir(cwd))
+        fz_finding("cannot come back from the sandbox: %s", strerror(errno));
     if (rc != 0 && rc != 2 && rc != 126 && rc != 127)
         fz_finding("vramio-run returned %d", rc);
     if (execs && rc != 127)

@@ -52,7 +52,8 @@ static void fd_limit(void)
     gdr_mh_t mh;
     int fd, rc, fds0 = t_count_fds();
 
-    if (vramio_alloc(0, 4 * MIB, &a) || vramio_alloc(0, 4 * MIB, &b) || !pin_works(a, 4 * MIB, NULL)) {
+    if (vramio_alloc(0, 4 * MIB, &a) || vramio_alloc(0, 4 * MIB, &b) ||
+        !pin_works(a, 4 * MIB, NULL)) {
         t_fail("limits/fd/setup", "%s", vramio_last_error());
         return;
     }
