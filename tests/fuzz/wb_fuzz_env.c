@@ -254,7 +254,7 @@ static void check_child(const char **val)
     int p[2], status, teardown = val[V_TEARDOWN] && atoi(val[V_TEARDOWN]) != 0;
     int shim_said, shim_set = val[V_SHIM] && *val[V_SHIM];
     ssize_t n, got = 0;
-    pid_t pid;
+    pid_t pid, w = -1;
 
     if (!val[V_TEARDOWN] && !val[V_CACHE] && !val[V_SHIM])
         return;
@@ -281,19 +281,23 @@ static void check_child(const char **val)
     }
     close(p[1]);
     /* Read to the end (a child that logs at debug level says more than out holds: it must
-     * not meet a closed pipe), keeping the first of it. */
+     * not meet a closed pipe, nor when a signal cuts a read short), keeping the first of it. */
     for (;;) {
         char rest[4096];
 
         n = got < (ssize_t)sizeof(out) - 1 ? read(p[0], out + got, sizeof(out) - 1 - (size_t)got)
                                             : read(p[0], rest, sizeof(rest));
+        if (n < 0 && errno == EINTR)
+            continue;           /* libFuzzer's timer (-timeout) */
         if (n <= 0)
             break;
         got += got < (ssize_t)sizeof(out) - 1 ? n : 0;
     }
     out[got] = '\0';
     close(p[0]);
-    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+    while (pid > 0 && (w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (pid < 0 || w != pid)
         fz_finding("fork or wait: %s", strerror(errno));
     if (WIFEXITED(status) && (WEXITSTATUS(status) == 20 || WEXITSTATUS(status) == 21))
         fz_finding("VRAMIO_POOL_CACHE_MB=%s: the child's pool check %d failed", val[V_CACHE],
