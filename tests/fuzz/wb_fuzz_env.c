@@ -43,8 +43,11 @@
 #include "process/log.c"
 
 void *vr_cuda_dlopen(void);     /* util/cuda_loader.c: the driver, as the library loads it */
-/* The sanitizers' report file (absent where the program is built without them). */
+/* The sanitizers' report file (absent where the program is built without them), and the
+ * source coverage's file (tests/fuzz/fuzz_coverage.sh: a child that leaves by _exit() would
+ * take what it ran with it). */
 void __sanitizer_set_report_fd(void *fd) __attribute__((weak));
+int __llvm_profile_write_file(void) __attribute__((weak));
 
 static const char *const vars[] = {
     "GDRCOPY_ENABLE_LOGGING", "GDRCOPY_LOG_LEVEL", "VRAMIO_DMA_CROSSOVER_READ",
@@ -245,6 +248,8 @@ static void child(const char **val, int errfd)
         _exit(21);
     dup2(errfd, 2);
     vr_cuda_dlopen();
+    if (__llvm_profile_write_file)
+        __llvm_profile_write_file();
     exit(0);
 }
 
