@@ -193,7 +193,7 @@ int soak_kill_holder(char *why, size_t len)
 static void *thread_main(void *arg)
 {
     struct soak_thread *t = arg;
-    double next_holder = soak_now() + 2;
+    double next_holder = soak_now();
     char why[256];
     unsigned long n = 0;
 
@@ -206,8 +206,8 @@ static void *thread_main(void *arg)
             else if (worker_index % 2)
                 ipc_serve(t, 0);
         }
-        if (t->index == 0 && worker_index == 0 && soak_now() > next_holder &&
-            soak_now() < deadline - 5) {
+        if (t->index == 0 && worker_index == 0 && soak_now() >= next_holder &&
+            soak_now() < deadline - 3) {
             t->st.ops[OP_HOLDER]++;
             if (soak_kill_holder(why, sizeof(why)))
                 soak_error(&t->st, "holder: %s", why);
@@ -286,8 +286,15 @@ int soak_worker(const struct soak_cfg *cfg, int index, int fd, int report_fd)
         soak_error(&all, "gdr_close: %s", vramio_last_error());
     vramio_pool_trim(-1);
     vramio_pool_stats(-1, &all.pool);
-    all.fds1 = t_count_fds();
-    all.maps1 = soak_count_gpu_maps();
+    /* What another thread gives back a moment later (the bridge's IPC server closes its end
+     * of the last open after answering) is not left behind: up to 2 s for the counts. */
+    for (int i = 0; i < 40; i++) {
+        all.fds1 = t_count_fds();
+        all.maps1 = soak_count_gpu_maps();
+        if (all.fds1 == all.fds0 && all.maps1 == all.maps0)
+            break;
+        usleep(50000);
+    }
 report:
     if (write(report_fd, &all, sizeof(all)) != (ssize_t)sizeof(all))
         return 1;
