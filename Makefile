@@ -57,6 +57,11 @@ ifeq ($(SANITIZE),asan)
   SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else ifeq ($(SANITIZE),tsan)
   SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),fuzz)
+  # The fuzz targets' build (CC=clang, tests/fuzz/fuzz.mk): ASan, UBSan and libFuzzer's
+  # coverage; the targets add libFuzzer itself at their link.
+  SAN_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+               -fno-sanitize-recover=all
 else
   SAN_FLAGS :=
 endif

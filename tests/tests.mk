@@ -61,6 +61,7 @@ script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< 
     tests/vulkan/vulkan.mk
 # The fence test's _auto cases run the copy engine's side against the stand-in driver.
 $(BUILD)/tests/wb_copy_fences: | $(FAKE_CUDA_DMABUF)
+-include tests/fuzz/fuzz.mk tests/limits/limits.mk tests/gpu/soak/soak.mk
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan
 script-progs: $(SCRIPT_PROGS)

@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include "backend.h"
 #include "process/cuda_ctx.h"
 #include "cuda_loader.h"
 #include "dmabuf_policy.h"
+#include "process/fds.h"
 #include "process/fork.h"
 
 struct dmabuf_pin {
@@ -265,33 +265,19 @@ static int dmabuf_probe(char *why, size_t len)
     return rc;
 }
 
-/* errno when the process cannot open one more descriptor (EMFILE / ENFILE), else 0. */
-static int fds_exhausted(void)
-{
-    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), err = errno;
-
-    if (fd >= 0) {
-        close(fd);
-        return 0;
-    }
-    return err;
-}
-
 static int export_refused(CUresult r, const struct vr_dmabuf_plan *plan, char *why, size_t wlen)
 {
     const unsigned long long va = plan->va, len = plan->len;
     const int dev = plan->device;
-    struct rlimit rl = { 0, 0 };
-    int fde = r == CUDA_ERROR_OPERATING_SYSTEM ? fds_exhausted() : 0;
+    int fde = r == CUDA_ERROR_OPERATING_SYSTEM ? vr_fds_exhausted() : 0;
     int rc = vr_dmabuf_export_errno(r, fde, plan->pcie_flag);
 
     if (rc == EMFILE || rc == ENFILE) {
-        getrlimit(RLIMIT_NOFILE, &rl);
         snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s: the %s is out of file "
                  "descriptors (%s; each pin holds one dma-buf fd, the limit is %llu: raise it "
                  "with ulimit -n, or unpin)", va, len,
                  vr_cuda_errstr(r), rc == EMFILE ? "process" : "system",
-                 rc == EMFILE ? "EMFILE" : "ENFILE", (unsigned long long)rl.rlim_cur);
+                 rc == EMFILE ? "EMFILE" : "ENFILE", vr_fds_limit());
     } else if (rc == EINVAL) {
         snprintf(why, wlen, "GDR_PIN_FLAG_FORCE_PCIE refused for device %d (%s): the driver "
                  "maps through the PCIe BAR on request only on a platform with a coherent "

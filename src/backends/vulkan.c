@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "process/cuda_ctx.h"
 #include "cuda_loader.h"
+#include "process/fds.h"
 #include "process/fork.h"
 #include "process/log.h"
 #include "vulkan_device.h"
@@ -273,9 +274,21 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
         return rc;
     cr = vr_vk_export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
     if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: %s",
-                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return vr_cuda_errno(cr);
+        /* The export is a descriptor: at the process's limit the driver says only that some
+         * call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). */
+        int fde = vr_fds_exhausted();
+
+        if (fde)
+            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
+                     "%s: the %s is out of file descriptors (%s; the import to Vulkan needs one "
+                     "for a moment, the limit is %llu: raise it with ulimit -n)",
+                     (unsigned long long)e->key.base, vr_cuda_errstr(cr),
+                     fde == EMFILE ? "process" : "system", fde == EMFILE ? "EMFILE" : "ENFILE",
+                     vr_fds_limit());
+        else
+            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx "
+                     "failed: %s", (unsigned long long)e->key.base, vr_cuda_errstr(cr));
+        return fde ? fde : vr_cuda_errno(cr);
     }
     rc = import_and_map(gpu, e, fd, &mem, &cpu, why, len);
     if (rc)

@@ -112,14 +112,17 @@ CUresult vr_dma_bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, ui
 }
 
 /* One synchronous copy-engine copy, in d's context (pushed unless it is current already): 0,
- * or the errno recorded for fn. */
+ * the errno recorded for fn, or -1 when the driver says the device range is not memory it
+ * knows (CUDA_ERROR_INVALID_VALUE: freed by the program under a persistent pin, whose mapping
+ * still holds the pages), for the caller to copy through the mapping instead, as
+ * gdr_copy_*_mapping would. */
 static int engine_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uint64_t dev,
                 void *host, size_t n, const char *fn)
 {
     CUcontext popped, cur = NULL;
     CUresult r = CUDA_SUCCESS, r2;
     const char *what = dir == DIR_WRITE ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
-    int bounce, push = cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != d->ctx;
+    int bounce, gone, push = cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != d->ctx;
 
     if (push && (r = cu->cuCtxPushCurrent(d->ctx)) != CUDA_SUCCESS)
         return cu_fail(r, fn, "cuCtxPushCurrent");
@@ -130,6 +133,7 @@ static int engine_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uin
     } else {
         r = vr_dma_engine(cu, d, dir, dev, host, n);
     }
+    gone = r == CUDA_ERROR_INVALID_VALUE;
     /* Even after a failure: nothing of this copy may still be running when we return. */
     r2 = cu->cuStreamSynchronize(d->stream);
     if (bounce)
@@ -140,6 +144,8 @@ static int engine_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uin
     }
     if (push)
         cu->cuCtxPopCurrent(&popped);
+    if (gone)
+        return -1;
     return r == CUDA_SUCCESS ? 0 : cu_fail(r, fn, what);
 }
 
@@ -154,10 +160,13 @@ int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *
         x = atomic_load(&w->d->pageable_x[dir]);
     if (x && n - done >= x)
         rc = engine_copy(w->cu, w->d, dir, r->dev_addr + done, host + done, n - done, fn);
-    else if (done < n && dir == DIR_WRITE)
-        vr_copy_to_mapping(r->type, map + done, host + done, n - done);
-    else if (done < n)
-        vr_copy_from_mapping(r->type, host + done, map + done, n - done);
+    if (!(x && n - done >= x) || rc < 0) {     /* the BAR's part, or all of it (engine_copy) */
+        rc = 0;
+        if (done < n && dir == DIR_WRITE)
+            vr_copy_to_mapping(r->type, map + done, host + done, n - done);
+        else if (done < n)
+            vr_copy_from_mapping(r->type, host + done, map + done, n - done);
+    }
     /* The engine's copy, the measurement's BAR writes and the BAR's copy alike (copy/copy.h:
      * what a copy ends with while mappings of several types are live). */
     if (r->mixed)

@@ -92,13 +92,15 @@ done
 verdict side_directories_see_the_core_through_pins_h
 
 # Every src/ header by name, included from outside src/ (white-box tests and benchmarks of
-# the library's internals excepted: tests/unit/wb_*, wb/, copy_*, bench/).
+# the library's internals excepted: tests/unit/wb_*, wb/, copy_*, the white-box fuzz targets
+# tests/fuzz/wb_*, bench/).
 hdrs=$(cd src && find . -name '*.h' | sed 's|^\./||')
 bad=
 for h in $hdrs; do
     b=$(basename "$h")
     hits=$(includers "[\"<]([^\">]*/)?$b[\">]" \
-           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' ':!bench/')
+           ':!src/' ':!tests/unit/wb_*' ':!tests/unit/wb/' ':!tests/unit/copy_*' \
+           ':!tests/fuzz/wb_*' ':!bench/')
     [ -n "$hits" ] && bad="$bad $b:$hits"
 done
 verdict no_src_header_outside_src

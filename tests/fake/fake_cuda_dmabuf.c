@@ -31,7 +31,10 @@
  * ..._PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, default 0); FAKE_CUDA_INTEGRATED=1 (see
  * above); FAKE_CUDA_MMAP=refuse (every export's mmap is refused); FAKE_CUDA_EXPORT_DELAY_US (the
  * export sleeps with its new fd open); FAKE_CUDA_NO_ASYNC_ALLOC=1 (the stream-ordered
- * allocator is missing, as on a device without memory pools).
+ * allocator is missing, as on a device without memory pools); FAKE_CUDA_BAR_BYTES=N (BAR1 holds
+ * N bytes of exports: one that the exports still open leave no room for says
+ * CUDA_ERROR_OUT_OF_MEMORY, as when BAR1 is exhausted; an export is open while its descriptor
+ * names the file it was given).
  * Exported for the tests: fake_cuda_exports() counts successful exports; fake_cuda_alloc_on()
  * allocates on a device; fake_cuda_refuse_mmap() makes one allocation's exports unmappable;
  * fake_cuda_retains() counts primary-context retains per device and fake_cuda_primary_refs()
@@ -49,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fake_cuda_base.h"
 
@@ -188,9 +192,49 @@ int fake_cuda_piece(CUdeviceptr va, int *fd, size_t *off, size_t *avail)
     return i >= 0 ? 0 : -1;
 }
 
-/* A new descriptor for an export: CUDA_ERROR_OPERATING_SYSTEM when the process has none left,
- * as the real driver says it. */
-static CUresult export_fd(int fd, int *out)
+/* The exports given out, for FAKE_CUDA_BAR_BYTES: one is open while its descriptor names the
+ * file it was given (the library closes it at unpin; the number may come back for another). */
+#define MAX_EXPORTS 1024
+static struct { int fd; dev_t dev; ino_t ino; size_t size; } given[MAX_EXPORTS];
+
+static size_t exports_open_bytes(void)
+{
+    struct stat st;
+    size_t n = 0;
+
+    fake_lock();
+    for (int i = 0; i < MAX_EXPORTS; i++)
+        if (given[i].size && (fstat(given[i].fd, &st) || st.st_dev != given[i].dev ||
+                              st.st_ino != given[i].ino))
+            given[i].size = 0;
+        else
+            n += given[i].size;
+    fake_unlock();
+    return n;
+}
+
+static void export_given(int fd, size_t size)
+{
+    struct stat st;
+    int i, free_at = -1;
+
+    if (fstat(fd, &st))
+        return;
+    fake_lock();
+    for (i = 0; i < MAX_EXPORTS; i++) {
+        if (given[i].size && given[i].fd == fd)
+            given[i].size = 0;          /* its number came back: that export is closed */
+        if (!given[i].size && free_at < 0)
+            free_at = i;
+    }
+    if (free_at >= 0)
+        given[free_at] = (typeof(given[0])){ fd, st.st_dev, st.st_ino, size };
+    fake_unlock();
+}
+
+/* A new descriptor for an export of size bytes: CUDA_ERROR_OPERATING_SYSTEM when the process
+ * has none left, as the real driver says it. */
+static CUresult export_fd(int fd, size_t size, int *out)
 {
     int delay = fake_env_int("FAKE_CUDA_EXPORT_DELAY_US", 0);
 
@@ -199,6 +243,7 @@ static CUresult export_fd(int fd, int *out)
                                                   : CUDA_ERROR_OUT_OF_MEMORY;
     if (delay > 0)
         usleep((useconds_t)delay);
+    export_given(fd, size);
     *out = fd;
     exports++;
     return CUDA_SUCCESS;
@@ -229,14 +274,14 @@ static int range_exportable(CUdeviceptr d, size_t size, int dev, int *nommap,
 }
 
 /* An export that cannot be mmapped: a pipe. */
-static CUresult export_pipe(int *out)
+static CUresult export_pipe(size_t size, int *out)
 {
     int pfd[2];
 
     if (pipe(pfd))
-        return export_fd(-1, out);
+        return export_fd(-1, 0, out);
     close(pfd[1]);
-    return export_fd(pfd[0], out);
+    return export_fd(pfd[0], size, out);
 }
 
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
@@ -261,14 +306,17 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t size,
     /* Drivers before 13.3 map exports of integrated GPUs only. */
     cuDriverGetVersion(&v);
     nommap |= v < 13030 && fake_env_int("FAKE_CUDA_INTEGRATED", 0) != 1;
+    if (getenv("FAKE_CUDA_BAR_BYTES") &&
+        exports_open_bytes() + size > strtoull(getenv("FAKE_CUDA_BAR_BYTES"), NULL, 0))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (nommap)
-        return export_pipe((int *)handle);
+        return export_pipe(size, (int *)handle);
     if (d == first.base && size <= first.span)
-        return export_fd(dup(first.fd), (int *)handle);
+        return export_fd(dup(first.fd), size, (int *)handle);
     if (!dlsym(RTLD_DEFAULT, "fake_mmap_interposed"))
         return CUDA_ERROR_INVALID_VALUE;
     snprintf(name, sizeof(name), "fake-dmabuf:%llx:%zx", (unsigned long long)d, size);
-    return export_fd(memfd_create(name, 0), (int *)handle);
+    return export_fd(memfd_create(name, 0), size, (int *)handle);
 }
 
 /* cuGetProcAddress: only what the dma-buf backend resolves here, and only at versions this

@@ -9,7 +9,8 @@
  * Model. A pool's memory comes in chunks: each an allocation handle of fake_cuda_vmm.c (a
  * memfd named after its GPU, its handle types the pool's) mapped at a reserved address,
  * carved front to back and given back whole when its last block is freed and the pool is
- * trimmed. A block is a FAKE_POOLED record: cuMemGetAddressRange gives the block, the
+ * trimmed: by cuMemPoolTrimTo, or, as the real driver does, by a synchronization (of a stream
+ * or the context) while the pool holds more than its release threshold (0 by default). A block is a FAKE_POOLED record: cuMemGetAddressRange gives the block, the
  * pointer attributes its pool (MEMPOOL_HANDLE), the chunk's mapping (MAPPING_BASE_ADDR and
  * _SIZE) and handle types; cuMemRetainAllocationHandle the chunk's handle. Host functions
  * queue on their stream and run when it is synchronized (cuStreamSynchronize of it,
@@ -186,6 +187,8 @@ static void invalidate(CUstream s)
     pthread_mutex_unlock(&lock);
 }
 
+static void trim(struct pool *x, size_t keep);
+
 void fake_stream_reached(CUstream s, int all)
 {
     struct host_fn *run = NULL, **tail = &run, *f;
@@ -210,6 +213,12 @@ void fake_stream_reached(CUstream s, int all)
         in_host_fn = 0;
         free(f);
     }
+    /* A synchronization releases what a pool holds beyond its release threshold. */
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < MAX_POOLS; i++)
+        if (pools[i].live)
+            trim(&pools[i], pools[i].attr[CU_MEMPOOL_ATTR_RELEASE_THRESHOLD]);
+    pthread_mutex_unlock(&lock);
 }
 
 static CUresult launch_host_fn(CUstream s, CUhostFn fn, void *data)

@@ -26,12 +26,16 @@
  * VERSION on, as a driver with a new ABI of that name), FAKE_CUDA_FORK_REFUSE=1 (in a child
  * forked from the process that loaded it, cuMemAlloc, cuMemCreate, cuMemMap and
  * cuMemImportFromShareableHandle say CUDA_ERROR_NOT_INITIALIZED, as the real driver refuses
- * CUDA there; fake_cuda_base.h).
+ * CUDA there; fake_cuda_base.h), FAKE_CUDA_VRAM_BYTES=N (the GPU holds N bytes of VMM
+ * allocations: a cuMemCreate that the live ones leave no room for says
+ * CUDA_ERROR_OUT_OF_MEMORY). An export that finds no descriptor left says
+ * CUDA_ERROR_OPERATING_SYSTEM, as the dma-buf stand-in's does.
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
  * cuMemExportToShareableHandle calls), fake_imports() (cuMemImportFromShareableHandle's).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +188,18 @@ CUresult fake_vmm_handle_new(int fd, size_t size, const CUmemAllocationProp *p,
     return CUDA_SUCCESS;
 }
 
+/* The bytes of the live allocations (imports of another process's included). */
+static size_t vram_used(void)
+{
+    size_t n = 0;
+
+    fake_lock();
+    for (int i = 0; i < MAXN; i++)
+        n += handles[i].refs ? handles[i].size : 0;
+    fake_unlock();
+    return n;
+}
+
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p,
                      unsigned long long f)
 {
@@ -210,6 +226,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
         return CUDA_ERROR_INVALID_VALUE;
     if (p->location.id < 0 || p->location.id >= fake_ndev())
         return CUDA_ERROR_INVALID_DEVICE;
+    if (getenv("FAKE_CUDA_VRAM_BYTES") &&
+        vram_used() + size > strtoull(getenv("FAKE_CUDA_VRAM_BYTES"), NULL, 0))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     snprintf(name, sizeof(name), FAKE_GPU_MEMFD_PREFIX "%d", p->location.id);
     fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)size)) {
@@ -245,15 +264,17 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *p,
 CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
                                       CUmemAllocationHandleType t, unsigned long long f)
 {
-    int i, fd = -1;
+    int i, fd = -1, err = 0;
 
     if (!out || f || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         return CUDA_ERROR_INVALID_VALUE;
     fake_lock();
     i = handle_index(h);
     if (i >= 0 && (handles[i].prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-        fd = dup(handles[i].fd);
+        fd = dup(handles[i].fd), err = fd < 0 ? errno : 0;
     fake_unlock();
+    if (err == EMFILE || err == ENFILE)
+        return CUDA_ERROR_OPERATING_SYSTEM;
     if (fd < 0)
         return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
     __atomic_add_fetch(&n_exports, 1, __ATOMIC_RELAXED);

@@ -17,7 +17,9 @@
  * FAKE_VK_ACCEPT_FOREIGN=1 (import another GPU's memory anyway: lets a test show that its
  * own check of which device served an import catches a wrong choice), FAKE_VK_START_MS=N
  * (vkCreateInstance takes N ms after it has registered its exit handler, as a real driver
- * registers its handlers while it loads and starts).
+ * registers its handlers while it loads and starts), FAKE_VK_BAR_BYTES=N (BAR1 holds N bytes:
+ * an import that the live ones leave no room for fails with VK_ERROR_OUT_OF_DEVICE_MEMORY, as
+ * when BAR1 is exhausted; without it, no limit).
  * The ways a machine cannot pin through Vulkan (tests/vulkan/test_vulkan_unpinnable.sh):
  * FAKE_VK_NO_ICD=1 (the loader finds no driver: vkCreateInstance says
  * VK_ERROR_INCOMPATIBLE_DRIVER, as the real loader in a container given no graphics driver),
@@ -63,6 +65,7 @@ static int instance_dummy;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_mem *mems;
 static int n_imports, n_refused, n_live;
+static VkDeviceSize live_bytes;       /* the live imports', against FAKE_VK_BAR_BYTES */
 
 static int env_int(const char *name, int dflt)
 {
@@ -315,6 +318,15 @@ static VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev, const VkMemoryAlloc
     m = calloc(1, sizeof(*m));
     if (!m)
         return VK_ERROR_OUT_OF_HOST_MEMORY;
+    pthread_mutex_lock(&lock);
+    if (getenv("FAKE_VK_BAR_BYTES") &&
+        live_bytes + ai->allocationSize > strtoull(getenv("FAKE_VK_BAR_BYTES"), NULL, 0)) {
+        pthread_mutex_unlock(&lock);
+        free(m);
+        return VK_ERROR_OUT_OF_DEVICE_MEMORY;   /* BAR1 is full: the fd stays the caller's */
+    }
+    live_bytes += ai->allocationSize;
+    pthread_mutex_unlock(&lock);
     m->dev = d;
     m->fd = imp->fd; /* the import owns it now */
     m->gpu = gpu;
@@ -342,6 +354,7 @@ static void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory mem,
     if (*pp) {
         *pp = m->next;
         n_live--;
+        live_bytes -= m->size;
     }
     pthread_mutex_unlock(&lock);
     if (m->map)

@@ -23,6 +23,16 @@ $(GUEST_BIN)/tests/%: tests/kernel/guest/%.c $(GUEST_KIT_SRCS) $(GUEST_KIT_HDRS)
 	@mkdir -p $(dir $@)
 	$(guest-prog)
 
+# The guest's ioctl fuzzer makes its calls from the syzkaller descriptions of driver/syzkaller/:
+# their call table, made by syz_table.awk (which fails on a description it cannot read).
+SYZ_TABLE := $(GUEST_BIN)/gen/syz_table.h
+$(SYZ_TABLE): tests/kernel/guest/syz_table.awk driver/syzkaller/gdrdrv.txt \
+        driver/syzkaller/gdrdrv_emu.txt
+	@mkdir -p $(dir $@)
+	awk -f $< $(filter %.txt,$^) >$@.tmp && mv $@.tmp $@
+$(GUEST_BIN)/tests/fuzz_ioctl_test: $(SYZ_TABLE) tests/kernel/guest/syz_types.h
+$(GUEST_BIN)/tests/fuzz_ioctl_test: GUEST_CPPFLAGS += -I$(GUEST_BIN)/gen
+
 .PHONY: guest-progs
 guest-progs: $(GUEST_TESTS)
 check: guest-progs

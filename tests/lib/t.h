@@ -81,6 +81,11 @@ int t_send_fd(int sock, int fd, uint64_t handle);
 /* Receive what t_send_fd sent: the fd, or -1 (also when no fd came with the message). */
 int t_recv_fd(int sock, uint64_t *handle);
 
+/* What a process holds, for the tests that check it gave everything back: its open
+ * descriptors, and its mappings whose line in /proc/self/maps contains needle. */
+int t_count_fds(void);
+int t_count_maps(const char *needle);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* t_proc.c - the test kit's process helpers: re-running this program in a child, bounded
  * waits, a read that may fault, fd passing (see t.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -220,4 +221,30 @@ int t_recv_fd(int sock, uint64_t *handle)
         return -1;
     memcpy(&fd, CMSG_DATA(c), sizeof(int));
     return fd;
+}
+
+int t_count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = -1;         /* the directory's own */
+
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+int t_count_maps(const char *needle)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    char line[512];
+    int n = 0;
+
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
 }

@@ -164,6 +164,7 @@ if [ -f /modules/gdrdrv.ko ]; then
         fi
         run_test core /tests/core_test
         run_test gdrdrv /tests/gdrdrv_test
+        run_test fuzz /tests/fuzz_ioctl_test
         check_gdrdrv gdrdrv-persistent 1
         unload_gdrdrv unload/after-persistent && check_leaks leak/after-persistent "$BASE"
 
