@@ -12,7 +12,7 @@
 GUEST_BIN      := $(BUILD)/guest
 GUEST_KIT_SRCS := $(TEST_KIT_SRCS) tests/kernel/emu/emu.c tests/kernel/guest/mmio.c
 GUEST_KIT_HDRS := $(TEST_KIT_HDRS) tests/kernel/emu/nvp2p_emu.h \
-                  tests/kernel/emu/emu.h tests/kernel/guest/mmio.h \
+                  tests/kernel/emu/emu.h tests/kernel/guest/mmio.h tests/kernel/guest/race.h \
                   driver/uapi/gdrdrv.h
 GUEST_TESTS    := $(patsubst tests/kernel/guest/%.c,$(GUEST_BIN)/tests/%,\
                   $(filter-out tests/kernel/guest/mmio.c,$(wildcard tests/kernel/guest/*.c)))

@@ -122,6 +122,35 @@ int emu_coherent(void)
     return c == 'Y';
 }
 
+int emu_gate(unsigned int mask)
+{
+    FILE *f = fopen(NVP2P_EMU_GATE_PARAM, "w");
+    int e = 0;
+
+    if (!f)
+        return errno;
+    if (fprintf(f, "%u\n", mask) < 0)
+        e = errno;
+    if (fclose(f) && !e)
+        e = errno;              /* the write happens at the flush: EINVAL shows here */
+    return e;
+}
+
+int emu_stopped(unsigned int place)
+{
+    FILE *f = fopen(NVP2P_EMU_STOPPED_PARAM, "r");
+    int n[3] = { -1, -1, -1 }, i;
+
+    if (!f)
+        return -1;
+    if (fscanf(f, "%d %d %d", &n[0], &n[1], &n[2]) != 3)
+        n[0] = n[1] = n[2] = -1;
+    fclose(f);
+    for (i = 0; i < 3 && place != 1U << i; i++)
+        ;
+    return i < 3 ? n[i] : -1;
+}
+
 uint64_t emu_live_pins(void)
 {
     struct nvp2p_emu_stats st;

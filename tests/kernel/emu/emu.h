@@ -30,6 +30,14 @@ int emu_release(uint64_t va);
 /* Whether the provider is in its coherent mode (NVP2P_EMU_COHERENT_PARAM says Y). */
 int emu_coherent(void);
 
+/*
+ * The gates (NVP2P_EMU_GATE_PARAM): close the places in mask, open the others; 0 or an errno.
+ * emu_stopped: how many tasks are stopped now at place (one NVP2P_EMU_GATE_* bit), -1 when
+ * the provider cannot tell.
+ */
+int emu_gate(unsigned int mask);
+int emu_stopped(unsigned int place);
+
 /* The leak counter and the number of free callbacks fired so far; UINT64_MAX when the
  * provider cannot be asked, which no leak check takes for a count it expected. */
 uint64_t emu_live_pins(void);

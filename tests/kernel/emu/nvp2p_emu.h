@@ -93,6 +93,23 @@ struct nvp2p_emu_cb_delay {
 };
 #define NVP2P_EMU_IOC_CB_DELAY _IOW(NVP2P_EMU_MAGIC, 7, struct nvp2p_emu_cb_delay)
 
+/*
+ * Added for the race tests (issue 43: no race test may rest on a sleep): gates. The module
+ * parameter gate (NVP2P_EMU_GATE_PARAM, writable at run time) is a mask of the places below;
+ * while a place's bit is set, a task that reaches it waits there until the bit is cleared
+ * (30 s at most); a place whose bit is clear stops for its delay, if any (cb_delay above,
+ * parameters put_delay_ms and unlink_delay_ms). The read-only parameter stopped
+ * (NVP2P_EMU_STOPPED_PARAM) reads "CB PUT UNLINK": how many tasks are stopped at each place
+ * now, by gate or delay.
+ */
+#define NVP2P_EMU_GATE_PARAM    "/sys/module/nvp2p_emu/parameters/gate"
+#define NVP2P_EMU_STOPPED_PARAM "/sys/module/nvp2p_emu/parameters/stopped"
+#define NVP2P_EMU_GATE_CB     (1U << 0) /* FREE, its callbacks due (marked running; in order 2
+                                           unlinked), before it calls them: where cb_delay is */
+#define NVP2P_EMU_GATE_PUT    (1U << 1) /* nvidia_p2p_put_pages, before it looks the table up */
+#define NVP2P_EMU_GATE_UNLINK (1U << 2) /* nvidia_p2p_free_page_table, called from the
+                                           consumer's running callback, after the unlink */
+
 /* Added for the MMIO tests: the physical address behind byte `va` of a live allocation. */
 struct nvp2p_emu_phys {
     __u64 va;          /* in */

@@ -24,6 +24,7 @@
 
 #include "t.h"
 #include "emu.h"
+#include "race.h"
 
 #define GPU_PAGE 65536ULL
 
@@ -106,7 +107,11 @@ static void test_unpin_after_callback(void)
     gdr_close(g);
 }
 
-/* Unpin racing a slow callback: put_pages must wait for it; nothing leaks or deadlocks. */
+/*
+ * Unpin racing a slow callback: put_pages must wait for it; nothing leaks or deadlocks. FREE
+ * holds the callback at the provider's gate (marked running, not called) until the unpin is
+ * seen waiting for it in put_pages, or has returned (race.h).
+ */
 struct racer {
     uint64_t va;
     int ret;
@@ -120,38 +125,69 @@ static void *free_thread(void *arg)
     return NULL;
 }
 
+struct unpinner {
+    gdr_t g;
+    gdr_mh_t mh;
+    int ret;
+};
+
+static void *unpin_thread(void *arg)
+{
+    struct unpinner *u = arg;
+
+    u->ret = gdr_unpin_buffer(u->g, u->mh);
+    return NULL;
+}
+
+/* The unpin, in tu once FREE holds the callback: what was seen, or NULL if it got stuck. */
+static const char *unpin_while_held(struct unpinner *u, struct race_thread *tu)
+{
+    int b;
+
+    if (race_wait_stopped(NVP2P_EMU_GATE_CB, 1) || race_thread_start(tu, -1, unpin_thread, u))
+        return NULL;
+    b = race_thread_blocked(tu, "nvidia_p2p");
+    return b == RACE_BLOCKED ? "waited for it in put_pages" : b == RACE_DONE ? "returned" : NULL;
+}
+
 static void test_unpin_races_callback(void)
 {
     struct racer r = { 0 };
+    struct unpinner u = { 0 };
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
     gdr_t g = gdr_open();
-    gdr_mh_t mh;
     void *map;
     pthread_t th;
-    struct timespec ts = { 0, 300 * 1000 * 1000 };
+    struct race_thread tu = { 0 };
+    const char *seen = NULL;
+    int a;
 
-    if (!g || emu_alloc(2 * GPU_PAGE, 1, 0, &r.va) || gdr_pin_buffer_v2(g, r.va, 2 * GPU_PAGE, 0, &mh) ||
-        gdr_map(g, mh, &map, 2 * GPU_PAGE) || emu_cb_delay(1000)) {
+    if (!g || emu_alloc(2 * GPU_PAGE, 1, 0, &r.va) || gdr_pin_buffer_v2(g, r.va, 2 * GPU_PAGE, 0, &u.mh) ||
+        gdr_map(g, u.mh, &map, 2 * GPU_PAGE) || emu_gate(NVP2P_EMU_GATE_CB) ||
+        pthread_create(&th, NULL, free_thread, &r)) {
         t_fail("unpin_races_callback", "setup failed");
+        emu_gate(0);
         if (g)
             gdr_close(g);
         return;
     }
-    pthread_create(&th, NULL, free_thread, &r);
-    nanosleep(&ts, NULL);               /* FREE is now sleeping with the callback due (1 s) */
-    struct timespec t0, t1;
-    int a = gdr_unmap(g, mh, map, 2 * GPU_PAGE);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int b = gdr_unpin_buffer(g, mh);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    u.g = g;
+    a = gdr_unmap(g, u.mh, map, 2 * GPU_PAGE);
+    seen = unpin_while_held(&u, &tu);
+    emu_gate(0);                        /* whatever happened: the callback goes on */
+    if (!tu.started)
+        u.ret = gdr_unpin_buffer(g, u.mh);
+    else if (race_thread_join(&tu, 2 * RACE_WAIT_S))
+        seen = NULL;
     pthread_join(th, NULL);
-    /* Informational: put_pages waiting for the callback shows as a long unpin. */
-    printf("# unpin during the callback window took %ld ms\n",
-           (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-    emu_cb_delay(0);
-    t_check(!r.ret && !a && !b && emu_live_pins() == base && emu_callbacks_fired() == cbs + 1,
-            "unpin_races_callback", "free %d unmap %d unpin %d live pins %llu (was %llu) callbacks +%llu",
-            r.ret, a, b, (unsigned long long)emu_live_pins(), (unsigned long long)base,
+    if (seen)
+        printf("# the unpin came while FREE held the callback, and %s\n", seen);
+    t_check(seen && !r.ret && !a && !u.ret && emu_live_pins() == base &&
+            emu_callbacks_fired() == cbs + 1, "unpin_races_callback",
+            "%s; free %d unmap %d unpin %d live pins %llu (was %llu) callbacks +%llu",
+            seen ? "came while the callback was held" :
+            "FREE's callback never held at the gate, or the unpin neither waited nor returned",
+            r.ret, a, u.ret, (unsigned long long)emu_live_pins(), (unsigned long long)base,
             (unsigned long long)(emu_callbacks_fired() - cbs));
     gdr_close(g);
 }
@@ -192,16 +228,19 @@ static void test_free_unpin_stress(void)
             done, rounds, (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 
-/* A process exits (its fd released) while the free callback of its pin is due. */
+/*
+ * A process exits (its fd released) while the free callback of its pin is due: FREE holds
+ * the callback at the gate until the exiting child is seen blocked (its release waiting in
+ * put_pages) or gone.
+ */
 static void test_exit_races_callback(void)
 {
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
     struct racer r = { 0 };
-    int ready[2], go[2], rc;
+    int ready[2], go[2], rc, b = RACE_TIMEOUT;
     char c = 0;
     pthread_t th;
     pid_t pid;
-    struct timespec ts = { 0, 200 * 1000 * 1000 };
 
     if (emu_alloc(2 * GPU_PAGE, 1, 0, &r.va) || pipe(ready) || pipe(go)) {
         t_fail("exit_races_callback", "setup failed");
@@ -219,23 +258,29 @@ static void test_exit_races_callback(void)
             _exit(2);
         _exit(0);                      /* pins and mapping released by exit */
     }
-    if (read(ready[0], &c, 1) != 1 || emu_cb_delay(800)) {
-        t_fail("exit_races_callback", "child did not pin");
+    if (read(ready[0], &c, 1) != 1 || emu_gate(NVP2P_EMU_GATE_CB) ||
+        pthread_create(&th, NULL, free_thread, &r)) {
+        t_fail("exit_races_callback", "child did not pin, or gate or thread");
+        emu_gate(0);
         kill(pid, SIGKILL);
         t_wait_child(pid, 60);
         emu_free(r.va);
         return;
     }
-    pthread_create(&th, NULL, free_thread, &r);
-    nanosleep(&ts, NULL);
-    if (write(go[1], "g", 1) != 1)
-        c = 0;
+    if (!race_wait_stopped(NVP2P_EMU_GATE_CB, 1) && write(go[1], "g", 1) == 1)
+        b = race_wait_blocked(pid, pid, NULL, "nvidia_p2p");
+    emu_gate(0);                        /* whatever happened: the callback goes on */
     rc = t_wait_child(pid, 60);
     pthread_join(th, NULL);
-    emu_cb_delay(0);
-    t_check(rc == 0 && !r.ret && emu_live_pins() == base && emu_callbacks_fired() == cbs + 1, "exit_races_callback",
-            "child %d free %d live pins %llu (was %llu) callbacks +%llu", rc, r.ret,
-            (unsigned long long)emu_live_pins(), (unsigned long long)base,
+    if (b != RACE_TIMEOUT)
+        printf("# the child exited while FREE held the callback, and %s\n",
+               b == RACE_BLOCKED ? "its release waited for it in put_pages" : "was gone first");
+    t_check(b != RACE_TIMEOUT && rc == 0 && !r.ret && emu_live_pins() == base &&
+            emu_callbacks_fired() == cbs + 1, "exit_races_callback",
+            "%s; child %d free %d live pins %llu (was %llu) callbacks +%llu",
+            b != RACE_TIMEOUT ? "exited while the callback was held" :
+            "FREE's callback never held at the gate, or the child neither waited nor exited",
+            rc, r.ret, (unsigned long long)emu_live_pins(), (unsigned long long)base,
             (unsigned long long)(emu_callbacks_fired() - cbs));
     close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
 }
@@ -248,6 +293,7 @@ static void test_exit_races_callback(void)
 static __thread sigjmp_buf bus_jmp;
 static __thread volatile int bus_armed;
 static volatile int reader_stop;
+static unsigned long reader_reads;      /* atomic: reads done so far */
 
 static void on_bus(int sig)
 {
@@ -277,8 +323,10 @@ static void *reader_main(void *arg)
     struct reader *r = arg;
     unsigned long i = 0;
 
-    while (!reader_stop)
+    while (!reader_stop) {
         bus_faults(r->map + (i++ % r->pages) * 4096);
+        __atomic_store_n(&reader_reads, i, __ATOMIC_RELEASE);
+    }
     return NULL;
 }
 
@@ -295,7 +343,6 @@ static void test_no_stale_pte(void)
         void *map;
         struct reader r;
         pthread_t th;
-        struct timespec ts = { 0, 20 * 1000 * 1000 };
         int readable = 0;
 
         if (!g || emu_alloc(pages * 4096, 0, 0, &va) || gdr_pin_buffer_v2(g, va, pages * 4096, 0, &mh) ||
@@ -304,7 +351,12 @@ static void test_no_stale_pte(void)
         signal(SIGBUS, on_bus);
         r = (struct reader){ map, pages };
         pthread_create(&th, NULL, reader_main, &r);
-        nanosleep(&ts, NULL);
+        /* Every page faulted in once before the free, however slow the machine (bounded). */
+        for (double end = race_now() + RACE_WAIT_S;
+             __atomic_load_n(&reader_reads, __ATOMIC_ACQUIRE) < pages && race_now() < end;)
+            race_sleep_ms(1);
+        if (__atomic_load_n(&reader_reads, __ATOMIC_ACQUIRE) < pages)
+            _exit(83);
         if (emu_free(va))
             _exit(81);
         reader_stop = 1;
@@ -315,7 +367,8 @@ static void test_no_stale_pte(void)
     }
     int rc = t_wait_child(pid, 60);
     t_check(rc == 0 && emu_live_pins() == base, "no_stale_pte_after_free",
-            "child status %d (82: pages still readable after the callback), live pins %llu (was %llu)",
+            "child status %d (82: pages still readable after the callback, 83: the reader "
+            "did not fault every page in), live pins %llu (was %llu)",
             rc, (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include "emu.h"
 #include "legacy_info.h"
+#include "race.h"
 #include "t.h"
 #include "vramio.h"
 
@@ -236,23 +237,32 @@ static void threads(gdr_t g, uint64_t dva, uint64_t base)
           (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }
 
-/* gdr_close while other threads are pinning through the same instance. */
-static _Atomic int racers_bad;
+/*
+ * gdr_close while other threads are pinning through the same instance. The racers pin and
+ * unpin until the close refuses them (EINVAL), and the close comes once each has pinned, so
+ * it lands while they pin however slow the machine; both are bounded (RACE_WAIT_S).
+ */
+static _Atomic int racers_bad, racers_started, racers_closed;
 
 static void *close_racer(void *arg)
 {
     struct worker *w = arg;
+    double end = race_now() + RACE_WAIT_S;
     gdr_mh_t mh;
     int i, rc;
 
-    for (i = 0; i < 200; i++) {
+    for (i = 0; race_now() < end; i++) {
         rc = gdr_pin_buffer_v2(w->g, w->dva, 65536, 0, &mh);
-        if (rc == EINVAL)
-            break; /* closed */
+        if (rc == EINVAL) {
+            racers_closed++;            /* still pinning when the close came */
+            break;
+        }
         if (rc != 0) {
             racers_bad++;
             break;
         }
+        if (i == 0)
+            racers_started++;
         rc = gdr_unpin_buffer(w->g, mh);
         if (rc != 0 && rc != EINVAL) /* EINVAL: gdr_close released it first */
             racers_bad++;
@@ -274,12 +284,17 @@ static void close_race(uint64_t dva, uint64_t base)
         w[i] = (struct worker){ .g = g, .dva = dva + (uint64_t)i * 65536, .id = i };
         pthread_create(&t[i], NULL, close_racer, &w[i]);
     }
-    usleep(20000);
+    for (double end = race_now() + RACE_WAIT_S; racers_started + racers_bad < N && race_now() < end;)
+        race_sleep_ms(1);
     t_check(gdr_close(g) == 0, "close_while_pinning", "%s", vramio_last_error());
     for (i = 0; i < N; i++)
         pthread_join(t[i], NULL);
+    printf("# gdr_close came while %d of %d racers were pinning\n", (int)racers_closed, N);
     t_check(racers_bad == 0, "racers_get_results_or_einval", "%d unexpected codes",
             (int)racers_bad);
+    t_check(racers_closed > 0, "close_came_while_pinning",
+            "no racer was still pinning when gdr_close came (%d had started)",
+            (int)racers_started);
     t_check(emu_live_pins() == base, "close_race_no_leak", "live pins %llu, base %llu",
           (unsigned long long)emu_live_pins(), (unsigned long long)base);
 }

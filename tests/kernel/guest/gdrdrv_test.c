@@ -22,6 +22,7 @@
 
 #include "t.h"
 #include "emu.h"
+#include "race.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
@@ -74,8 +75,9 @@ static int reload(const char *params)
     snprintf(cmd, sizeof(cmd), "rmmod gdrdrv && insmod " MODULE " %s", params);
     if (system(cmd) != 0)
         return -1;
-    for (int i = 0; i < 50 && access("/dev/gdrdrv", F_OK); i++)
-        usleep(100000);
+    /* The node comes with the load; a slow guest gets as long as it takes (bounded). */
+    for (double end = race_now() + RACE_WAIT_S; access("/dev/gdrdrv", F_OK) && race_now() < end;)
+        race_sleep_ms(10);
     fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
     return fd < 0 ? -1 : 0;
 }

@@ -334,7 +334,8 @@ static void test_pin_reply_undoes_its_own(int cap)
     started = !pthread_create(&th, NULL, reply_pin_thread, &r);
     struct pollfd pf = { .fd = uffd, .events = POLLIN };
     struct uffd_msg msg;
-    if (!started || poll(&pf, 1, 10000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+    /* Bounded generously: on a loaded machine the thread may be slow to get there. */
+    if (!started || poll(&pf, 1, 30000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg)) {
         t_fail("pin_reply_undoes_its_own", "the PIN never wrote its reply");
         goto out;
     }

@@ -25,6 +25,7 @@
 
 #define GPU_PAGE 65536ULL
 #define STEP (GPU_PAGE / 4096)          /* handles of 64 KiB pins advance by this */
+#define MIN_ROUNDS 21                   /* FREE racing PIN or UNPIN: rounds that count */
 
 static int fd = -1;
 
@@ -151,7 +152,8 @@ static void test_free_races(int during_pin)
     int rounds = 200, done = 0, fired = 0;
     time_t t0 = time(NULL);
 
-    for (int i = 0; i < rounds && time(NULL) - t0 < 40; i++) {
+    /* The time bound cuts the rounds short, never below the MIN_ROUNDS the check wants. */
+    for (int i = 0; i < rounds && (i < MIN_ROUNDS || time(NULL) - t0 < 40); i++) {
         struct freer f = { .spin = (unsigned)(i % 16) * 500 };
         pthread_t th;
         int e = 0;
@@ -178,7 +180,7 @@ static void test_free_races(int during_pin)
     }
     fired = (int)(emu_callbacks_fired() - cbs);
     printf("# %s: %d rounds, %d callbacks\n", name, done, fired);
-    t_check(done == rounds || done > 20, name, "%d of %d rounds", done, rounds);
+    t_check(done >= MIN_ROUNDS, name, "%d of %d rounds", done, rounds);
     char leak[64];
     snprintf(leak, sizeof(leak), "%s_no_leak", name);
     t_check(emu_live_pins() == base, leak, "live pins %llu (was %llu)",

@@ -2,8 +2,9 @@
 /*
  * provider_test.c - the emulated provider's own behaviour through /dev/nvp2p_emu, so the
  * harness proves its test double before trusting it: allocation per page size, zero fill,
- * READ/WRITE across GPU page boundaries, range checks, FREE, failure injection, the limits
- * and the counters. The nvidia_p2p_* exports are exercised through gdrdrv by the other tests.
+ * READ/WRITE across GPU page boundaries, range checks, FREE, failure injection, the limits,
+ * the counters and the gates' parameters. The nvidia_p2p_* exports are exercised through
+ * gdrdrv by the other tests.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -154,6 +155,23 @@ static void test_misc_ioctls(void)
             "unknown %d delay-too-long %d delay-0 %d", unknown, big, zero);
 }
 
+/*
+ * The gates' parameters (the race tests use them: tests/kernel/guest/race.h): a mask of the
+ * three places is taken, anything else refused; nobody is stopped anywhere now.
+ */
+static void test_gates(void)
+{
+    int all = emu_gate(NVP2P_EMU_GATE_CB | NVP2P_EMU_GATE_PUT | NVP2P_EMU_GATE_UNLINK);
+    int open = emu_gate(0), unknown = emu_gate(1U << 3);
+    int cb = emu_stopped(NVP2P_EMU_GATE_CB), put = emu_stopped(NVP2P_EMU_GATE_PUT);
+    int unlink = emu_stopped(NVP2P_EMU_GATE_UNLINK), two = emu_stopped(3);
+
+    t_check(!all && !open && unknown == EINVAL && !cb && !put && !unlink && two == -1, "gates",
+            "all %d open %d unknown-bit %d, stopped %d %d %d, two places %d", all, open,
+            unknown, cb, put, unlink, two);
+    emu_gate(0);
+}
+
 int main(void)
 {
     struct nvp2p_emu_stats before, after;
@@ -173,6 +191,7 @@ int main(void)
     test_inject();
     test_limits();
     test_misc_ioctls();
+    test_gates();
     emu_stats(&after);
     t_check(after.live_allocs == before.live_allocs && after.live_pins == before.live_pins,
             "counters_balanced", "allocs %llu -> %llu, pins %llu -> %llu",

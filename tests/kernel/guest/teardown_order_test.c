@@ -5,9 +5,11 @@
  * emu_p2p.c): 0, the consumer's callback frees the table; 1, NVIDIA's order (callback with
  * the table listed, under the lock put_pages takes, then the provider unlinks and frees it);
  * 2, the table unlinked before the callback is entered, put_pages returning 0 meanwhile
- * without waiting. FREE holds its callbacks back for DELAY_MS (cb_delay) and the freeing
- * side comes in the middle of that: in order 2 gdrdrv is told "put" before the callback
- * has begun, frees the pin, and the callback comes afterwards. A gdrdrv whose callback finds
+ * without waiting. FREE holds its callbacks back (the provider's callback gate) and the
+ * freeing side comes in the middle of that, and the gate opens only once it is seen blocked
+ * in the provider (orders 0 and 1: put_pages waits) or returned (order 2: race.h): in
+ * order 2 gdrdrv is told "put" before the callback has begun, frees the pin, and the
+ * callback comes afterwards. A gdrdrv whose callback finds
  * its pin by address then works on freed memory (KASAN's use-after-free report on the debug
  * kernel, which the rig fails on); it must find nothing and leave. Each round checks UNPIN's
  * result, that FREE fired its callback, and that the provider's live tables and gdrdrv's
@@ -16,19 +18,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "t.h"
 #include "emu.h"
+#include "race.h"
 #include "uapi/gdrdrv.h"
 
 #define GPU_PAGE 65536ULL
-#define DELAY_MS 300
+#define GATE NVP2P_EMU_GATE_CB
 #define ORDER "/sys/module/nvp2p_emu/parameters/order"
 
 static int set_order(unsigned int v)
@@ -40,13 +41,6 @@ static int set_order(unsigned int v)
         return 0;
     ok = fprintf(f, "%u\n", v) > 0;
     return fclose(f) == 0 && ok;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-    nanosleep(&ts, NULL);
 }
 
 /* gdrdrv's count of live pin structs (the params file). */
@@ -78,17 +72,73 @@ static void *free_now(void *arg)
     return NULL;
 }
 
+/* The freeing side of UNPIN_DURING and CLOSE_DURING, in a thread of its own. */
+struct side {
+    int fd, unpin, ret;
+    uint64_t handle;
+};
+
+static void *freeing_side(void *arg)
+{
+    struct side *s = arg;
+    struct gdrdrv_unpin_buffer u = { .handle = s->handle };
+
+    if (s->unpin)
+        s->ret = ioctl(s->fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;
+    close(s->fd);
+    return NULL;
+}
+
+/*
+ * During FREE, its callback held at the gate: the freeing side started, and seen blocked in
+ * the provider's put_pages or done, then the gate opened. 1 when it was blocked, 0 when it
+ * returned first; -1 with why filled when a state never came.
+ */
+static int during_free(unsigned int order, struct freer *f, struct side *s, char *why,
+                       size_t len)
+{
+    struct race_thread tf, ts = { 0 };
+    int e = emu_gate(GATE), b = RACE_TIMEOUT, ran = 0;
+
+    if (e || (e = race_thread_start(&tf, -1, free_now, f))) {
+        snprintf(why, len, "order %u: gate or thread: %s", order, strerror(e));
+        emu_gate(0);
+        close(s->fd);
+        return -1;
+    }
+    if (race_wait_stopped(GATE, 1)) {
+        snprintf(why, len, "order %u: FREE never reached the provider's callback gate in %d s",
+                 order, RACE_WAIT_S);
+    } else if ((e = race_thread_start(&ts, -1, freeing_side, s))) {
+        snprintf(why, len, "order %u: thread: %s", order, strerror(e));
+    } else {
+        ran = 1;
+        b = race_thread_blocked(&ts, "nvidia_p2p");
+        if (b == RACE_TIMEOUT)
+            snprintf(why, len, "order %u: %s neither blocked in put_pages nor returned in %d s",
+                     order, s->unpin ? "UNPIN" : "close()", RACE_WAIT_S);
+    }
+    emu_gate(0);                        /* whatever happened: the callback goes on */
+    if (!ran)
+        close(s->fd);                   /* the side never ran */
+    if ((race_thread_join(&ts, 2 * RACE_WAIT_S) | race_thread_join(&tf, 2 * RACE_WAIT_S)) &&
+        b != RACE_TIMEOUT) {
+        snprintf(why, len, "order %u: a thread stuck in the kernel after the gate opened", order);
+        b = RACE_TIMEOUT;
+    }
+    return b == RACE_TIMEOUT ? -1 : b == RACE_BLOCKED;
+}
+
 enum how { CALLBACK_FIRST, UNPIN_DURING, CLOSE_DURING };
 static const char *const how_name[] = { "callback_then_unpin", "unpin_during_free",
                                         "close_during_free" };
 
-/* One round; 0 or 1 with why filled. */
-static int round_of(unsigned int order, enum how how, char *why, size_t len)
+/* One round; 0 or 1 with why filled. *waited: the freeing side waited for the callback. */
+static int round_of(unsigned int order, enum how how, int *waited, char *why, size_t len)
 {
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
     struct gdrdrv_pin_buffer_v2 p = { .size = GPU_PAGE };
     struct freer f = { 0 };
-    pthread_t th;
     int fd, e = 0;
     long pins;
 
@@ -109,19 +159,17 @@ static int round_of(unsigned int order, enum how how, char *why, size_t len)
     struct gdrdrv_unpin_buffer u = { .handle = p.handle };
 
     if (how == CALLBACK_FIRST) {
-        emu_cb_delay(0);
         free_now(&f);
         e = ioctl(fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;
         close(fd);
     } else {
-        emu_cb_delay(DELAY_MS);
-        pthread_create(&th, NULL, free_now, &f);
-        sleep_ms(DELAY_MS / 3);         /* FREE is holding its callback back now */
-        if (how == UNPIN_DURING)
-            e = ioctl(fd, GDRDRV_IOC_UNPIN_BUFFER, &u) ? errno : 0;
-        close(fd);
-        pthread_join(th, NULL);
-        emu_cb_delay(0);
+        struct side s = { .fd = fd, .unpin = how == UNPIN_DURING, .handle = p.handle };
+        int w = during_free(order, &f, &s, why, len);
+
+        if (w < 0)
+            return 1;
+        *waited += w;
+        e = s.ret;
     }
     pins = gdrdrv_pins();
     /*
@@ -142,8 +190,11 @@ int main(void)
 {
     char why[256], name[96];
 
-    if (access(ORDER, W_OK)) {
-        t_fail("setup", "the provider has no writable %s: %s", ORDER, strerror(errno));
+    int e = 0;
+
+    if (access(ORDER, W_OK) || (e = emu_gate(0))) {
+        t_fail("setup", "the provider has no writable %s or gates: %s", ORDER,
+               strerror(e ? e : errno));
         return t_status();
     }
     for (unsigned int order = 0; order <= 2; order++) {
@@ -152,15 +203,19 @@ int main(void)
             break;
         }
         for (int how = CALLBACK_FIRST; how <= CLOSE_DURING; how++) {
-            int bad = 0;
+            int bad = 0, waited = 0, r;
 
             why[0] = 0;
-            for (int r = 0; r < 2 && !bad; r++)
-                bad = round_of(order, (enum how)how, why, sizeof(why));
+            for (r = 0; r < 2 && !bad; r++)
+                bad = round_of(order, (enum how)how, &waited, why, sizeof(why));
             snprintf(name, sizeof(name), "order%u/%s", order, how_name[how]);
+            if (how != CALLBACK_FIRST && !bad)
+                printf("# %s: the freeing side came while FREE held its callback in %d of %d "
+                       "rounds, and waited for it in %d\n", name, r, r, waited);
             t_check(!bad, name, "%s", why);
         }
     }
     set_order(0);
+    emu_gate(0);
     return t_status();
 }

@@ -96,6 +96,13 @@ void emu_hold_cb_begin(void);   /* FREE is about to run a callback in this task 
 void emu_hold_cb_end(void);
 void emu_hold_exit(void);
 
+/*
+ * emu_gate.c: the places where a task stops (place: one NVP2P_EMU_GATE_* bit): until the
+ * place's gate opens while it is closed, else for delay_ms (0: not at all).
+ */
+void emu_stop_at(unsigned int place, unsigned int delay_ms);
+void emu_gate_exit(void);
+
 /* emu_pte.c: the PTE ioctl (x86 and arm64; EOPNOTSUPP elsewhere). */
 long emu_ioc_pte(void __user *uarg);
 

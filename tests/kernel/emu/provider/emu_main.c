@@ -401,6 +401,7 @@ static void __exit emu_exit(void)
 
 	misc_deregister(&emu_misc);
 	emu_hold_exit();
+	emu_gate_exit();
 	emu_bar_release_all_holds();
 	emu_drop_all_pins();
 	mutex_lock(&emu_lock);

@@ -9,7 +9,6 @@
  * A page table lists the whole GPU pages that intersect [va, va + length): with 128 KiB pages
  * a pin at a 64 KiB boundary starts in the middle of entry 0, as on the real driver.
  */
-#include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -44,7 +43,8 @@ MODULE_PARM_DESC(coherent, "page tables of RAM allocations say CPU_CACHEABLE, ex
  * whose table is unlinked. put_delay_ms and unlink_delay_ms widen the window in which that
  * matters: put_pages sleeps before it looks the table up, free_page_table (called from inside
  * the consumer's callback) sleeps after it unlinked the table. Writable at run time
- * (/sys/module/nvp2p_emu/parameters/); tests/kernel/guest/put_unlinked_test.c sets them.
+ * (/sys/module/nvp2p_emu/parameters/). The same places have gates that hold a task there
+ * until a test lets it go (emu_gate.c), which the race tests use instead.
  */
 static bool emu_put_unlinked_ok;
 module_param_named(put_unlinked_ok, emu_put_unlinked_ok, bool, 0644);
@@ -88,12 +88,10 @@ static unsigned int emu_get_order(void)
 	return o <= EMU_ORDER_UNLINK_FIRST ? o : EMU_ORDER_CONSUMER_FREES;
 }
 
-static void emu_sleep_param(unsigned int *ms)
+/* Stop at place for its gate, else for the delay that *ms says (at most 1 s). */
+static void emu_stop_param(unsigned int place, unsigned int *ms)
 {
-	unsigned int d = READ_ONCE(*ms);
-
-	if (d)
-		msleep(min(d, 1000U));
+	emu_stop_at(place, min(READ_ONCE(*ms), 1000U));
 }
 
 static void emu_pin_free_struct(struct emu_pin *p)
@@ -263,7 +261,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 
 	if (!page_table)
 		return -EINVAL;
-	emu_sleep_param(&emu_put_delay_ms);
+	emu_stop_param(NVP2P_EMU_GATE_PUT, &emu_put_delay_ms);
 	if (order == EMU_ORDER_NVIDIA) {
 		/* Waits out a FREE in progress: its callback and the unlink after it. */
 		mutex_lock(&emu_api_lock);
@@ -366,7 +364,8 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 	if (free_now)
 		emu_pin_free_struct(p);
 	else
-		emu_sleep_param(&emu_unlink_delay_ms);   /* inside the consumer's callback */
+		/* inside the consumer's callback */
+		emu_stop_param(NVP2P_EMU_GATE_UNLINK, &emu_unlink_delay_ms);
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);
@@ -414,9 +413,10 @@ int emu_free_allocation(u64 va)
 	delay = emu_cb_delay_ms;
 	mutex_unlock(&emu_lock);
 
-	/* A test may widen the window in which put_pages must wait for the callback. */
-	if (delay && !list_empty(&fire))
-		msleep(delay);
+	/* A test may widen (cb_delay) or hold open (its gate) the window in which put_pages
+	 * must wait for the callback. */
+	if (!list_empty(&fire))
+		emu_stop_at(NVP2P_EMU_GATE_CB, delay);
 
 	/* The pins on `fire` stay allocated while RUNNING, whatever free_page_table does. */
 	list_for_each_entry_safe(p, tmp, &fire, fire_node) {
