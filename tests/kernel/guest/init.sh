@@ -91,14 +91,14 @@ check_gdrdrv() {
     fi
 }
 
-load_gdrdrv() {  # load_gdrdrv NAME [params]: insmod and wait for the device node
+load_gdrdrv() {  # load_gdrdrv NAME [params]: insmod and wait (30 s at most: a slow guest) for the device node
     local name=$1 i=0
     shift
     if ! insmod /modules/gdrdrv.ko "$@" 2>/tmp/insmod.err; then
         res "not ok" "$name: insmod gdrdrv $*: $(cat /tmp/insmod.err)"
         return 1
     fi
-    while [ ! -c /dev/gdrdrv ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    while [ ! -c /dev/gdrdrv ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     if [ -c /dev/gdrdrv ]; then res ok "$name"; else res "not ok" "$name: no /dev/gdrdrv"; return 1; fi
 }
 
@@ -239,7 +239,7 @@ if [ -f /modules/gdrdrv.ko ]; then
             holder=$!
             n=0
             while ! grep -q '^holding' /tmp/hold.out && kill -0 "$holder" 2>/dev/null &&
-                  [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+                  [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
             if grep -q '^holding' /tmp/hold.out; then
                 if rmmod gdrdrv 2>/tmp/rmmod.err; then
                     # Allowed only if the module really let go of everything; the holder's
