@@ -44,6 +44,20 @@
 /* The stand-in driver's count of imported allocations; NULL with the real driver. */
 int fake_imports(void) __attribute__((weak));
 
+/* GPU 0's primary context, current in every thread that calls CUDA: the real driver needs it
+ * (the stand-in does not); a thread's current context is its own, so each thread sets it. */
+static CUcontext gpu_ctx;
+
+static int use_gpu(void)
+{
+    CUdevice dev;
+
+    if (!gpu_ctx && (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+                     cuDevicePrimaryCtxRetain(&gpu_ctx, dev) != CUDA_SUCCESS))
+        return -1;
+    return cuCtxSetCurrent(gpu_ctx) == CUDA_SUCCESS ? 0 : -1;
+}
+
 #define SMALL 4096u
 #define FILL 0xf5
 #define CHILD_WAIT_S 10
@@ -238,6 +252,7 @@ static void *open_held(void *arg)
     CUdeviceptr p = 0;
     int *bad = arg;
 
+    use_gpu();
     hold_in_recvmsg = 1;
     if (cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != CUDA_SUCCESS ||
         !filled(p, SMALL) || cuIpcCloseMemHandle(p) != CUDA_SUCCESS)
@@ -286,6 +301,7 @@ static void *first_export(void *arg)
 {
     CUipcMemHandle h;
 
+    use_gpu();
     if (t_sem_wait(&go, 10))
         return NULL;
     hold_in_listen = 1;
@@ -326,6 +342,7 @@ static void *churn(void *arg)
     CUdeviceptr p, q;
     int *bad = arg;
 
+    use_gpu();
     while (!stop) {
         p = q = 0;
         if (cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != CUDA_SUCCESS ||
@@ -467,6 +484,10 @@ int main(int argc, char **argv)
         driver = CHILD_REAL;
     else if (getenv("FAKE_CUDA_FORK_REFUSE") && !strcmp(getenv("FAKE_CUDA_FORK_REFUSE"), "1"))
         driver = CHILD_REFUSED;
+    if (use_gpu()) {
+        t_fail(named("gpu"), "cuInit or GPU 0's primary context failed");
+        return t_status();
+    }
     if (child)
         scenario(child);
     else
