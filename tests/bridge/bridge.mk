@@ -15,6 +15,7 @@
 #                         its functions in a backtrace) and a stand-in bridge whose
 #                         replacements answer at once (unwind_bridge.c)
 #   make fork-progs       tests/bridge/test_bridge_fork.sh's: fork_client.c
+#   make mpi-progs        tests/bridge/test_bridge_mpi.sh's: mpi_client.c, by the MPI compiler wrapper
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client \
                  $(BUILD)/tests/bridge/alloc_client
@@ -124,7 +125,18 @@ $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/f
 	    -fno-omit-frame-pointer $(CPPFLAGS_ALL) -Ibridge -Iutil -Itests/fake -Itests/bridge \
 	    -o $@ $(FUZZ_IPC_SRCS) -ldl
 
-.PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc fork-progs
+# An MPI program's ranks started by a real launcher (test_bridge_mpi.sh): compiled by the MPI
+# compiler wrapper (MPICC, Open MPI's or MPICH's mpicc). Not part of 'make check's builds:
+# the script asks for it where an MPI is installed, and skips saying why where none is.
+MPICC      ?= mpicc
+MPI_CLIENT := $(BUILD)/tests/bridge/mpi_client
+$(MPI_CLIENT): tests/bridge/mpi_client.c $(SCRIPT_CLIENT_DEPS) $(FAKE_DIR)/cuda-vmm/libcuda.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(PROG_CFLAGS) $(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) -Itests/fake -o $@ $< \
+	    $(TEST_KIT_SRCS) $(FAKE_CUDA_VMM_LINK) $(LINK_LIBGDRAPI) -ldl $(ALL_LDFLAGS)
+
+.PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc fork-progs mpi-progs
+mpi-progs: $(MPI_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fork-progs: $(FORK_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
