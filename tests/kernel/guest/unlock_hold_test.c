@@ -20,9 +20,10 @@
  * freed the pin by then: KASAN reports the callback's resumed unlock, which the rig fails on)
  * or is seen blocked again past the lock (a gdrdrv that waits for its callback). Nothing
  * rests on time (race.h); a round where the hold ran out first (EMU_HOLD_MAX_MS) missed the
- * window, the rounds that hit it are counted, and none fails. On the debug kernel the
- * provider finds the point by lockdep's tracepoints, on the stock x86-64 kernels by a kprobe;
- * the test skips where it has neither, or where there is one CPU.
+ * window, the rounds that hit it are counted, and none fails. The provider finds the point by
+ * lockdep's tracepoints, so the test runs on the debug kernel (whose KASAN is what sees a
+ * freed pin touched) and skips elsewhere (emu_hold.c says why the stock kernels' kprobe went),
+ * or where there is one CPU.
  *   unlock_hold_test     run with gdrdrv use_persistent_mapping=0
  */
 #include <errno.h>
@@ -231,7 +232,7 @@ static int round_of(int fd, int *hit, char *why, size_t len)
     e = put_param(HOLD, "1\n");
     if (e) {
         snprintf(why, len, "the provider cannot hold a callback in mutex_unlock here: %s%s",
-                 strerror(e), e == EOPNOTSUPP ? " (neither lockdep's tracepoints nor kprobes)" : "");
+                 strerror(e), e == EOPNOTSUPP ? " (no lockdep tracepoints: the debug kernel has them)" : "");
         emu_free(r.va);
         return e == EOPNOTSUPP ? 77 : 1;
     }
