@@ -44,7 +44,12 @@
 #   (its summary must list "CUDA support: yes" and "Open UCX: yes")
 #   nice -n 10 make -j2 && make install
 #   OSU micro-benchmarks 7.0 (the fetch of lrbison/osu-micro-benchmarks, a copy of OSU's
-#   release; HEAD 4bcf978), in $C/osu-src: ./autogen.sh && ./configure
+#   release; HEAD 4bcf978), in $C/osu-src; CUDA 13 changed cudaMemPrefetchAsync (a location
+#   and flags), which OSU calls for managed memory only:
+#     sed -i 's/cudaMemPrefetchAsync(buf, length, devid, um_stream)/cudaMemPrefetchAsync(buf,
+#       length, (struct cudaMemLocation){ devid < 0 ? cudaMemLocationTypeHost :
+#       cudaMemLocationTypeDevice, devid < 0 ? 0 : devid }, 0, um_stream)/' c/util/osu_util_mpi.c
+#   ./autogen.sh && ./configure
 #     --prefix=$C/ompi-install CC=$C/ompi-install/bin/mpicc CXX=$C/ompi-install/bin/mpicxx
 #     --enable-cuda --with-cuda-include=/usr/local/cuda/include
 #     --with-cuda-libpath=/usr/local/cuda/lib64 && make -j2 && make install
@@ -81,8 +86,12 @@ export OPAL_PREFIX=$MPI_PREFIX PRTE_PREFIX=$MPI_PREFIX PMIX_PREFIX=$MPI_PREFIX
 export LD_LIBRARY_PATH=$MPI_PREFIX/lib${UCX_PREFIX:+:$UCX_PREFIX/lib:$UCX_PREFIX/lib/ucx}:$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$MPI_PREFIX/bin:$PATH
 # Two ranks on this host, UCX for point-to-point; the ranks get the library path and the
-# Vulkan loader's settings (.gpu/env.sh) by name.
-MPI=(mpirun -np 2 --bind-to none --mca pml ucx -x LD_LIBRARY_PATH -x PATH)
+# Vulkan loader's settings (.gpu/env.sh) by name. Open MPI's pml ucx disqualifies itself on a
+# host without InfiniBand unless told that any transport and device will do (the same on this
+# build machine: "PML ucx cannot be selected"; with these, osu_latency ran over UCX's shared
+# memory, plainly and under vramio-run).
+MPI=(mpirun -np 2 --bind-to none --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+     -x LD_LIBRARY_PATH -x PATH)
 [ "$(id -u)" = 0 ] && MPI+=(--allow-run-as-root)
 for v in VK_DRIVER_FILES VK_ICD_FILENAMES VK_LOADER_LAYERS_DISABLE UCX_PROTO_INFO UCX_LOG_LEVEL; do
     MPI+=(-x "$v")
