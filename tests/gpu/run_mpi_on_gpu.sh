@@ -88,8 +88,8 @@ export PATH=$MPI_PREFIX/bin:$PATH
 # Two ranks on this host, UCX for point-to-point; the ranks get the library path and the
 # Vulkan loader's settings (.gpu/env.sh) by name. Open MPI's pml ucx disqualifies itself on a
 # host without InfiniBand unless told that any transport and device will do (the same on this
-# build machine: "PML ucx cannot be selected"; with these, osu_latency ran over UCX's shared
-# memory, plainly and under vramio-run).
+# build machine: "No components were able to be opened in the pml framework"; with these,
+# osu_latency ran over UCX's shared memory, plainly and under vramio-run).
 MPI=(mpirun -np 2 --bind-to none --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
      -x LD_LIBRARY_PATH -x PATH)
 [ "$(id -u)" = 0 ] && MPI+=(--allow-run-as-root)
