@@ -7,8 +7,8 @@
  * it refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (CUDA_ERROR_NOT_SUPPORTED), which GDRCopy's
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
- * SYNC_MEMOPS can be set and reads back 1, and IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
- * makes the IPC handles, bridge_ipc.c). A block opened from such a handle in another process
+ * SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
+ * makes the IPC handles, bridge_ipc.c), and CONTEXT is the context that allocated the block. A block opened from such a handle in another process
  * answers RANGE_START_ADDR and RANGE_SIZE as its own too (bridge_ipc_open.c). MEMPOOL_HANDLE
  * of stream-ordered memory that the bridge's pool served for the default pool answers the
  * default pool (bridge_mempool.c). Every other attribute is the driver's answer.
@@ -205,6 +205,18 @@ static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t si
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* the bridge's handles: bridge_ipc.c */
         *(int *)data = 1;
         return 1;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        /* The allocating context, as for cuMemAlloc memory. The driver's answer for the VMM
+         * allocation under the block is NULL, which UCX reads as stream-ordered or virtual
+         * memory ("cuda-managed": no gdr_copy, every message staged through host memory). */
+        lock_take();
+        r = find(base);
+        if (!r || !r->ctx)
+            ok = 0;
+        else
+            *(CUcontext *)data = r->ctx;
+        lock_drop();
+        return ok;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         lock_take();

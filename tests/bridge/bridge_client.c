@@ -65,6 +65,42 @@ static int from_pool(CUdeviceptr d)
     return vramio_alloc_range(d, &base, NULL) == 0;
 }
 
+/*
+ * The memory type of p as UCX's CUDA memory domain decides it (its rules, cuda_copy_md.c at
+ * 9466d10): memory that cuMemRetainAllocationHandle knows is VMM memory, typed by where it
+ * lives; other memory is asked for four attributes in one call, and device memory that is
+ * managed, or has no context (stream-ordered and virtual memory, by UCX's reading), is
+ * "cuda-managed", which UCX's gdr_copy does not serve: every message is staged through host
+ * memory by cuda_copy.
+ */
+static const char *ucx_memory_type(CUdeviceptr p)
+{
+    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                     CU_POINTER_ATTRIBUTE_CONTEXT };
+    unsigned int type = CU_MEMORYTYPE_HOST, managed = 0;
+    int ordinal = -1;
+    CUcontext ctx = NULL;
+    void *data[4] = { &type, &managed, &ordinal, &ctx };
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+    const char *t = "unknown";
+
+    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) == CUDA_SUCCESS) {
+        if (cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS &&
+            prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+            t = "cuda (VMM)";
+        cuMemRelease(h);
+        return t;
+    }
+    if (cuPointerGetAttributes(4, which, data, p) != CUDA_SUCCESS)
+        return "not recognized";
+    if (type != CU_MEMORYTYPE_DEVICE)
+        return "host";
+    return managed || !ctx ? "cuda-managed" : "cuda";
+}
+
 /* Pool blocks answer pointer attributes as cuMemAlloc allocations do: a and b are blocks of
  * 512 and 4096 bytes (the size classes of 100 and 4096 bytes) of one slab. */
 static void attributes(CUdeviceptr a, CUdeviceptr b)
@@ -103,6 +139,21 @@ static void attributes(CUdeviceptr a, CUdeviceptr b)
             cuPointerGetAttribute(&sync_a, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a) == 0 &&
             sync_b == 1 && sync_a == 0, "bridge/attr_sync_memops_set_reads_1",
             "b %u a %u", sync_b, sync_a);
+    /* CONTEXT is the context that allocated the block, as for cuMemAlloc memory (the
+     * driver's NULL for the VMM allocation under it made UCX type every block as
+     * stream-ordered memory, and stage each message through host memory: ucx_perftest 8 B
+     * 155 us under vramio-run on an H100 where gdr_copy had made it 2 us). */
+    {
+        CUcontext cur = NULL, got = NULL;
+
+        cuCtxGetCurrent(&cur);
+        t_check(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_CONTEXT, a) == CUDA_SUCCESS &&
+                got && got == cur, "bridge/attr_context_is_the_allocating_one",
+                "%p (current %p)", (void *)got, (void *)cur);
+        t_check(!strcmp(ucx_memory_type(a), "cuda") && !strcmp(ucx_memory_type(b + 8), "cuda"),
+                "bridge/ucx_types_blocks_as_cuda", "%s, %s", ucx_memory_type(a),
+                ucx_memory_type(b + 8));
+    }
     t_check(cuPointerGetAttributes(4, which, data, b + 1) == CUDA_SUCCESS && start2 == b &&
             size2 == 4096 && id2 == id_b && sync2 == 1, "bridge/attr_plural_agrees",
             "start %#llx size %zu id %llu sync %u", (unsigned long long)start2, size2, id2, sync2);

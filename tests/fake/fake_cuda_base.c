@@ -551,6 +551,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
         break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:   /* this stand-in makes no managed memory */
+        *(unsigned int *)data = 0;
+        break;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         return owner_attribute(data, &r);
     /* Of the allocation behind the memory (cuMemCreate's, a pool chunk's), as CUDA 11.3 on. */

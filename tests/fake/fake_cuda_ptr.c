@@ -29,17 +29,33 @@ int fake_stream_syncs_on(int dev)
     return dev >= 0 && dev < FAKE_GPU_MAX ? fake_counts.stream_syncs_on[dev] : 0;
 }
 
+/*
+ * Several at once. CONTEXT of VMM memory (cuMemCreate's, a pool's) is NULL here, with the
+ * call's success, as the real driver answers: UCX's memory-type check asks for CONTEXT with
+ * three others in one call and, on an H100 (driver 580), typed the bridge's blocks as
+ * stream-ordered or virtual memory for the NULL it got, while the single call of this
+ * stand-in refuses CONTEXT of VMM memory.
+ */
 CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *a, void **data,
                                 CUdeviceptr p)
 {
+    struct fake_range range;
     unsigned int i;
     CUresult r;
 
     if (!a || !data)
         return CUDA_ERROR_INVALID_VALUE;
-    for (i = 0; i < n; i++)
-        if (data[i] && (r = cuPointerGetAttribute(data[i], a[i], p)) != CUDA_SUCCESS)
+    for (i = 0; i < n; i++) {
+        if (!data[i])
+            continue;
+        if (a[i] == CU_POINTER_ATTRIBUTE_CONTEXT && fake_range_of((uintptr_t)p, &range) &&
+            range.vmm) {
+            *(CUcontext *)data[i] = NULL;
+            continue;
+        }
+        if ((r = cuPointerGetAttribute(data[i], a[i], p)) != CUDA_SUCCESS)
             return r;
+    }
     return CUDA_SUCCESS;
 }
 
