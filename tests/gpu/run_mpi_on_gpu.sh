@@ -93,9 +93,10 @@ export PATH=$MPI_PREFIX/bin:$PATH
 MPI=(mpirun -np 2 --bind-to none --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
      -x LD_LIBRARY_PATH -x PATH)
 [ "$(id -u)" = 0 ] && MPI+=(--allow-run-as-root)
-for v in VK_DRIVER_FILES VK_ICD_FILENAMES VK_LOADER_LAYERS_DISABLE UCX_PROTO_INFO UCX_LOG_LEVEL; do
-    MPI+=(-x "$v")
+for v in VK_DRIVER_FILES VK_ICD_FILENAMES VK_LOADER_LAYERS_DISABLE; do
+    [ -n "${!v+set}" ] && MPI+=(-x "$v")
 done
+MPI+=(-x UCX_PROTO_INFO -x UCX_LOG_LEVEL)   # job() sets both
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/# GPU: /' | tee -a "$S"
 say "# Open MPI: $(mpirun --version 2>&1 | head -1); $(date -u '+%Y-%m-%d %H:%M UTC'); main at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
@@ -120,18 +121,31 @@ part_proto() {
             UCX_PROTO_INFO=y job $mode "$OSU/osu_latency" -d cuda -m $size:$size -i 100 -x 10 D D > "$f"
             echo "exit $?" >> "$f"
             say "# $mode, $size B from GPU memory, UCX's protocol lines (UCX_PROTO_INFO=y):"
-            # Each table whose title names GPU memory, with the rows that follow it.
-            awk '/\| *ucp_context/ { show = /cuda/ } show && /\|/ { print "#   " $0 }' "$f" |
-                grep -vE '^#   \+-' | head -24 | tee -a "$S"
+            # Each table whose title (the line after "ucp_context") names GPU memory, with
+            # its rows, once (every rank prints its own), without UCX's time stamps.
+            sed 's/^\[[^]]*\] \[[^]]*\] *//' "$f" |
+                awk '/^\| *ucp_context/ { hdr = $0; getline; show = /cuda/; if (show) print hdr }
+                     show && /^\|/ { print }' | awk '!seen[$0]++' | sed 's/^/#   /' |
+                head -40 | tee -a "$S"
             tail -n 1 "$f" | grep -q 'exit 0' ||
                 say "not ok mpi_gpu/proto/$mode/$size: the job failed ($(grep -m1 -iE 'error|abort' "$f" | cut -c1-160))"
         done
     done
-    if grep -q 'gdr_copy' "$OUT/proto_vramio_8.log"; then
-        say "ok mpi_gpu/gdr_copy_carries_8B_under_vramio_run"
-    else
-        say "not ok mpi_gpu/gdr_copy_carries_8B_under_vramio_run: no gdr_copy in UCX's protocol lines ($OUT/proto_vramio_8.log)"
-    fi
+    # Who copies the 8 B message out of and into GPU memory (the protocol line names the
+    # transport between the ranks, sysv/memory; the copies in and out are memory-type copies):
+    # a short run with UCX's data-level trace, lines from gdr_copy's and cuda_copy's endpoints.
+    local g c
+    for mode in plain vramio; do
+        f=$OUT/trace_${mode}_8.log
+        UCX_LOG_LEVEL=data job $mode "$OSU/osu_latency" -d cuda -m 8:8 -i 20 -x 2 D D > "$f"
+        g=$(grep -c 'gdr_copy_ep' "$f"); c=$(grep -c 'cuda_copy_ep' "$f")
+        say "# $mode, 8 B: UCX trace lines from gdr_copy_ep $g, from cuda_copy_ep $c"
+        [ $mode = vramio ] || continue
+        [ "$g" -gt 0 ] && say "ok mpi_gpu/gdr_copy_carries_8B_under_vramio_run ($g trace lines)" ||
+            say "not ok mpi_gpu/gdr_copy_carries_8B_under_vramio_run: no gdr_copy_ep line ($f)"
+        gzip -f "$f"
+    done
+    gzip -f "$OUT/trace_plain_8.log"
     # The floor: ucx_perftest between two processes of this host at 8 B, under vramio-run.
     if [ -n "$UCX_PREFIX" ] && [ -x "$UCX_PREFIX/bin/ucx_perftest" ]; then
         local port=$((20000 + RANDOM % 20000)) srv i vals=()
