@@ -238,7 +238,8 @@ static void test_exit_races_callback(void)
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
     struct racer r = { 0 };
     int ready[2], go[2], rc, b = RACE_TIMEOUT;
-    char c = 0;
+    char c = 0, why[256] = "";
+    double t0, t1 = 0;
     pthread_t th;
     pid_t pid;
 
@@ -267,8 +268,15 @@ static void test_exit_races_callback(void)
         emu_free(r.va);
         return;
     }
-    if (!race_wait_stopped(NVP2P_EMU_GATE_CB, 1) && write(go[1], "g", 1) == 1)
-        b = race_wait_blocked(pid, pid, NULL, "nvidia_p2p");
+    t0 = race_now();
+    if (race_wait_stopped(NVP2P_EMU_GATE_CB, 1))
+        snprintf(why, sizeof(why), "FREE did not stop at the gate in %d s", RACE_WAIT_S);
+    else if (t1 = race_now(), write(go[1], "g", 1) != 1)
+        snprintf(why, sizeof(why), "the go to the child failed");
+    else if ((b = race_wait_blocked(pid, pid, NULL, "nvidia_p2p")) == RACE_TIMEOUT)
+        race_describe(pid, pid, why, sizeof(why), "FREE stopped at the gate after %.1f s; "
+                      "the child neither blocked in nvidia_p2p nor exited in %.1f s",
+                      t1 - t0, race_now() - t1);
     emu_gate(0);                        /* whatever happened: the callback goes on */
     rc = t_wait_child(pid, 60);
     pthread_join(th, NULL);
@@ -278,8 +286,7 @@ static void test_exit_races_callback(void)
     t_check(b != RACE_TIMEOUT && rc == 0 && !r.ret && emu_live_pins() == base &&
             emu_callbacks_fired() == cbs + 1, "exit_races_callback",
             "%s; child %d free %d live pins %llu (was %llu) callbacks +%llu",
-            b != RACE_TIMEOUT ? "exited while the callback was held" :
-            "FREE's callback never held at the gate, or the child neither waited nor exited",
+            b != RACE_TIMEOUT ? "exited while the callback was held" : why,
             rc, r.ret, (unsigned long long)emu_live_pins(), (unsigned long long)base,
             (unsigned long long)(emu_callbacks_fired() - cbs));
     close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);

@@ -16,11 +16,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +60,16 @@ static inline long race_read_task(pid_t pid, pid_t tid, const char *what, char *
 }
 
 /*
+ * Threads of this process only (pid getpid()), here and in race_switches: reading another
+ * process's /proc/PID/stat or status takes a reference on its mm (get_task_mm), and where that
+ * process is exiting, the reader's drop of it can be the last one. The reader then tears the
+ * exiting process's mappings down itself, releases the files they hold (a gdrdrv mapping
+ * holds the gdrdrv file) and blocks where the exiting process was to block: in put_pages,
+ * behind a free callback that the reader itself holds at the provider's gate. Seen in the
+ * guest under load: exit_races_callback stuck for the gate's whole bound in one read of its
+ * child's stat. Another process is watched by race_wait_blocked through its wchan and
+ * waitid, neither of which touches its mm.
+ *
  * The scheduler state of thread tid of process pid (/proc/PID/task/TID/stat): 'R', 'S', 'D'
  * (blocked uninterruptibly: a mutex, a completion, put_pages waiting for a callback), 'Z',
  * ...; 0 when the thread is gone.
@@ -90,6 +102,31 @@ static inline void race_wchan(pid_t pid, pid_t tid, char *buf, size_t len)
 {
     if (race_read_task(pid, tid, "wchan", buf, len) < 0)
         snprintf(buf, len, "?");
+}
+
+/*
+ * Whether child process pid has exited (a zombie, not reaped here: its parent's wait still
+ * gets its status): 1, 0 while it runs, -1 when it is no child of ours (or reaped already).
+ */
+static inline int race_child_exited(pid_t pid)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof(si));         /* WNOHANG leaves si_pid alone while it runs */
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT))
+        return -1;
+    return si.si_pid == pid;
+}
+
+/*
+ * Whether the task sleeps where the wchan in buf says wchan_prefix (any sleep without one):
+ * the kernel names a wchan only for a task that is off the CPU, "0" otherwise.
+ */
+static inline int race_sleeps_in(const char *wchan, const char *wchan_prefix)
+{
+    if (!strcmp(wchan, "0") || !strcmp(wchan, "?"))
+        return 0;
+    return !wchan_prefix || !strncmp(wchan, wchan_prefix, strlen(wchan_prefix));
 }
 
 /* Seconds on CLOCK_MONOTONIC. */
@@ -142,10 +179,28 @@ static inline int race_wait_stopped(unsigned int place, int n)
 enum { RACE_DONE, RACE_BLOCKED, RACE_TIMEOUT };
 
 /*
+ * Another process (a child of ours; its main thread): blocked while it sleeps with a wchan
+ * that starts with wchan_prefix (required here: a sleep on a pipe is no block in the module),
+ * done once it has exited. Its stat is never read (race_state says why).
+ */
+static inline int race_child_blocked(pid_t pid, const char *wchan_prefix)
+{
+    char wchan[128];
+    int exited = race_child_exited(pid);
+
+    race_wchan(pid, pid, wchan, sizeof(wchan));
+    if (exited > 0 || (exited < 0 && !strcmp(wchan, "?")))
+        return RACE_DONE;
+    return race_sleeps_in(wchan, wchan_prefix) ? RACE_BLOCKED : RACE_TIMEOUT;
+}
+
+/*
  * Wait until thread tid of process pid is blocked ('D') or has finished (*done set by it, or
  * the thread gone or a zombie), at most RACE_WAIT_S. With wchan_prefix, blocked counts only
  * while its wchan starts with that (e.g. "gdrdrv": blocked in the module, not on the way),
- * or where the kernel cannot name it. Returns RACE_BLOCKED, RACE_DONE or RACE_TIMEOUT.
+ * or where the kernel cannot name it. For another process than ours (a child, pid == tid,
+ * with a wchan_prefix), race_child_blocked's view. Returns RACE_BLOCKED, RACE_DONE or
+ * RACE_TIMEOUT.
  */
 static inline int race_wait_blocked(pid_t pid, pid_t tid, const int *done,
                                     const char *wchan_prefix)
@@ -154,6 +209,14 @@ static inline int race_wait_blocked(pid_t pid, pid_t tid, const int *done,
 
     if (!tid)
         return RACE_TIMEOUT;            /* the thread never said who it is */
+    if (pid != getpid()) {
+        int b;
+
+        while ((b = race_child_blocked(pid, wchan_prefix)) == RACE_TIMEOUT &&
+               race_now() <= end)
+            race_sleep_ms(1);
+        return b;
+    }
     for (;;) {
         char s = race_state(pid, tid), wchan[128];
 
@@ -172,6 +235,39 @@ static inline int race_wait_blocked(pid_t pid, pid_t tid, const int *done,
             return RACE_TIMEOUT;
         race_sleep_ms(1);
     }
+}
+
+/*
+ * What a wait that ran out saw last, for its "not ok" line: the caller's words (printf
+ * format) and where thread tid of process pid is now: its scheduler state, where it sleeps
+ * and how often it has given up the CPU (a task that never ran differs from one stuck).
+ */
+static inline void race_describe(pid_t pid, pid_t tid, char *buf, size_t len,
+                                 const char *fmt, ...)
+{
+    char wchan[128], tail[224], s;
+    size_t room;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len)
+        return;
+    race_wchan(pid, tid, wchan, sizeof(wchan));
+    if (pid != getpid()) {              /* a child: no stat or status (race_state says why) */
+        n = race_child_exited(pid);
+        snprintf(tail, sizeof(tail), " (now: %s, wchan %s)",
+                 n > 0 ? "exited" : n == 0 ? "running or asleep" : "no child of ours", wchan);
+    } else {
+        s = race_state(pid, tid);
+        snprintf(tail, sizeof(tail), " (now: state %c, wchan %s, %ld voluntary switches)",
+                 s ? s : '-', s ? wchan : "-", race_switches(pid, tid));
+    }
+    n = (int)strlen(buf);
+    room = len - (size_t)n - 1;         /* a test's message, not data: cut short if it must */
+    strncat(buf + n, tail, room);
 }
 
 /*
