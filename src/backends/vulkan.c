@@ -464,6 +464,20 @@ static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req 
     return EINVAL;
 }
 
+/*
+ * A pin that ran out of room pays for the whole allocation it lies in, not for what it asked:
+ * say so, since the numbers of the import alone point at the wrong cause (a 1 MiB pin inside
+ * JAX's one allocation of most of the GPU's memory fails this way).
+ */
+static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size)
+{
+    size_t n = strlen(why);
+
+    if (n + 1 < len)
+        snprintf(why + n, len - n, " (a pin imports all of its allocation: %llu of %llu bytes "
+                 "were asked for)", (unsigned long long)plen, (unsigned long long)size);
+}
+
 static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
                       struct vr_pin_info *info, char *why, size_t len)
 {
@@ -513,6 +527,8 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     if (rc == 0 && created) {
         /* Our reference on the handle moves to the entry, for as long as it lives. */
         rc = import_allocation(cu, e, why, len);
+        if (rc == ENOMEM && plen < key.size)
+            note_whole_import(why, len, plen, key.size);
         vr_icache_publish(&c->cache, e, rc);
         if (rc)
             cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);

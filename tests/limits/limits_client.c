@@ -206,6 +206,30 @@ static void mode_fd_vulkan(void)
     check_back(&before, "fd_vulkan/nothing_left");
 }
 
+/*
+ * A 64 KiB pin inside an 8 MiB allocation, BAR1 6 MiB: the import of the whole allocation does
+ * not fit, and the reason must say that the pin pays for all of it (JAX's case on an H100).
+ */
+static void small_pin_in_large_allocation(void)
+{
+    unsigned long long d = 0;
+    gdr_mh_t mh;
+    gdr_t g = gdr_open();
+    int rc = -1;
+
+    if (g && vramio_alloc(0, 8 * MIB, &d) == 0)
+        rc = gdr_pin_buffer_v2(g, d, 64 << 10, 0, &mh);
+    t_check(rc == ENOMEM && strstr(vramio_last_error(), "OUT_OF_DEVICE_MEMORY") &&
+                strstr(vramio_last_error(), "a pin imports all of its allocation: 65536 of "
+                       "8388608 bytes were asked for"),
+            "bar_vulkan/small_pin_says_whole_allocation", "rc %d (%s)", rc, vramio_last_error());
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    if (g)
+        gdr_close(g);
+    vmm_free(&d, 1);
+}
+
 static void mode_bar_vulkan(void)
 {
     struct counts before = counts();
@@ -218,6 +242,7 @@ static void mode_bar_vulkan(void)
     refused_then_served(g, d, 4, 2 * MIB, ENOMEM, "OUT_OF_DEVICE_MEMORY", "bar_vulkan");
     gdr_close(g);
     vmm_free(d, 4);
+    small_pin_in_large_allocation();
     check_back(&before, "bar_vulkan/nothing_left");
 }
 
