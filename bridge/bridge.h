@@ -118,10 +118,11 @@ int vb_mempool_check(const struct vr_cuda *t, int dev, int ndev, CUmemoryPool de
                      CUmemoryPool *pool, char *why, size_t len);
 
 /* bridge_ipc_open.c: where ptr lies among the blocks this process opened from IPC handles:
- * 1 in an open block (its start and size in *base and *size), VB_IPC_UNOPENED in a slab
- * mapped for them but in no open block, 0 elsewhere. */
+ * 1 in an open block (its start and size in *base and *size, the context it was opened in
+ * in *ctx unless ctx is NULL), VB_IPC_UNOPENED in a slab mapped for them but in no open
+ * block, 0 elsewhere. */
 #define VB_IPC_UNOPENED (-1)
-int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size);
+int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size, CUcontext *ctx);
 
 /* bridge_fork.c: at each fork, the handlers registered as the bridge loads call each part
  * that has locks or state of the process (the functions below) with the fork's phase: before

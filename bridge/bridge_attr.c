@@ -8,8 +8,10 @@
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
  * SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
- * makes the IPC handles, bridge_ipc.c), and CONTEXT is the context that allocated the block. A block opened from such a handle in another process
- * answers RANGE_START_ADDR and RANGE_SIZE as its own too (bridge_ipc_open.c). MEMPOOL_HANDLE
+ * makes the IPC handles, bridge_ipc.c), and CONTEXT is the context that allocated the block.
+ * A block opened from such a handle in another process answers RANGE_START_ADDR and
+ * RANGE_SIZE as its own too, and CONTEXT the context it was opened in (bridge_ipc_open.c),
+ * as the driver answers for an opened cuMemAlloc allocation. MEMPOOL_HANDLE
  * of stream-ordered memory that the bridge's pool served for the default pool answers the
  * default pool (bridge_mempool.c). Every other attribute is the driver's answer.
  *
@@ -162,21 +164,29 @@ static int block_of(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
     return 1;
 }
 
-/* The range attributes of a block opened from an IPC handle (bridge_ipc_open.c): the
- * block's, as cuMemGetAddressRange says, not its slab's. 1 when a is one and ptr such a
- * block. */
-static int opened_range(CUpointer_attribute a, void *data, CUdeviceptr ptr)
+/* The attributes of a block opened from an IPC handle (bridge_ipc_open.c) that differ from
+ * the driver's for the slab's mapping: the range is the block's, as cuMemGetAddressRange
+ * says, and CONTEXT the one it was opened in, as for an opened cuMemAlloc allocation (the
+ * driver's NULL for the mapping would make UCX take it for stream-ordered memory, as it did
+ * the blocks themselves: see answer()). 1 when a is one of them and ptr such a block. */
+static int opened_answer(CUpointer_attribute a, void *data, CUdeviceptr ptr)
 {
     CUdeviceptr base;
+    CUcontext ctx = NULL;
     size_t size;
 
-    if ((a != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && a != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
-        vb_ipc_range(ptr, &base, &size) != 1)
+    if ((a != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && a != CU_POINTER_ATTRIBUTE_RANGE_SIZE &&
+         a != CU_POINTER_ATTRIBUTE_CONTEXT) ||
+        vb_ipc_range(ptr, &base, &size, &ctx) != 1)
         return 0;
     if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
         *(CUdeviceptr *)data = base;
-    else
+    else if (a == CU_POINTER_ATTRIBUTE_RANGE_SIZE)
         *(size_t *)data = size;
+    else if (ctx)
+        *(CUcontext *)data = ctx;
+    else
+        return 0;               /* opened with no context current: the driver's answer */
     return 1;
 }
 
@@ -247,7 +257,7 @@ CUresult vb_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdevice
     where = block_of(ptr, &base, &size);
     if (data && where == 1 && answer(attr, data, base, size))
         return CUDA_SUCCESS;
-    if (data && !where && opened_range(attr, data, ptr))
+    if (data && !where && opened_answer(attr, data, ptr))
         return CUDA_SUCCESS;
     r = t->cuPointerGetAttribute(data, attr, driver_view(ptr, where));
     if (r == CUDA_SUCCESS && data && attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
@@ -283,7 +293,7 @@ CUresult vb_pointer_get_attributes(unsigned int n, CUpointer_attribute *attrs, v
         if (data[i] && where == 1)
             answer(attrs[i], data[i], base, size);
         else if (data[i])
-            opened_range(attrs[i], data[i], ptr);
+            opened_answer(attrs[i], data[i], ptr);
     return CUDA_SUCCESS;
 }
 

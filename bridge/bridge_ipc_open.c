@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bridge_ipc_open.c - the opening side of the bridge's CUDA IPC handles (bridge_ipc.h):
- * cuIpcOpenMemHandle and cuIpcCloseMemHandle of them, and what cuMemGetAddressRange says of
- * an opened block (vb_ipc_range).
+ * cuIpcOpenMemHandle and cuIpcCloseMemHandle of them, and what cuMemGetAddressRange and
+ * the pointer attributes say of an opened block (vb_ipc_range): its own range, and the context
+ * it was opened in, as the driver answers for an opened cuMemAlloc allocation.
  *
  * Opening a handle asks its exporter (bridge_ipc_server.c) whether the block is still the
  * one the handle names, and for the slab's POSIX fd when the slab is not mapped here yet on
@@ -33,6 +34,7 @@
 struct opened {              /* a block opened through a handle, with its open count */
     uint64_t offset, size, id;
     unsigned refs;
+    CUcontext ctx;           /* current at its first open: its CONTEXT (bridge_attr.c) */
 };
 
 /* A slab of another process, mapped on one device. */
@@ -114,7 +116,8 @@ static struct opened *block_find(struct import *m, const struct vb_ipc_handle *h
  * CUDA_ERROR_INVALID_VALUE for a block outside what was mapped, or CUDA_ERROR_OUT_OF_MEMORY.
  * An import whose first count fails stays mapped with no opens: the next open of its slab
  * uses it. */
-static CUresult opened_at(struct import *m, const struct vb_ipc_handle *h, CUdeviceptr *pdptr)
+static CUresult opened_at(struct import *m, const struct vb_ipc_handle *h, CUcontext ctx,
+                          CUdeviceptr *pdptr)
 {
     struct opened *b = block_find(m, h);
 
@@ -136,6 +139,7 @@ static CUresult opened_at(struct import *m, const struct vb_ipc_handle *h, CUdev
         b->size = h->size;
         b->id = h->block_id;
         b->refs = 0;
+        b->ctx = ctx;
     }
     b->refs++;
     *pdptr = m->va + h->offset;
@@ -218,7 +222,7 @@ static void import_free(const struct vr_cuda *t, struct import *m)
 
 /* A new mapping of h's slab from fd (closed here), linked, with h's block counted. */
 static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *h, int fd,
-                           CUdevice dev, CUdeviceptr *pdptr)
+                           CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
 {
     size_t size = (size_t)h->slab_units * VB_IPC_UNIT;
     struct import *m;
@@ -242,7 +246,7 @@ static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *
     m->next = imports;
     imports = m;
     atomic_fetch_add(&n_imports, 1);
-    r = opened_at(m, h, pdptr);
+    r = opened_at(m, h, ctx, pdptr);
     if (r != CUDA_SUCCESS)
         import_unlink(m); /* no open holds it (open_lock: no other open found it) */
     lock_drop();
@@ -253,7 +257,7 @@ static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *
 
 /* One more open of h's block on dev (open_lock held). */
 static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle *h,
-                            CUdevice dev, CUdeviceptr *pdptr)
+                            CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
 {
     struct import *m;
     CUresult r = CUDA_ERROR_INVALID_VALUE;
@@ -266,18 +270,18 @@ static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle 
         m = import_find(h, dev);
         known = m && block_find(m, h);
         if (known)
-            r = opened_at(m, h, pdptr);
+            r = opened_at(m, h, ctx, pdptr);
         lock_drop();
         if (known)
             return r; /* open here already: counted again */
         if (ask(h, !m, &fd))
             return CUDA_ERROR_INVALID_VALUE;
         if (!m)
-            return import_new(t, h, fd, dev, pdptr);
+            return import_new(t, h, fd, dev, ctx, pdptr);
         lock_take();
         m = import_find(h, dev);
         if (m)
-            r = opened_at(m, h, pdptr);
+            r = opened_at(m, h, ctx, pdptr);
         lock_drop();
         if (m)
             return r;
@@ -289,6 +293,7 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
 {
     const struct vr_cuda *t = vb_real();
     struct vb_ipc_handle h;
+    CUcontext ctx = NULL;
     CUdevice dev;
     CUresult r;
 
@@ -303,10 +308,12 @@ CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsig
     if (vb_ipc_is_self(h.pid, h.nonce))
         return CUDA_ERROR_INVALID_CONTEXT; /* as the driver: not in the exporting process */
     r = t->cuCtxGetDevice(&dev);
+    if (r == CUDA_SUCCESS && t->cuCtxGetCurrent)
+        r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&open_lock);
-    r = open_locked(t, &h, dev, pdptr);
+    r = open_locked(t, &h, dev, ctx, pdptr);
     pthread_mutex_unlock(&open_lock);
     vb_log("ipc: open of process %u's block (slab + %llu) = %d", h.pid,
            (unsigned long long)h.offset, (int)r);
@@ -357,7 +364,7 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
+int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size, CUcontext *ctx)
 {
     struct import *m;
     unsigned i;
@@ -374,6 +381,8 @@ int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size)
             ptr - m->va - m->blocks[i].offset < m->blocks[i].size) {
             *base = m->va + m->blocks[i].offset;
             *size = m->blocks[i].size;
+            if (ctx)
+                *ctx = m->blocks[i].ctx;
             where = 1;
             break;
         }

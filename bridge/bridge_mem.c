@@ -257,7 +257,7 @@ CUresult vb_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr
     /* Else a block opened from an IPC handle: its own range, not its slab's
      * (bridge_ipc_open.c); a place in its slab outside the blocks opened is no allocation. */
     if (rc) {
-        rc = vb_ipc_range(dptr, &base, &size);
+        rc = vb_ipc_range(dptr, &base, &size, NULL);
         if (rc == VB_IPC_UNOPENED)
             return CUDA_ERROR_NOT_FOUND;
         if (rc != 1)

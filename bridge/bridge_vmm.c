@@ -76,7 +76,7 @@ CUresult vb_mem_retain_allocation_handle(CUmemGenericAllocationHandle *h, void *
     /* A live block, a freed one in a slab still held (EFAULT), a block opened from a
      * handle or the rest of its slab (bridge_ipc_open.c). */
     rc = vramio_alloc_range(a, &base, NULL);
-    if (rc == 0 || rc == EFAULT || vb_ipc_range(a, &b, &size) != 0) {
+    if (rc == 0 || rc == EFAULT || vb_ipc_range(a, &b, &size, NULL) != 0) {
         vb_log("cuMemRetainAllocationHandle(0x%llx): a bridged block, answered as cuMemAlloc "
                "memory", (unsigned long long)a);
         return plain == VB_PLAIN_UNKNOWN ? CUDA_ERROR_INVALID_VALUE : (CUresult)plain;

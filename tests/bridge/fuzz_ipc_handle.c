@@ -57,7 +57,7 @@ static void range_check(CUdeviceptr p)
     CUdeviceptr base = 0;
     size_t size = 0;
     unsigned i;
-    int r = vb_ipc_range(p, &base, &size), inside = 0, same = 0;
+    int r = vb_ipc_range(p, &base, &size, NULL), inside = 0, same = 0;
 
     for (i = nopened; i-- > 0 && !inside;) {
         if (p < opened[i].p || p - opened[i].p >= opened[i].size)
@@ -328,7 +328,7 @@ static void settle(void)
     }
     for (i = 0; i < ngiven; i++)
         CHECK(vb_ipc_close_mem_handle(given[i]) != CUDA_SUCCESS &&
-              vb_ipc_range(given[i], &base, &size) == 0,
+              vb_ipc_range(given[i], &base, &size, NULL) == 0,
               "%#llx still open after its last close", (unsigned long long)given[i]);
     ngiven = 0;
     nslot = 0;

@@ -14,7 +14,7 @@
  * The importer also checks what the driver would refuse or answer: a handle of a block the
  * exporter freed before the open (another block now in its place) is refused, whether the
  * slab is mapped here yet or not; cuMemGetAddressRange of an opened block gives the block's
- * range, as the exporter sees it; and a forged handle (a valid one with its slab's size
+ * range, as the exporter sees it, and its CONTEXT the importer's; and a forged handle (a valid one with its slab's size
  * claimed larger and the offset moved, issue 38's attack) opens nothing, least of all the
  * importer's own memory: refused by the exporter here, and by the importer itself when the
  * exporter lies (a child of the importer that answers every request with memory of its own,
@@ -282,6 +282,37 @@ static int range_is(CUdeviceptr p, size_t want, char *why, size_t len)
     return 0;
 }
 
+/*
+ * CONTEXT of an opened block, alone and among the four attributes UCX asks at once (its
+ * memory-type check, cuda_copy_md.c): the context it was opened in, as the driver answers for
+ * an opened cuMemAlloc allocation. The driver's answer for the slab's mapping, NULL, made UCX
+ * take the bridge's own blocks for stream-ordered memory and stage every message through host
+ * memory (H100, driver 580: 155 us where gdr_copy gives 2 us).
+ */
+static int context_is_current(CUdeviceptr p, char *why, size_t len)
+{
+    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                     CU_POINTER_ATTRIBUTE_CONTEXT };
+    unsigned int type = 0, managed = 1;
+    int ordinal = -1;
+    CUcontext cur = NULL, one = NULL, four = NULL;
+    void *data[4] = { &type, &managed, &ordinal, &four };
+    CUresult r1, r4;
+
+    cuCtxGetCurrent(&cur);
+    r1 = cuPointerGetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, p + 8);
+    r4 = cuPointerGetAttributes(4, which, data, p);
+    if (cur && r1 == CUDA_SUCCESS && one == cur && r4 == CUDA_SUCCESS && four == cur &&
+        type == CU_MEMORYTYPE_DEVICE && !managed)
+        return 1;
+    snprintf(why, len, "current %p; alone: result %d, %p; with three others: result %d, %p "
+             "(type %u, managed %u)", (void *)cur, (int)r1, (void *)one, (int)r4, (void *)four,
+             type, managed);
+    return 0;
+}
+
 /* The importer, under vramio-run: the handles come in IPC_A, IPC_B, IPC_C and IPC_BAD. */
 static void importer(void)
 {
@@ -314,6 +345,8 @@ static void importer(void)
     t_check(range_is(pa, sa, why, sizeof(why)) && range_is(pb, sb, why, sizeof(why)) &&
             range_is(pc, sc, why, sizeof(why)), "bridge/ipc/address_range_is_the_blocks", "%s",
             why);
+    t_check(context_is_current(pa, why, sizeof(why)) && context_is_current(pc, why, sizeof(why)),
+            "bridge/ipc/opened_block_context_is_the_openers", "%s", why);
     forged_open(hb, pb);
     t_check(all_are(pa, SMALL, 0xa1) && all_are(pb, SMALL, 0xb2) && all_are(pc, LARGE, 0xc3),
             "bridge/ipc/each_block_reads_its_own_bytes", "a %d b %d c %d",
