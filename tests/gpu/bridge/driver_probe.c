@@ -8,7 +8,11 @@
  *     plain memory, plain memory with SYNC_MEMOPS set, and VMM memory (cuMemCreate);
  *   - the SYNC_MEMOPS attribute: set, read back (and how many bytes the driver writes);
  *   - cuMemGetAddressRange of a freed allocation; cuMemFree during stream capture;
- *   - memory allocated before cuDevicePrimaryCtxReset, used after it.
+ *   - memory allocated before cuDevicePrimaryCtxReset, used after it;
+ *   - CONTEXT of cuMemAlloc memory opened from its IPC handle in another process (this
+ *     program run again with --open HANDLE): the context it was opened in, alone and among
+ *     the four attributes UCX's memory-type check asks at once (a NULL there makes UCX take
+ *     the memory for stream-ordered memory and stage every message through host memory).
  * Built with the C compiler against the toolkit's cuda.h and libcuda; links libgdrapi only
  * for the result lines' kit.
  */
@@ -16,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "t.h"
 
 #define BIG (64u << 20)
@@ -185,10 +191,86 @@ static void reset(void)
             "alloc %d use %d value %u", (int)r2, (int)r3, v);
 }
 
-int main(void)
+/* The opening side (a process of its own, as CUDA IPC wants): the handle in hex. */
+static int ipc_open(const char *hex)
+{
+    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                     CU_POINTER_ATTRIBUTE_CONTEXT };
+    unsigned int type = 0, managed = 1;
+    int ordinal = -1;
+    CUcontext cur = NULL, one = NULL, four = NULL;
+    void *data[4] = { &type, &managed, &ordinal, &four };
+    CUipcMemHandle h;
+    CUdeviceptr p = 0;
+    CUresult r, r1 = CUDA_ERROR_UNKNOWN, r4 = CUDA_ERROR_UNKNOWN;
+    unsigned int i, byte;
+
+    if (strlen(hex) != 2 * sizeof(h.reserved))
+        return 2;
+    for (i = 0; i < sizeof(h.reserved); i++) {
+        if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+            return 2;
+        h.reserved[i] = (char)byte;
+    }
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&cur, 0) || cuCtxSetCurrent(cur))
+        return 3;
+    r = cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r == CUDA_SUCCESS) {
+        r1 = cuPointerGetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, p + 8);
+        r4 = cuPointerGetAttributes(4, which, data, p);
+    }
+    printf("# ipc: cuMemAlloc memory opened from its handle: open %d; CONTEXT alone: result %d, "
+           "%s; with three others: result %d, %s (type %u, managed %u)\n", (int)r, (int)r1,
+           one == cur ? "the opener's" : one ? "another context" : "NULL", (int)r4,
+           four == cur ? "the opener's" : four ? "another context" : "NULL", type, managed);
+    t_check(r == CUDA_SUCCESS && r1 == CUDA_SUCCESS && one == cur && r4 == CUDA_SUCCESS &&
+            four == cur, "probe/ipc_opened_context_is_the_openers",
+            "open %d; alone %d %p, four %d %p, current %p", (int)r, (int)r1, (void *)one,
+            (int)r4, (void *)four, (void *)cur);
+    if (r == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(p);
+    return t_status();
+}
+
+/* cuMemAlloc memory, its IPC handle opened by this program run again. */
+static void ipc_context(const char *self)
+{
+    char hex[2 * sizeof(((CUipcMemHandle *)0)->reserved) + 1];
+    CUipcMemHandle h;
+    CUdeviceptr d = 0;
+    unsigned int i;
+    int st = -1;
+    pid_t pid;
+
+    if (cuMemAlloc(&d, 4096) || cuIpcGetMemHandle(&h, d)) {
+        t_fail("probe/ipc_handle", "cuMemAlloc or cuIpcGetMemHandle failed");
+        if (d)
+            cuMemFree(d);
+        return;
+    }
+    for (i = 0; i < sizeof(h.reserved); i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)h.reserved[i]);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        execl(self, self, "--open", hex, (char *)NULL);
+        _exit(127);
+    }
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    t_check(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) <= 1, "probe/ipc_opener_ran",
+            "status %#x", st);
+    cuMemFree(d);
+}
+
+int main(int argc, char **argv)
 {
     CUcontext ctx;
 
+    if (argc == 3 && !strcmp(argv[1], "--open"))
+        return ipc_open(argv[2]);
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) {
         printf("not ok probe/init\n");
         return 1;
@@ -196,6 +278,7 @@ int main(void)
     sync_memops();
     freed_range();
     capture();
+    ipc_context("/proc/self/exe");
     reset();
     return t_status();
 }
