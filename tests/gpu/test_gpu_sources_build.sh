@@ -3,7 +3,8 @@
 # tests/gpu/test_gpu_sources_build.sh - every GPU program still builds, on a machine without a
 # GPU: each .cu of tests/gpu/ and bench/ compiled and linked by nvcc the way the
 # run_*_on_gpu.sh scripts build them (against this build's libgdrapi and the toolkit's stub
-# libcuda), the C programs of "make gpu-tests", and gdrcopy_pplat with its GPU kernel (the
+# libcuda), the C programs of "make gpu-tests", dmabuf_r610_checks and the bridge's C probes
+# (tests/gpu/bridge/*.c), and gdrcopy_pplat with its GPU kernel (the
 # fatbin tools/gen_fatbin.sh embeds). A GPU test that no longer builds fails here, not on the
 # next GPU call. Skips without nvcc, except under CI, which has the toolkit.
 set -u
@@ -35,6 +36,20 @@ for src in $(find tests/gpu bench -name '*.cu' | sort); do
 done
 
 if t_make gpu-tests gpu-tests; then t_ok make/gpu-tests; fi
+if t_make dmabuf_r610_checks "$BUILD/gpu/dmabuf_r610_checks"; then t_ok make/dmabuf_r610_checks; fi
+
+# The C probes of run_bridge_on_gpu.sh, built as it builds them (the C compiler, the
+# toolkit's cuda.h and stub libcuda).
+for src in tests/gpu/bridge/*.c; do
+    name=$(basename "$src" .c)
+    if log=$("${CC:-cc}" -O1 -Wall -I"$CUDA/include" -Itests/lib -Iinclude -o "$out/$name" \
+            "$src" tests/lib/t.c -L"$CUDA/lib64/stubs" -lcuda 2>&1); then
+        t_ok "cc/$src"
+    else
+        t_fail "cc/$src" "$(printf '%s\n' "$log" | grep -m1 -E 'error' || printf '%s\n' "$log" | tail -n 1)"
+        printf '%s\n' "$log" | tail -n 15 | sed 's/^/    /'
+    fi
+done
 
 # pplat with its kernel: the generated source holds the fatbin, not the reason it is missing.
 if t_make pplat "$BUILD/bin/gdrcopy_pplat"; then
