@@ -19,7 +19,7 @@
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client \
                  $(BUILD)/tests/bridge/alloc_client
-$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
+$(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/lib/hex.h tests/lib/ucx_attrs.h tests/bridge/fdpass.h $(SCRIPT_CLIENT_DEPS) \
     $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
 	$(call script-client,-Itests/fake,$(FAKE_CUDA_VMM_LINK))
@@ -28,7 +28,7 @@ $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/bridge/hex.h t
 # the bridge while another forks; -rdynamic exports them, so that they come before libc's for
 # the bridge (loaded later by the shim) too.
 FORK_CLIENT := $(BUILD)/tests/bridge/fork_client
-$(FORK_CLIENT): tests/bridge/fork_client.c tests/bridge/hex.h $(SCRIPT_CLIENT_DEPS) \
+$(FORK_CLIENT): tests/bridge/fork_client.c tests/lib/hex.h $(SCRIPT_CLIENT_DEPS) \
     $(FAKE_DIR)/cuda-vmm/libcuda.so
 	@mkdir -p $(dir $@)
 	$(call script-client,-Itests/fake -rdynamic,$(FAKE_CUDA_VMM_LINK) -lpthread)
@@ -50,9 +50,9 @@ BRIDGE_RUNTIME_HERE := $(if $(BRIDGE_CROSS),,\
 # vramio-run against a second local user.
 USERS_CLIENT := $(BUILD)/tests/bridge/users_client
 USERS_EVIL   := $(BUILD)/tests/bridge/evil/libcuda.so.1
-$(USERS_CLIENT): tests/bridge/users_client.c tests/bridge/hex.h tests/fake/fake_gpu.h
+$(USERS_CLIENT): tests/bridge/users_client.c tests/lib/hex.h tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CUDA_CPPFLAGS) -Itests/fake,$< -ldl)
+	$(call prog-link,$(TEST_CUDA_CPPFLAGS) -Itests/fake -Itests/lib,$< -ldl)
 $(USERS_EVIL): tests/bridge/evil_cuda.c
 $(USERS_EVIL): SO_FLAGS = -Wl,-soname,libcuda.so.1
 $(USERS_EVIL):

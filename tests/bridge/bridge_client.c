@@ -21,6 +21,7 @@
 #include <cuda.h>
 
 #include "t.h"
+#include "ucx_attrs.h"
 #include "vramio.h"
 
 int fake_plain_allocs(void);
@@ -75,14 +76,7 @@ static int from_pool(CUdeviceptr d)
  */
 static const char *ucx_memory_type(CUdeviceptr p)
 {
-    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                     CU_POINTER_ATTRIBUTE_CONTEXT };
-    unsigned int type = CU_MEMORYTYPE_HOST, managed = 0;
-    int ordinal = -1;
-    CUcontext ctx = NULL;
-    void *data[4] = { &type, &managed, &ordinal, &ctx };
+    struct ucx_attrs a;
     CUmemGenericAllocationHandle h;
     CUmemAllocationProp prop;
     const char *t = "unknown";
@@ -94,11 +88,12 @@ static const char *ucx_memory_type(CUdeviceptr p)
         cuMemRelease(h);
         return t;
     }
-    if (cuPointerGetAttributes(4, which, data, p) != CUDA_SUCCESS)
+    a = ucx_attrs_of(p);
+    if (a.result != CUDA_SUCCESS)
         return "not recognized";
-    if (type != CU_MEMORYTYPE_DEVICE)
+    if (a.type != CU_MEMORYTYPE_DEVICE)
         return "host";
-    return managed || !ctx ? "cuda-managed" : "cuda";
+    return a.managed || !a.ctx ? "cuda-managed" : "cuda";
 }
 
 /* Pool blocks answer pointer attributes as cuMemAlloc allocations do: a and b are blocks of

@@ -39,6 +39,7 @@
 #include "fdpass.h"
 #include "hex.h"
 #include "t.h"
+#include "ucx_attrs.h"
 #include "vramio.h"
 
 int fake_vmm_live(void);
@@ -291,25 +292,19 @@ static int range_is(CUdeviceptr p, size_t want, char *why, size_t len)
  */
 static int context_is_current(CUdeviceptr p, char *why, size_t len)
 {
-    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                     CU_POINTER_ATTRIBUTE_CONTEXT };
-    unsigned int type = 0, managed = 1;
-    int ordinal = -1;
-    CUcontext cur = NULL, one = NULL, four = NULL;
-    void *data[4] = { &type, &managed, &ordinal, &four };
-    CUresult r1, r4;
+    CUcontext cur = NULL, one = NULL;
+    struct ucx_attrs four;
+    CUresult r1;
 
     cuCtxGetCurrent(&cur);
     r1 = cuPointerGetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, p + 8);
-    r4 = cuPointerGetAttributes(4, which, data, p);
-    if (cur && r1 == CUDA_SUCCESS && one == cur && r4 == CUDA_SUCCESS && four == cur &&
-        type == CU_MEMORYTYPE_DEVICE && !managed)
+    four = ucx_attrs_of(p);
+    if (cur && r1 == CUDA_SUCCESS && one == cur && four.result == CUDA_SUCCESS &&
+        four.ctx == cur && four.type == CU_MEMORYTYPE_DEVICE && !four.managed)
         return 1;
     snprintf(why, len, "current %p; alone: result %d, %p; with three others: result %d, %p "
-             "(type %u, managed %u)", (void *)cur, (int)r1, (void *)one, (int)r4, (void *)four,
-             type, managed);
+             "(type %u, managed %u)", (void *)cur, (int)r1, (void *)one, (int)four.result,
+             (void *)four.ctx, four.type, four.managed);
     return 0;
 }
 

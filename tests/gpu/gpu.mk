@@ -30,7 +30,7 @@ $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) 
 
 # The bridge's fork program of tests/bridge, against the real driver: -rdynamic, as in
 # tests/bridge/bridge.mk (its recvmsg and listen hold a thread inside the bridge).
-$(BUILD)/gpu/bridge_fork_client: tests/bridge/fork_client.c tests/bridge/hex.h $(TEST_KIT_SRCS) \
+$(BUILD)/gpu/bridge_fork_client: tests/bridge/fork_client.c tests/lib/hex.h $(TEST_KIT_SRCS) \
         $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include -rdynamic,$< $(TEST_KIT_SRCS) \

@@ -22,7 +22,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "hex.h"
 #include "t.h"
+#include "ucx_attrs.h"
 
 #define BIG (64u << 20)
 #define REPS 20
@@ -194,41 +196,31 @@ static void reset(void)
 /* The opening side (a process of its own, as CUDA IPC wants): the handle in hex. */
 static int ipc_open(const char *hex)
 {
-    CUpointer_attribute which[4] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                     CU_POINTER_ATTRIBUTE_CONTEXT };
-    unsigned int type = 0, managed = 1;
-    int ordinal = -1;
-    CUcontext cur = NULL, one = NULL, four = NULL;
-    void *data[4] = { &type, &managed, &ordinal, &four };
+    struct ucx_attrs four = { CUDA_ERROR_UNKNOWN, 0, ~0u, -1, NULL };
+    CUcontext cur = NULL, one = NULL;
     CUipcMemHandle h;
     CUdeviceptr p = 0;
-    CUresult r, r1 = CUDA_ERROR_UNKNOWN, r4 = CUDA_ERROR_UNKNOWN;
-    unsigned int i, byte;
+    CUresult r, r1 = CUDA_ERROR_UNKNOWN;
 
-    if (strlen(hex) != 2 * sizeof(h.reserved))
+    if (from_hex(hex, h.reserved, sizeof(h.reserved)))
         return 2;
-    for (i = 0; i < sizeof(h.reserved); i++) {
-        if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
-            return 2;
-        h.reserved[i] = (char)byte;
-    }
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&cur, 0) || cuCtxSetCurrent(cur))
         return 3;
     r = cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (r == CUDA_SUCCESS) {
         r1 = cuPointerGetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, p + 8);
-        r4 = cuPointerGetAttributes(4, which, data, p);
+        four = ucx_attrs_of(p);
     }
     printf("# ipc: cuMemAlloc memory opened from its handle: open %d; CONTEXT alone: result %d, "
            "%s; with three others: result %d, %s (type %u, managed %u)\n", (int)r, (int)r1,
-           one == cur ? "the opener's" : one ? "another context" : "NULL", (int)r4,
-           four == cur ? "the opener's" : four ? "another context" : "NULL", type, managed);
-    t_check(r == CUDA_SUCCESS && r1 == CUDA_SUCCESS && one == cur && r4 == CUDA_SUCCESS &&
-            four == cur, "probe/ipc_opened_context_is_the_openers",
+           one == cur ? "the opener's" : one ? "another context" : "NULL", (int)four.result,
+           four.ctx == cur ? "the opener's" : four.ctx ? "another context" : "NULL", four.type,
+           four.managed);
+    t_check(r == CUDA_SUCCESS && r1 == CUDA_SUCCESS && one == cur &&
+            four.result == CUDA_SUCCESS && four.ctx == cur,
+            "probe/ipc_opened_context_is_the_openers",
             "open %d; alone %d %p, four %d %p, current %p", (int)r, (int)r1, (void *)one,
-            (int)r4, (void *)four, (void *)cur);
+            (int)four.result, (void *)four.ctx, (void *)cur);
     if (r == CUDA_SUCCESS)
         cuIpcCloseMemHandle(p);
     return t_status();
@@ -240,7 +232,6 @@ static void ipc_context(const char *self)
     char hex[2 * sizeof(((CUipcMemHandle *)0)->reserved) + 1];
     CUipcMemHandle h;
     CUdeviceptr d = 0;
-    unsigned int i;
     int st = -1;
     pid_t pid;
 
@@ -250,8 +241,7 @@ static void ipc_context(const char *self)
             cuMemFree(d);
         return;
     }
-    for (i = 0; i < sizeof(h.reserved); i++)
-        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)h.reserved[i]);
+    to_hex(h.reserved, sizeof(h.reserved), hex);
     fflush(stdout);
     pid = fork();
     if (pid == 0) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* hex.h - IPC handles as hex text between the bridge's test programs (ipc_client.c,
- * users_client.c): out gets 2n digits and a NUL; from_hex gives -1 for anything else. */
-#ifndef VRAMIO_TESTS_BRIDGE_HEX_H
-#define VRAMIO_TESTS_BRIDGE_HEX_H
+/* hex.h - IPC handles as hex text between test programs and the processes they start
+ * (tests/bridge/ipc_client.c, users_client.c, fork_client.c, tests/gpu/bridge/driver_probe.c):
+ * out gets 2n digits and a NUL; from_hex gives -1 for anything else. */
+#ifndef VRAMIO_TESTS_LIB_HEX_H
+#define VRAMIO_TESTS_LIB_HEX_H
 
 #include <stdio.h>
 #include <string.h>
