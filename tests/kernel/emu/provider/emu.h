@@ -32,6 +32,7 @@ struct emu_alloc {
 	bool bar;                   /* NVP2P_EMU_ALLOC_BAR: the pages are BAR bytes at bar_off */
 	u64 bar_off;
 	bool freed;                 /* FREE ran: no new pins, no READ/WRITE */
+	bool freeing;               /* FREE still runs and uses it (it drops emu_lock midway) */
 	unsigned int persistent_pins; /* RAM stays until these are put */
 	unsigned int running_cbs;   /* free callbacks still running for it */
 	unsigned int rw_users;      /* READ/WRITE copies in progress (run without emu_lock) */

@@ -83,10 +83,10 @@ void emu_release_alloc_ram(struct emu_alloc *a)
 	kfree(a);
 }
 
-/* Caller holds emu_lock. The RAM goes once FREE ran and no pin or callback needs it. */
+/* Caller holds emu_lock. The RAM goes once FREE is done and no pin or callback needs it. */
 void emu_alloc_maybe_release(struct emu_alloc *a)
 {
-	if (!a->freed || a->persistent_pins || a->running_cbs || a->rw_users)
+	if (!a->freed || a->freeing || a->persistent_pins || a->running_cbs || a->rw_users)
 		return;
 	emu_total_bytes -= a->size;
 	emu_release_alloc_ram(a);
@@ -173,14 +173,15 @@ static long emu_ioc_alloc(void __user *uarg)
 
 	mutex_lock(&emu_lock);
 	a->va = emu_next_va;
+	req.va = a->va;
 	emu_next_va += round_up(a->size, EMU_VA_STRIDE) + EMU_VA_STRIDE;
 	list_add_tail(&a->node, &emu_allocs);
 	emu_live_allocs++;
 	mutex_unlock(&emu_lock);
 
-	req.va = a->va;
+	/* req.va, not a->va: a FREE guessing the address may take the allocation from now */
 	if (copy_to_user(uarg, &req, sizeof(req))) {
-		emu_free_allocation(a->va);
+		emu_free_allocation(req.va);
 		return -EFAULT;
 	}
 	return 0;

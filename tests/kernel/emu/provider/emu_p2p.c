@@ -400,6 +400,12 @@ int emu_free_allocation(u64 va)
 	}
 	list_del(&a->node);
 	a->freed = true;
+	/*
+	 * Ours until the end: between here and the release below emu_lock is dropped, and the
+	 * put of the last persistent pin (or the end of a READ) may come then. Without this hold
+	 * that put released the allocation and FREE's own release used it after the free.
+	 */
+	a->freeing = true;
 	emu_live_allocs--;
 	list_for_each_entry_safe(p, tmp, &emu_pins, node) {
 		if (p->alloc != a || p->persistent || p->cb_state != EMU_CB_NONE)
@@ -442,6 +448,7 @@ int emu_free_allocation(u64 va)
 	}
 
 	mutex_lock(&emu_lock);
+	a->freeing = false;
 	emu_alloc_maybe_release(a);
 	mutex_unlock(&emu_lock);
 	if (order == EMU_ORDER_NVIDIA)
