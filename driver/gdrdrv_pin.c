@@ -190,9 +190,10 @@ out:
  * Give the GPU pages back: once, when the pin leaves the table or is never entered. Returns
  * false when the pin must be kept: put_pages failed and the free callback has not run, so
  * the NVIDIA driver may still call it (the pin is then an orphan). Otherwise the
- * callback will not run again, and has finished if it ran.
+ * callback will not run again, and has finished if it ran. The caller holds a reference
+ * (the table's, or the creator's) that gdrdrv_put_pages may hand to the callback.
  */
-static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
+static bool gdrdrv_give_pages_back(struct gdrdrv_pin *pin)
 {
 	bool fired;
 	int ret = 0;
@@ -242,6 +243,22 @@ static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
 	if (fired)
 		wait_for_completion(&pin->cb_done);
 	return true;
+}
+
+/*
+ * gdrdrv_give_pages_back under a reference of its own: once the pin is an orphan, the
+ * reference its caller passed belongs to the free callback, which may run at once on
+ * another CPU and drop it, while this task still leaves pin->lock (an unlock touches the
+ * mutex after another task may have taken it) and reports the failure from the pin.
+ */
+static bool gdrdrv_put_pages(struct gdrdrv_pin *pin)
+{
+	bool done;
+
+	kref_get(&pin->ref);
+	done = gdrdrv_give_pages_back(pin);
+	gdrdrv_pin_put(pin);
+	return done;
 }
 
 static void gdrdrv_pin_free(struct kref *ref)

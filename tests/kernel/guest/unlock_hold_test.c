@@ -24,6 +24,14 @@
  * lockdep's tracepoints, so the test runs on the debug kernel (whose KASAN is what sees a
  * freed pin touched) and skips elsewhere (emu_hold.c says why the stock kernels' kprobe went),
  * or where there is one CPU.
+ *
+ * The other side of that contract (orphan_freed_under_its_closer): a file closed while the
+ * provider fails its pin's put_pages makes the pin an orphan, whose table reference is from
+ * then on its free callback's. The closing task, held by the provider just after it has
+ * released pin->lock (the second hold of emu_hold.c, at its next lock: the rate limit of
+ * gdrdrv's error message, which reads the pin), must still own the pin while a FREE on the
+ * other CPU runs the callback to its end; a gdrdrv that keeps no reference of its own there
+ * reads freed memory when the hold lets go, which KASAN reports and the rig fails on.
  *   unlock_hold_test     run with gdrdrv use_persistent_mapping=0
  */
 #include <errno.h>
@@ -243,6 +251,114 @@ static int round_of(int fd, int *hit, char *why, size_t len)
     return judge(&r, why, len);
 }
 
+/* ---- an orphan's closer against its callback ------------------------------------------- */
+struct orphan { int fd; uint64_t va; int close_ret, free_ret; };
+
+static void *closing(void *arg)
+{
+    struct orphan *o = arg;
+
+    /* The release runs here, on the way out of close: its put_pages fails, by injection. */
+    o->close_ret = close(o->fd) ? errno : 0;
+    return NULL;
+}
+
+static void *freeing_orphan(void *arg)
+{
+    struct orphan *o = arg;
+
+    o->free_ret = emu_free(o->va) ? errno : 0;
+    return NULL;
+}
+
+static long module_refcnt(void)
+{
+    FILE *f = fopen("/sys/module/gdrdrv/refcnt", "r");
+    long n = -1;
+
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = -1;
+        fclose(f);
+    }
+    return n;
+}
+
+/* Closer on CPU 1 held after pin->lock, then FREE on CPU 0 to its end; NULL or what failed. */
+static const char *orphan_steps(struct orphan *o, struct race_thread *t)
+{
+    double end;
+    int e;
+
+    if ((e = race_thread_start(&t[0], 1, closing, o)))
+        return e == EINVAL ? "no CPU 1" : "the closing thread did not start";
+    for (end = race_now() + RACE_WAIT_S; hold_state() != HOLD_HOLDING; race_sleep_ms(1))
+        if (race_now() > end || __atomic_load_n(&t[0].done, __ATOMIC_ACQUIRE))
+            return "the closing task was never held after its failed put_pages";
+    if (race_thread_start(&t[1], 0, freeing_orphan, o))
+        return "FREE's thread did not start";
+    if (race_thread_join(&t[1], JOIN_S))
+        return "FREE did not return while the closer was held";
+    if (hold_state() != HOLD_HOLDING)
+        return "the hold ran out before FREE was done";
+    return NULL;
+}
+
+static void test_orphan_freed_under_its_closer(void)
+{
+    struct gdrdrv_pin_buffer_v2 p = { .size = GPU_PAGE };
+    struct orphan o = { .fd = -1 };
+    struct race_thread t[2] = { { 0 } };
+    uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
+    long ref0 = module_refcnt();
+    const char *what;
+    int e, stuck = 0;
+
+    o.fd = open("/dev/gdrdrv", O_RDWR | O_CLOEXEC);
+    if (o.fd < 0 || emu_alloc(GPU_PAGE, 1, 0, &o.va)) {
+        t_fail("orphan_freed_under_its_closer", "setup: %s", strerror(errno));
+        return;
+    }
+    p.addr = o.va;
+    if (ioctl(o.fd, GDRDRV_IOC_PIN_BUFFER_V2, &p)) {
+        t_fail("orphan_freed_under_its_closer", "pin: %s", strerror(errno));
+        close(o.fd);
+        emu_free(o.va);
+        return;
+    }
+    e = put_param(HOLD, "2\n");
+    if (e) {
+        close(o.fd);
+        emu_free(o.va);
+        if (e == EOPNOTSUPP)
+            t_skip("orphan_freed_under_its_closer", "the provider cannot hold a task after its "
+                   "put_pages here (no lockdep tracepoints: the debug kernel has them)");
+        else
+            t_fail("orphan_freed_under_its_closer", "arming the hold: %s", strerror(e));
+        return;
+    }
+    emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 1, ENOMEM);
+    what = orphan_steps(&o, t);
+    put_param(HOLD, "0\n");                    /* the closer goes on, into the pin */
+    emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 0, ENOMEM);
+    for (int i = 0; i < 2; i++)
+        stuck |= t[i].started && race_thread_join(&t[i], JOIN_S) != 0;
+    if (what && !strcmp(what, "no CPU 1")) {
+        t_skip("orphan_freed_under_its_closer", "one CPU");
+        return;
+    }
+    if (what && t[1].started == 0)
+        emu_free(o.va);                         /* the orphan goes with its callback */
+    t_check(!what && !stuck && !o.close_ret && !o.free_ret &&
+            emu_callbacks_fired() == cbs + 1 && emu_live_pins() == base &&
+            module_refcnt() == ref0, "orphan_freed_under_its_closer",
+            "%s; close %s, FREE %s, callbacks +%llu, live tables %llu -> %llu, gdrdrv refcnt "
+            "%ld -> %ld", what ? what : stuck ? "a thread did not return" : "held and freed",
+            strerror(o.close_ret), strerror(o.free_ret),
+            (unsigned long long)(emu_callbacks_fired() - cbs), (unsigned long long)base,
+            (unsigned long long)emu_live_pins(), ref0, module_refcnt());
+}
+
 int main(void)
 {
     uint64_t base, cbs;
@@ -288,5 +404,6 @@ int main(void)
         bad = 1;
     }
     t_check(!bad, "callback_unlock_against_unpin", "%s", why);
+    test_orphan_freed_under_its_closer();
     return t_status();
 }

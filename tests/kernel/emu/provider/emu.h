@@ -95,6 +95,7 @@ void emu_bar_release_all_holds(void);
 /* emu_hold.c: holding a free callback inside its mutex_unlock (the unlock_hold parameter). */
 void emu_hold_cb_begin(void);   /* FREE is about to run a callback in this task */
 void emu_hold_cb_end(void);
+void emu_hold_put_failed(void); /* put_pages failed by injection; emu_lock dropped */
 void emu_hold_exit(void);
 
 /*

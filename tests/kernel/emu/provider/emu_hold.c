@@ -20,8 +20,15 @@
  * are registered only while armed, and look only at the task that FREE is running a callback
  * in (emu_hold_cb_begin/end).
  *
- * unlock_hold (/sys/module/nvp2p_emu/parameters/unlock_hold): write 1 to arm, 0 to end a hold
- * and disarm; reads 0 off, 1 armed, 2 holding, 3 held and let go. A hold lasts until the
+ * The second hold (armed by writing 2) is for the other side of a failed put: the task whose
+ * nvidia_p2p_put_pages the provider failed by injection (emu_hold_put_failed) is held at the
+ * first lock it takes after the next mutex it releases. In gdrdrv that mutex is pin->lock,
+ * released once the pin is an orphan whose table reference its free callback may drop at
+ * once; the lock after it is the rate limit of the error message that reads the pin. A FREE
+ * run meanwhile frees the pin if gdrdrv keeps no reference of its own across that window.
+ *
+ * unlock_hold (/sys/module/nvp2p_emu/parameters/unlock_hold): write 1 or 2 to arm, 0 to end a
+ * hold and disarm; reads 0 off, 1 armed, 2 holding, 3 held and let go. A hold lasts until the
  * write of 0, or EMU_HOLD_MAX_MS at most (a test that dies must not leave a CPU spinning).
  */
 #include <linux/atomic.h>
@@ -44,21 +51,33 @@
 #define EMU_HOLD_MAX_MS 8000
 
 enum { EMU_HOLD_OFF, EMU_HOLD_ARMED, EMU_HOLD_HOLDING, EMU_HOLD_DONE };
+enum { EMU_HOLD_IN_CB_UNLOCK = 1, EMU_HOLD_AFTER_PUT = 2 };    /* what a write arms */
 
 static atomic_t emu_hold_state = ATOMIC_INIT(EMU_HOLD_OFF);
 static bool emu_hold_release;                   /* the test's "let go" */
-static struct task_struct *emu_hold_task;       /* running a free callback while armed */
+static struct task_struct *emu_hold_task;       /* the task to hold, while armed */
+static int emu_hold_mode;                       /* EMU_HOLD_IN_CB_UNLOCK or _AFTER_PUT */
 static DEFINE_MUTEX(emu_hold_lock);             /* arming and disarming */
 
 void emu_hold_cb_begin(void)
 {
-	if (atomic_read(&emu_hold_state) == EMU_HOLD_ARMED)
+	if (atomic_read(&emu_hold_state) == EMU_HOLD_ARMED &&
+	    READ_ONCE(emu_hold_mode) == EMU_HOLD_IN_CB_UNLOCK)
 		WRITE_ONCE(emu_hold_task, current);
 }
 
 void emu_hold_cb_end(void)
 {
-	WRITE_ONCE(emu_hold_task, NULL);
+	if (READ_ONCE(emu_hold_mode) == EMU_HOLD_IN_CB_UNLOCK)
+		WRITE_ONCE(emu_hold_task, NULL);
+}
+
+/* Called with emu_lock already dropped, so that the next release is the consumer's. */
+void emu_hold_put_failed(void)
+{
+	if (atomic_read(&emu_hold_state) == EMU_HOLD_ARMED &&
+	    READ_ONCE(emu_hold_mode) == EMU_HOLD_AFTER_PUT)
+		WRITE_ONCE(emu_hold_task, current);
 }
 
 /*
@@ -73,6 +92,8 @@ static void __maybe_unused emu_hold_now(void)
 		return;
 	for (ms = 0; ms < EMU_HOLD_MAX_MS && !READ_ONCE(emu_hold_release); ms++)
 		mdelay(1);
+	if (READ_ONCE(emu_hold_mode) == EMU_HOLD_AFTER_PUT)
+		WRITE_ONCE(emu_hold_task, NULL);        /* no callback_end clears it */
 	atomic_set(&emu_hold_state, EMU_HOLD_DONE);
 }
 
@@ -83,9 +104,11 @@ static bool emu_hold_registered;
 
 /*
  * The wait_lock of the mutex that the callback's task released last: what its unlock's slow
- * path takes next, if it goes on (waiters queued). Only that task writes it.
+ * path takes next, if it goes on (waiters queued); after a failed put, any lock (ANY). Only
+ * that task writes it.
  */
 static struct lockdep_map *emu_hold_next;
+#define EMU_HOLD_ANY ((struct lockdep_map *)1)
 
 static bool emu_hold_mine(void)
 {
@@ -98,7 +121,11 @@ static bool emu_hold_mine(void)
  */
 static void emu_hold_on_release(void *data, struct lockdep_map *map, unsigned long ip)
 {
-	if (emu_hold_mine())
+	if (!emu_hold_mine())
+		return;
+	if (READ_ONCE(emu_hold_mode) == EMU_HOLD_AFTER_PUT)
+		emu_hold_next = EMU_HOLD_ANY;
+	else
 		emu_hold_next = &container_of(map, struct mutex, dep_map)->wait_lock.dep_map;
 }
 
@@ -112,7 +139,7 @@ static void emu_hold_on_acquire(void *data, struct lockdep_map *map, unsigned in
 		return;
 	want = emu_hold_next;
 	emu_hold_next = NULL;           /* only the acquire right after the release counts */
-	if (map == want)
+	if (want && (want == EMU_HOLD_ANY || map == want))
 		emu_hold_now();
 }
 
@@ -172,11 +199,13 @@ static void emu_hold_unregister(void)
 
 #endif
 
-static int emu_hold_arm(void)
+static int emu_hold_arm(int mode)
 {
 	int ret;
 
 	WRITE_ONCE(emu_hold_release, false);
+	WRITE_ONCE(emu_hold_task, NULL);
+	WRITE_ONCE(emu_hold_mode, mode);
 	ret = emu_hold_register();
 	if (!ret)
 		atomic_set(&emu_hold_state, EMU_HOLD_ARMED);
@@ -188,19 +217,22 @@ static void emu_hold_disarm(void)
 {
 	WRITE_ONCE(emu_hold_release, true);
 	emu_hold_unregister();
+	WRITE_ONCE(emu_hold_task, NULL);
 	atomic_set(&emu_hold_state, EMU_HOLD_OFF);
 }
 
 static int emu_hold_set(const char *val, const struct kernel_param *kp)
 {
-	bool on;
-	int ret = kstrtobool(val, &on);
+	unsigned int mode;
+	int ret = kstrtouint(val, 10, &mode);
 
 	if (ret)
 		return ret;
+	if (mode > EMU_HOLD_AFTER_PUT)
+		return -EINVAL;
 	mutex_lock(&emu_hold_lock);
-	if (on)
-		ret = emu_hold_arm();
+	if (mode)
+		ret = emu_hold_arm(mode);
 	else
 		emu_hold_disarm();
 	mutex_unlock(&emu_hold_lock);
@@ -217,7 +249,7 @@ static const struct kernel_param_ops emu_hold_ops = {
 	.get = emu_hold_get,
 };
 module_param_cb(unlock_hold, &emu_hold_ops, NULL, 0644);
-MODULE_PARM_DESC(unlock_hold, "1 arms the hold of the next free callback inside its mutex_unlock, 0 lets go; reads 0 off, 1 armed, 2 holding, 3 held");
+MODULE_PARM_DESC(unlock_hold, "1 arms the hold of the next free callback inside its mutex_unlock, 2 of the task of a failed put_pages at its first lock after its next unlock, 0 lets go; reads 0 off, 1 armed, 2 holding, 3 held");
 
 /* Module exit: no probe may outlive the module's text. */
 void emu_hold_exit(void)

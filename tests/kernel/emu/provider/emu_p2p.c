@@ -307,6 +307,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	if (ret) {
 		/* Injected: the table and its callback stay registered. */
 		mutex_unlock(&emu_lock);
+		emu_hold_put_failed();
 		return ret;
 	}
 	emu_unlist_pin(p);
