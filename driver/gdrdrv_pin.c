@@ -22,9 +22,9 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/timex.h>
-#include <linux/wait_bit.h>
 #include <linux/xarray.h>
 
 #include "gdrdrv_internal.h"
@@ -181,9 +181,12 @@ static void gdrdrv_free_callback(void *data)
 		gdrdrv_pin_put(pin);    /* the table's */
 	gdrdrv_pin_put(pin);            /* the callback's */
 out:
-	/* Last: after this, module exit may go on (gdrdrv_pin_module_exit). */
-	if (atomic_dec_and_test(&gdrdrv_cb_active))
-		wake_up_var(&gdrdrv_cb_active);
+	/*
+	 * Last: after this, module exit may go on (gdrdrv_pin_module_exit). Exit looks for zero
+	 * instead of being woken: a wake-up here would be module code run after the decrement,
+	 * and waking the exiting task on this CPU would let it preempt this one right there.
+	 */
+	atomic_dec_return(&gdrdrv_cb_active);   /* fully ordered after the pin's last use */
 }
 
 /*
@@ -597,7 +600,8 @@ void gdrdrv_pin_module_exit(void)
 {
 	unsigned long n;
 
-	wait_var_event(&gdrdrv_cb_active, !atomic_read(&gdrdrv_cb_active));
+	while (atomic_read_acquire(&gdrdrv_cb_active))
+		schedule_timeout_uninterruptible(1);    /* a tick: callbacks are short */
 	n = gdrdrv_pin_count();
 
 	if (n)
