@@ -86,6 +86,11 @@ int t_recv_fd(int sock, uint64_t *handle);
 int t_count_fds(void);
 int t_count_maps(const char *needle);
 
+/* A small file such as a module parameter in sysfs: write s to it (0 or the errno), read
+ * the number it starts with (-1 when it cannot be read). */
+int t_write_file(const char *path, const char *s);
+long t_read_long(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* t_proc.c - the test kit's process helpers: re-running this program in a child, bounded
- * waits, a read that may fault, fd passing (see t.h). */
+ * waits, a read that may fault, fd passing, small files such as sysfs parameters (see t.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -246,5 +247,30 @@ int t_count_maps(const char *needle)
         n += strstr(line, needle) != NULL;
     if (f)
         fclose(f);
+    return n;
+}
+
+int t_write_file(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC), e = 0;
+
+    if (fd < 0)
+        return errno;
+    if (write(fd, s, strlen(s)) < 0)
+        e = errno;
+    close(fd);
+    return e;
+}
+
+long t_read_long(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long n = -1;
+
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = -1;
+        fclose(f);
+    }
     return n;
 }

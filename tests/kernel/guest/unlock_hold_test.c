@@ -52,6 +52,7 @@
 #define ROUNDS 3
 #define PARAMS "/sys/module/nvp2p_emu/parameters/"
 #define HOLD PARAMS "unlock_hold"
+#define REFCNT "/sys/module/gdrdrv/refcnt"
 #define GATE NVP2P_EMU_GATE_UNLINK
 #define JOIN_S (RACE_WAIT_S + 10)
 
@@ -67,19 +68,6 @@ struct round {
     int moved_on;               /* ... and UNPIN went past pin->lock while it was held */
     struct race_thread t[3];    /* FREE, UNPIN, GET_CB_FLAG */
 };
-
-/* 0 or the errno of writing s to path. */
-static int put_param(const char *path, const char *s)
-{
-    int f = open(path, O_WRONLY | O_CLOEXEC), e = 0;
-
-    if (f < 0)
-        return errno;
-    if (write(f, s, strlen(s)) < 0)
-        e = errno;
-    close(f);
-    return e;
-}
 
 static int hold_state(void)
 {
@@ -188,7 +176,7 @@ static int run_threads(struct round *r, char *why, size_t len)
     int stuck = 0;
 
     emu_gate(0);
-    put_param(HOLD, "0\n");     /* whatever happened, nothing stays held */
+    t_write_file(HOLD, "0\n");     /* whatever happened, nothing stays held */
     for (int i = 0; i < 3; i++)
         stuck |= race_thread_join(&r->t[i], JOIN_S) != 0;
     if (what || stuck) {
@@ -237,7 +225,7 @@ static int round_of(int fd, int *hit, char *why, size_t len)
         return 1;
     }
     r.handle = p.handle;
-    e = put_param(HOLD, "1\n");
+    e = t_write_file(HOLD, "1\n");
     if (e) {
         snprintf(why, len, "the provider cannot hold a callback in mutex_unlock here: %s%s",
                  strerror(e), e == EOPNOTSUPP ? " (no lockdep tracepoints: the debug kernel has them)" : "");
@@ -271,19 +259,6 @@ static void *freeing_orphan(void *arg)
     return NULL;
 }
 
-static long module_refcnt(void)
-{
-    FILE *f = fopen("/sys/module/gdrdrv/refcnt", "r");
-    long n = -1;
-
-    if (f) {
-        if (fscanf(f, "%ld", &n) != 1)
-            n = -1;
-        fclose(f);
-    }
-    return n;
-}
-
 /* Closer on CPU 1 held after pin->lock, then FREE on CPU 0 to its end; NULL or what failed. */
 static const char *orphan_steps(struct orphan *o, struct race_thread *t)
 {
@@ -310,7 +285,7 @@ static void test_orphan_freed_under_its_closer(void)
     struct orphan o = { .fd = -1 };
     struct race_thread t[2] = { { 0 } };
     uint64_t base = emu_live_pins(), cbs = emu_callbacks_fired();
-    long ref0 = module_refcnt();
+    long ref0 = t_read_long(REFCNT);
     const char *what;
     int e, stuck = 0;
 
@@ -326,7 +301,7 @@ static void test_orphan_freed_under_its_closer(void)
         emu_free(o.va);
         return;
     }
-    e = put_param(HOLD, "2\n");
+    e = t_write_file(HOLD, "2\n");
     if (e) {
         close(o.fd);
         emu_free(o.va);
@@ -339,7 +314,7 @@ static void test_orphan_freed_under_its_closer(void)
     }
     emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 1, ENOMEM);
     what = orphan_steps(&o, t);
-    put_param(HOLD, "0\n");                    /* the closer goes on, into the pin */
+    t_write_file(HOLD, "0\n");                    /* the closer goes on, into the pin */
     emu_inject(NVP2P_EMU_FAIL_PUT_PAGES, 0, ENOMEM);
     for (int i = 0; i < 2; i++)
         stuck |= t[i].started && race_thread_join(&t[i], JOIN_S) != 0;
@@ -351,12 +326,12 @@ static void test_orphan_freed_under_its_closer(void)
         emu_free(o.va);                         /* the orphan goes with its callback */
     t_check(!what && !stuck && !o.close_ret && !o.free_ret &&
             emu_callbacks_fired() == cbs + 1 && emu_live_pins() == base &&
-            module_refcnt() == ref0, "orphan_freed_under_its_closer",
+            t_read_long(REFCNT) == ref0, "orphan_freed_under_its_closer",
             "%s; close %s, FREE %s, callbacks +%llu, live tables %llu -> %llu, gdrdrv refcnt "
             "%ld -> %ld", what ? what : stuck ? "a thread did not return" : "held and freed",
             strerror(o.close_ret), strerror(o.free_ret),
             (unsigned long long)(emu_callbacks_fired() - cbs), (unsigned long long)base,
-            (unsigned long long)emu_live_pins(), ref0, module_refcnt());
+            (unsigned long long)emu_live_pins(), ref0, t_read_long(REFCNT));
 }
 
 int main(void)
