@@ -288,12 +288,16 @@ void vr_slot_free_locked(struct vr_table *t, struct vr_slot *s)
 {
     uint32_t index = s->index;
 
-    s->obj = NULL;
-    s->owner = 0;
-    s->closing = 0;
     slot_write_begin(s);
     slot_write_fields(s, 0, 0, 0);
     slot_write_end(s, slot_gen(s) + 1); /* odd (live) -> even (free): every token goes stale */
+    /*
+     * Only then the object: a fork by another thread in between leaves the child this slot,
+     * and the child must find it free, not live and naming nothing (wb_fork_slot_free.c).
+     */
+    s->obj = NULL;
+    s->owner = 0;
+    s->closing = 0;
     pthread_mutex_unlock(&s->lock);
 
     pthread_mutex_lock(&t->lock);
