@@ -384,31 +384,20 @@ static void do_close(void)
 static void write_param(const char *name, unsigned long v)
 {
     char path[128], val[32];
-    int fd;
 
     snprintf(path, sizeof(path), PARAMS "%s", name);
     snprintf(val, sizeof(val), "%lu", v);
-    fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (write(fd, val, strlen(val)) < 0) {
-        }
-        close(fd);
-    }
+    t_write_file(path, val);            /* a knob the kernel refuses stays as it was */
 }
 
 static unsigned long read_param(const char *name)
 {
-    char path[128], val[32] = "";
-    int fd;
-    ssize_t n;
+    char path[128];
+    long v;
 
     snprintf(path, sizeof(path), PARAMS "%s", name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, val, sizeof(val) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    val[n > 0 ? n : 0] = '\0';
-    return strtoul(val, NULL, 10);
+    v = t_read_long(path);
+    return v < 0 ? 0 : (unsigned long)v;
 }
 
 static const char *const knobs[] = { "use_persistent_mapping", "max_pins_per_file",

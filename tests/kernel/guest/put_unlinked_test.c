@@ -30,18 +30,14 @@
 #define ROUNDS 6
 #define PARAMS "/sys/module/nvp2p_emu/parameters/"
 
+/* 1 when the provider's parameter took v, 0 when not. */
 static int set_param(const char *name, unsigned int v)
 {
-    char path[128];
-    FILE *f;
-    int ok;
+    char path[128], val[16];
 
     snprintf(path, sizeof(path), PARAMS "%s", name);
-    f = fopen(path, "w");
-    if (!f)
-        return 0;
-    ok = fprintf(f, "%u\n", v) > 0;
-    return fclose(f) == 0 && ok;
+    snprintf(val, sizeof(val), "%u\n", v);
+    return t_write_file(path, val) == 0;
 }
 
 struct freer {
