@@ -2,8 +2,11 @@
 """alloc_frameworks.py MODE - what memory a framework's allocator hands out (run by
 tests/gpu/run_bridge_on_gpu.sh, plainly and under vramio-run): one 4 MiB buffer of the
 framework's own, described by the driver (range, mapping, allowed handle types, pool), then
-pinned, written by the CPU and read back by the framework. Lines "# probe MODE/KEY: VALUE" and
-"ok"/"not ok"/"skip" result lines.
+pinned, written by the CPU and read back by the framework. Then a fixed workload in the
+framework's own arrays (a matrix product and elementwise work, whose temporaries come from the
+allocator under test every step): its result, its median step time, and the GPU memory in use
+before the program exits, for the runner to hold the bridged run to the plain one. Lines
+"# probe MODE/KEY: VALUE", "# work MODE/KEY: VALUE" and "ok"/"not ok"/"skip" result lines.
 
 MODE: torch (default allocator), torch_expandable (expandable_segments:True), torch_async
 (backend:cudaMallocAsync), cupy (default pool), cupy_async (MemoryAsyncPool), jax (its default
@@ -61,6 +64,32 @@ def pin_and_write(ptr, read_back):
           ("not ok %s/cpu_write_seen: read 0x%x" % (MODE, got)))
 
 
+STEPS, WARM, DIM = 40, 5, 2048
+
+
+def report_work(result, times):
+    """The workload's result (exact, for comparison with the other run), its median step
+    time, and the device memory in use now (the context, the framework's pools, the bridge's)."""
+    times = sorted(times)
+    free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
+    print("# work %s/result: %r" % (MODE, result))
+    print("# work %s/steptime_ms: %.4f" % (MODE, times[len(times) // 2] * 1e3))
+    print("# work %s/mem_used_mib: %d" % (MODE, (total.value - free.value) >> 20))
+
+
+def timed(step, sync):
+    import time
+    out, times = None, []
+    for i in range(WARM + STEPS):
+        t0 = time.perf_counter()
+        out = step()
+        sync()
+        if i >= WARM:
+            times.append(time.perf_counter() - t0)
+    return out, times
+
+
 def main():
     try:
         if MODE.startswith("torch"):
@@ -70,6 +99,9 @@ def main():
             print("# probe %s/version: torch %s" % (MODE, torch.__version__))
             describe(t.data_ptr())
             pin_and_write(t.data_ptr(), lambda: int(t[0].item()))
+            x = (torch.arange(DIM * DIM, device="cuda", dtype=torch.float32) % 97 / 97).reshape(DIM, DIM)
+            out, times = timed(lambda: float(((x * 2 + 1) @ x).relu().sum()), torch.cuda.synchronize)
+            report_work(out, times)
         elif MODE.startswith("cupy"):
             import cupy
             if MODE == "cupy_async":
@@ -79,6 +111,10 @@ def main():
             print("# probe %s/version: cupy %s" % (MODE, cupy.__version__))
             describe(a.data.ptr)
             pin_and_write(a.data.ptr, lambda: int(a[0].get()))
+            x = (cupy.arange(DIM * DIM, dtype=cupy.float32) % 97 / 97).reshape(DIM, DIM)
+            out, times = timed(lambda: float(cupy.maximum((x * 2 + 1) @ x, 0).sum()),
+                               cupy.cuda.Device().synchronize)
+            report_work(out, times)
         elif MODE.startswith("jax"):
             import jax
             import jax.numpy as jnp
@@ -88,6 +124,10 @@ def main():
             print("# probe %s/version: jax %s" % (MODE, jax.__version__))
             describe(ptr)
             pin_and_write(ptr, lambda: int(a[0]))
+            x = (jnp.arange(DIM * DIM, dtype=jnp.float32) % 97 / 97).reshape(DIM, DIM)
+            f = jax.jit(lambda x: jnp.maximum((x * 2 + 1) @ x, 0).sum())
+            out, times = timed(lambda: float(f(x)), lambda: None)   # float() waits for it
+            report_work(out, times)
     except ImportError as e:
         print("skip %s/import: %s" % (MODE, e))
 
