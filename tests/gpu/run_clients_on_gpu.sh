@@ -26,7 +26,9 @@
 # watchdog GTEST_WATCHDOG seconds per test (default 120), and the whole call by BUDGET (default
 # 560: a device call may last 600 s); a run that would start with less than 30 s left is
 # skipped, saying so, so that a call always ends with its summary. Split a long round by
-# SUITES and MODES over several calls.
+# SUITES and MODES over several calls, or run every suite and mode at once (GTEST_PARALLEL=1:
+# one gtest process each, judged when all have ended; for results only, since they share the
+# GPU and the CPUs, and what was slow serially then fits one call).
 #
 # The gtest round in three calls of less than 10 minutes (carry .clients/ucx and .gpu):
 #   UCX_PREFIX=.clients/ucx PARTS=gtest SUITES='gdr_copy/* shm_ib/test_ucp_tag_mem_type.*
@@ -313,12 +315,22 @@ part_gtest() {
         fi
     done
     set -f # the filters are gtest's patterns, not file names
-    for filter in $SUITES; do
-        for mode in $MODES; do
-            gtest_run "$mode" "$filter"
+    if [ "${GTEST_PARALLEL:-0}" = 1 ]; then
+        for filter in $SUITES; do
+            for mode in $MODES; do
+                gtest_run "$mode" "$filter" &
+            done
         done
-        gtest_judge "$filter"
-    done
+        wait
+        for filter in $SUITES; do gtest_judge "$filter"; done
+    else
+        for filter in $SUITES; do
+            for mode in $MODES; do
+                gtest_run "$mode" "$filter"
+            done
+            gtest_judge "$filter"
+        done
+    fi
     set +f
 }
 
