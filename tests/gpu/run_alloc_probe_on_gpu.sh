@@ -71,7 +71,7 @@ FW_ROUNDS=${FW_ROUNDS:-2}
 median() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 gpu_mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
 work() { sed -n "s|^# work $1/$2: ||p" "$3"; }
-for mode in torch torch_expandable torch_async cupy cupy_async jax jax_async; do
+for mode in torch torch_expandable torch_async cupy cupy_async jax jax_small jax_async; do
     if [ $(( start + BUDGET - $(date +%s) )) -lt 45 ]; then
         say "skip $mode/all: the budget is spent (run with a larger BUDGET)"; continue
     fi
