@@ -58,7 +58,9 @@ typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
 static export_fn export_entry;
 static char export_why[200];
 static pthread_once_t export_once = PTHREAD_ONCE_INIT;
-static const struct vr_cuda *export_cu;
+/* Set by every export_get (the same driver table each time) and read by export_resolve
+ * inside the once: atomic, since pins on several threads store it while the once reads it. */
+static const struct vr_cuda *_Atomic export_cu;
 
 /* The forced probe's trial on a driver older than 13.3: 0 unknown (or not settled: tried
  * again), 1 maps, -1 refused. */
@@ -106,12 +108,13 @@ static void export_resolve(void)
 {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     void *fn = NULL;
-    int v = driver_version(export_cu);
+    const struct vr_cuda *cu = atomic_load_explicit(&export_cu, memory_order_relaxed);
+    int v = driver_version(cu);
     CUresult r;
 
     if (v <= 0 || v > VR_DMABUF_MIN_DRIVER)
         v = VR_DMABUF_MIN_DRIVER;
-    r = export_cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn, v,
+    r = cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn, v,
                                     CU_GET_PROC_ADDRESS_DEFAULT, &st);
     if (r == CUDA_SUCCESS && fn && st == CU_GET_PROC_ADDRESS_SUCCESS)
         export_entry = (export_fn)fn;
@@ -122,7 +125,7 @@ static void export_resolve(void)
 
 static int export_get(const struct vr_cuda *cu, export_fn *fn, char *why, size_t len)
 {
-    export_cu = cu;
+    atomic_store_explicit(&export_cu, cu, memory_order_relaxed);
     pthread_once(&export_once, export_resolve);
     if (!export_entry) {
         snprintf(why, len, "%s", export_why);
