@@ -257,7 +257,6 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     CUmemAllocationProp prop;
     const struct vr_vk_gpu *gpu;
     VkDeviceMemory mem;
-    size_t gran = 0;
     void *cpu = NULL;
     CUresult cr;
     int fd = -1, rc;
@@ -266,9 +265,6 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
     if (rc)
         return rc;
     e->device = prop.location.id;
-    if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-            CUDA_SUCCESS || gran == 0 || gran > UINT32_MAX)
-        gran = GPU_PAGE_SIZE;
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
     if (rc)
         return rc;
@@ -301,7 +297,6 @@ static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char
            gpu->memtype);
     e->mem = (uint64_t)(uintptr_t)mem;
     e->cpu = cpu;
-    e->page_size = (uint32_t)gran;
     e->owner = gpu;
     return 0;
 }
@@ -546,7 +541,10 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     p->imp = e;
     p->va = va;
     /* tm_cycles left 0: the core times the pin. */
-    *info = (struct vr_pin_info){ .va = va, .mapped_size = plen, .page_size = e->page_size };
+    *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
+                                  /* the page va and plen count, as gdrdrv's, not the VMM
+                                   * granularity (2 MiB) of the allocation around it */
+                                  .page_size = GPU_PAGE_SIZE };
     *pin = p;
     return 0;
 }

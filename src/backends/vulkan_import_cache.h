@@ -34,7 +34,6 @@ struct vr_import {
     /* Filled by the importing thread before vr_icache_publish(): */
     uint64_t mem;               /* VkDeviceMemory */
     void *cpu;                  /* CPU mapping of the whole allocation */
-    uint32_t page_size;         /* allocation granularity */
     int device;                 /* CUDA device ordinal */
     const void *owner;          /* the backend's per-device state that made the import */
     struct vr_import *next;     /* hash chain */
@@ -54,7 +53,7 @@ void vr_icache_destroy(struct vr_icache *c);
 
 /*
  * Find the entry of key and take a reference. When none exists, a pending entry is made,
- * *created is set to 1, and the caller must import, fill mem/cpu/page_size and call
+ * *created is set to 1, and the caller must import, fill mem/cpu and call
  * vr_icache_publish(). When another thread is importing it, this waits for the outcome.
  * 0, ENOMEM, or the errno of another thread's failed import of the same allocation.
  */

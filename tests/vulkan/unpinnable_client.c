@@ -319,6 +319,12 @@ static void mode_pool_fd(const char *arg)
             snprintf(why, sizeof(why), "map: %s", vramio_last_error());
             rc = 1;
         } else {
+            /* As gdrdrv's: va and mapped_size count whole GPU pages, and page_size is that
+             * page, not the VMM granularity of the allocation around it. */
+            t_check(info.page_size == 65536 && info.va % info.page_size == 0 &&
+                    info.mapped_size % info.page_size == 0, at("info_in_gpu_pages"),
+                    "page_size %u, va %#llx, mapped_size %llu", (unsigned)info.page_size,
+                    (unsigned long long)info.va, (unsigned long long)info.mapped_size);
             gdr_copy_to_mapping(mh, (char *)map + (b - info.va), want, sizeof(want));
             rc = memcmp(want, (void *)(uintptr_t)b, sizeof(want)) ||
                  ((unsigned char *)(uintptr_t)a)[0] != 0x11;
