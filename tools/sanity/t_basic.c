@@ -35,8 +35,8 @@ static void basic_pin(int v2)
         T_ASSERT(info.va == (b.dptr & ~(uint64_t)(info.page_size - 1)),
                  "info.va 0x%" PRIx64 " is not the pinned address 0x%" PRIx64 " aligned down",
                  info.va, b.dptr);
-        /* The contract rounds pins to 64 KiB GPU pages; page_size may be larger (the vulkan
-         * backend reports its VMM granularity), so only GPU pages are required here. */
+        /* The contract rounds pins to 64 KiB GPU pages; page_size is the backend's page
+         * (the host page for dma-buf), so only GPU pages are required of mapped_size. */
         T_ASSERT(info.mapped_size >= BASIC_SIZE && info.mapped_size % GPU_PAGE_SIZE == 0,
                  "info.mapped_size %" PRIu64 " is not whole 64 KiB GPU pages covering %d bytes",
                  info.mapped_size, BASIC_SIZE);
