@@ -25,6 +25,7 @@
 #include "cuda_loader.h"
 #include "core/export.h"
 #include "process/fork.h"
+#include "process/nocancel.h"
 #include "core/pins.h"
 #include "slab_pool.h"
 #include "vramio.h"
@@ -265,7 +266,7 @@ static int pools_snapshot(struct gpu_pool **out)
     return n;
 }
 
-VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
+static int alloc_block(int gpu, size_t size, unsigned long long *dptr)
 {
     struct gpu_pool *gp = NULL;
     uint64_t addr = 0;
@@ -287,7 +288,12 @@ VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
     return 0;
 }
 
-VR_EXPORT int vramio_free(unsigned long long dptr)
+VR_EXPORT int vramio_alloc(int gpu, size_t size, unsigned long long *dptr)
+{
+    return VR_NOCANCEL(alloc_block(gpu, size, dptr));
+}
+
+static int free_block(unsigned long long dptr)
 {
     struct gpu_pool *gp[VR_POOL_MAX_GPUS];
     int i, n = pools_snapshot(gp);
@@ -297,6 +303,11 @@ VR_EXPORT int vramio_free(unsigned long long dptr)
             return 0;
     return vr_fail(EINVAL, "vramio_free: 0x%llx is not memory from vramio_alloc (or was freed "
                    "already)", dptr);
+}
+
+VR_EXPORT int vramio_free(unsigned long long dptr)
+{
+    return VR_NOCANCEL(free_block(dptr));
 }
 
 VR_EXPORT int vramio_alloc_range(unsigned long long ptr, unsigned long long *base, size_t *size)
@@ -382,7 +393,7 @@ VR_EXPORT int vramio_pool_stats(int gpu, struct vramio_pool_stats *st)
     return 0;
 }
 
-VR_EXPORT int vramio_pool_trim(int gpu)
+static int trim_pool(int gpu)
 {
     struct gpu_pool *gp[VR_POOL_MAX_GPUS];
     int i, n = pools_snapshot(gp);
@@ -393,4 +404,9 @@ VR_EXPORT int vramio_pool_trim(int gpu)
         if (gpu == -1 || gp[i]->gpu == gpu)
             vr_pool_trim(&gp[i]->pool);
     return 0;
+}
+
+VR_EXPORT int vramio_pool_trim(int gpu)
+{
+    return VR_NOCANCEL(trim_pool(gpu));
 }

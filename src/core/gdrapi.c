@@ -10,6 +10,7 @@
 #include "core.h"
 #include "arch/fence.h"
 #include "copy/copy.h"
+#include "process/nocancel.h"
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
 #undef gdr_get_info
@@ -38,10 +39,10 @@ VR_EXPORT gdr_t gdr_open(void)
 {
     struct vr_gdr *gdr;
 
-    return vr_instance_open(backends, &gdr) ? NULL : (gdr_t)(uintptr_t)gdr->token;
+    return VR_NOCANCEL(vr_instance_open(backends, &gdr)) ? NULL : (gdr_t)(uintptr_t)gdr->token;
 }
 
-VR_EXPORT int gdr_close(gdr_t g)
+static int close_instance(gdr_t g)
 {
     struct vr_gdr *gdr;
     int rc = vr_instance_close_begin(g, &gdr);
@@ -52,6 +53,11 @@ VR_EXPORT int gdr_close(gdr_t g)
     vr_pins_release_owned(gdr->token);
     vr_instance_free(gdr);
     return 0;
+}
+
+VR_EXPORT int gdr_close(gdr_t g)
+{
+    return VR_NOCANCEL(close_instance(g));
 }
 
 static int backend_id_ok(vramio_backend_t backend, char *reason, size_t len, const char *fn)
@@ -66,7 +72,7 @@ VR_EXPORT int vramio_get_backend(gdr_t g, vramio_backend_t *backend)
 {
     if (!backend)
         return vr_fail(EINVAL, "vramio_get_backend: backend is NULL");
-    return vr_instance_backend(g, backend);
+    return VR_NOCANCEL(vr_instance_backend(g, backend));
 }
 
 /* A backend's name is its table's; "none" for VRAMIO_BACKEND_NONE, NULL for no backend. */
@@ -81,14 +87,14 @@ VR_EXPORT int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *rea
 {
     int rc = backend_id_ok(backend, reason, len, "vramio_backend_status");
 
-    return rc ? rc : vr_instance_status(g, backend, reason, len);
+    return rc ? rc : VR_NOCANCEL(vr_instance_status(g, backend, reason, len));
 }
 
 VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_t len)
 {
     int rc = backend_id_ok(backend, reason, len, "vramio_backend_probe");
 
-    return rc ? rc : vr_backends_probe(backends, backend, reason, len);
+    return rc ? rc : VR_NOCANCEL(vr_backends_probe(backends, backend, reason, len));
 }
 
 VR_EXPORT const char *vramio_copy_kernel(void)
@@ -108,7 +114,7 @@ static int pin_common(gdr_t g, struct vr_pin_req *req, gdr_mh_t *handle, const c
                        (unsigned long long)req->addr, (unsigned long long)req->size);
     if (req->flags & ~(uint32_t)GDR_PIN_FLAG_FORCE_PCIE)
         return vr_fail(EINVAL, "%s: unknown flags 0x%x", fn, req->flags);
-    return vr_pin_create(g, req, handle, fn);
+    return VR_NOCANCEL(vr_pin_create(g, req, handle, fn));
 }
 
 VR_EXPORT int gdr_pin_buffer(gdr_t g, unsigned long addr, size_t size, uint64_t p2p_token,
@@ -130,21 +136,21 @@ VR_EXPORT int gdr_pin_buffer_v2(gdr_t g, unsigned long addr, size_t size, uint32
 
 VR_EXPORT int gdr_unpin_buffer(gdr_t g, gdr_mh_t handle)
 {
-    return vr_pin_unpin(g, handle, "gdr_unpin_buffer");
+    return VR_NOCANCEL(vr_pin_unpin(g, handle, "gdr_unpin_buffer"));
 }
 
 VR_EXPORT int gdr_get_callback_flag(gdr_t g, gdr_mh_t handle, int *flag)
 {
     if (!flag)
         return vr_fail(EINVAL, "gdr_get_callback_flag: flag is NULL");
-    return vr_pin_callback_flag(g, handle, flag, "gdr_get_callback_flag");
+    return VR_NOCANCEL(vr_pin_callback_flag(g, handle, flag, "gdr_get_callback_flag"));
 }
 
 VR_EXPORT int gdr_get_info_v2(gdr_t g, gdr_mh_t handle, gdr_info_v2_t *info)
 {
     if (!info)
         return vr_fail(EINVAL, "gdr_get_info_v2: info is NULL");
-    return vr_pin_info(g, handle, info, "gdr_get_info_v2");
+    return VR_NOCANCEL(vr_pin_info(g, handle, info, "gdr_get_info_v2"));
 }
 
 VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info)
@@ -154,7 +160,7 @@ VR_EXPORT int gdr_get_info(gdr_t g, gdr_mh_t handle, struct gdr_info_v1 *info)
 
     if (!info)
         return vr_fail(EINVAL, "gdr_get_info: info is NULL");
-    rc = vr_pin_info(g, handle, &v2, "gdr_get_info");
+    rc = VR_NOCANCEL(vr_pin_info(g, handle, &v2, "gdr_get_info"));
     if (rc)
         return rc;
     *info = (struct gdr_info_v1){ .va = v2.va, .mapped_size = v2.mapped_size,
@@ -173,7 +179,7 @@ VR_EXPORT int gdr_map_v2(gdr_t g, gdr_mh_t handle, void **va, size_t size, int f
     if (size == 0)
         return vr_fail(EINVAL, "gdr_map: size is 0");
     /* The request flags 1..3 are numbered like the mapping types WC, CACHING, DEVICE. */
-    return vr_pin_map(g, handle, va, size, (gdr_mapping_type_t)flags, "gdr_map");
+    return VR_NOCANCEL(vr_pin_map(g, handle, va, size, (gdr_mapping_type_t)flags, "gdr_map"));
 }
 
 VR_EXPORT int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size)
@@ -183,14 +189,14 @@ VR_EXPORT int gdr_map(gdr_t g, gdr_mh_t handle, void **va, size_t size)
 
 VR_EXPORT int gdr_unmap(gdr_t g, gdr_mh_t handle, void *va, size_t size)
 {
-    return vr_pin_unmap(g, handle, va, size, "gdr_unmap");
+    return VR_NOCANCEL(vr_pin_unmap(g, handle, va, size, "gdr_unmap"));
 }
 
 VR_EXPORT int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend)
 {
     if (!backend)
         return vr_fail(EINVAL, "vramio_handle_backend: backend is NULL");
-    return vr_pin_backend(g, handle, backend, "vramio_handle_backend");
+    return VR_NOCANCEL(vr_pin_backend(g, handle, backend, "vramio_handle_backend"));
 }
 
 /*
@@ -276,7 +282,7 @@ VR_EXPORT int gdr_driver_get_version(gdr_t g, int *major, int *minor)
 {
     if (!major || !minor)
         return vr_fail(EINVAL, "gdr_driver_get_version: NULL output");
-    return vr_instance_driver_version(g, major, minor);
+    return VR_NOCANCEL(vr_instance_driver_version(g, major, minor));
 }
 
 VR_EXPORT int gdr_get_attribute(gdr_t g, gdr_attr_t attr, int *v)
@@ -285,7 +291,7 @@ VR_EXPORT int gdr_get_attribute(gdr_t g, gdr_attr_t attr, int *v)
         return vr_fail(EINVAL, "gdr_get_attribute: v is NULL");
     if (attr < GDR_ATTR_USE_PERSISTENT_MAPPING || attr >= GDR_ATTR_MAX)
         return vr_fail(EINVAL, "gdr_get_attribute: unknown attribute %d", (int)attr);
-    return vr_instance_attribute(g, attr, v);
+    return VR_NOCANCEL(vr_instance_attribute(g, attr, v));
 }
 
 VR_EXPORT int gdr_get_mapping_type_string(gdr_mapping_type_t type, const char **type_str)

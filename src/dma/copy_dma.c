@@ -18,6 +18,8 @@
 #include "core/pins.h"
 #include "dma.h"
 #include "dma_policy.h"
+#include "process/nocancel.h"
+#include "arch/fence.h"
 #include "vramio.h"
 
 /* From the smallest crossover of any device up: the checks of gdr_copy_*_mapping and where
@@ -29,12 +31,22 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
 {
     struct vr_dma_range r;
     struct vr_dma_way w;
+    int old = vr_nocancel_begin(); /* the way and the move take the device's locks */
     int rc = vr_pin_dma_range(handle, map, n, host, &r, fn);
 
-    if (rc)
+    if (rc) {
+        vr_nocancel_end(old);
         return rc;
+    }
     vr_dma_way(dir, handle, &r, map, host, n, &w);
-    return vr_dma_move(&w, dir, &r, map, host, n, fn);
+    rc = vr_dma_move(&w, dir, &r, map, host, n, fn);
+    vr_nocancel_end(old);
+    /* The engine's copy, the measurement's BAR writes and the BAR's copy alike end with the
+     * full fence while mappings of several types are live (copy/copy.h), after every other
+     * call of the copy, the restoring of the cancellation state included. */
+    if (r.mixed)
+        vr_full_fence();
+    return rc;
 }
 
 VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,
@@ -59,8 +71,7 @@ VR_EXPORT int vramio_copy_from_mapping_auto(gdr_mh_t handle, void *h_ptr, const 
                      "vramio_copy_from_mapping_auto");
 }
 
-VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
-                                         size_t *write_bytes)
+static int auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *write_bytes)
 {
     const struct vr_cuda *cu;
     struct vr_dma_range r;
@@ -82,4 +93,10 @@ VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
     *read_bytes = atomic_load(&d->crossover[DIR_READ]);
     *write_bytes = atomic_load(&d->crossover[DIR_WRITE]);
     return 0;
+}
+
+VR_EXPORT int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes,
+                                         size_t *write_bytes)
+{
+    return VR_NOCANCEL(auto_crossover(handle, read_bytes, write_bytes));
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dma_transfer.c - the move of an _auto copy (vr_dma_move): the engine or the BAR, then the
- * fence. One copy through the GPU's copy engine is waited for before it returns
+ * dma_transfer.c - the move of an _auto copy (vr_dma_move): the engine or the BAR (the fence
+ * after it is the caller's, copy_dma.c, the last thing the copy does). One copy through the GPU's copy engine is waited for before it returns
  * (cuStreamSynchronize / cuEventSynchronize), on the device's private stream and in its
  * primary context, pushed for the call and popped after it so that the calling thread's
  * current context (or its lack of one) is as it was. From or to the caller's buffer directly
@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arch/fence.h"
 #include "copy/copy.h"
 #include "dma.h"
 #include "core/export.h"
@@ -167,9 +166,5 @@ int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *
         else if (done < n)
             vr_copy_from_mapping(r->type, host + done, map + done, n - done);
     }
-    /* The engine's copy, the measurement's BAR writes and the BAR's copy alike (copy/copy.h:
-     * what a copy ends with while mappings of several types are live). */
-    if (r->mixed)
-        vr_full_fence();
-    return rc;
+    return rc; /* the caller ends with the full fence (copy_dma.c) */
 }

@@ -610,6 +610,70 @@ static void test_lenient_unmap(void)
             "unmap_lenient_clean", "maps %d pins %d", (int)live_maps, (int)live_pins);
 }
 
+/*
+ * A thread cancelled inside gdr_close while it waits for a slow call on the same gdr_t (the
+ * wait is a condition wait, a cancellation point) must not leave the instance's lock held: the
+ * slow call, the closer and every later call would hang. The library's calls are no
+ * cancellation points; the close completes and a pending cancel acts after it returns.
+ */
+static _Atomic int closer_rc = -1;
+
+static void *cancelled_closer(void *arg)
+{
+    closer_rc = gdr_close((gdr_t)arg);
+    return NULL;
+}
+
+static void *second_closer(void *arg)
+{
+    *(int *)arg = gdr_close(shared);
+    return NULL;
+}
+
+/* Join t within ms milliseconds: 0, or ETIMEDOUT with the thread left running. */
+static int join_within(pthread_t t, long ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_timedjoin_np(t, NULL, &ts);
+}
+
+static void test_cancelled_close(void)
+{
+    struct slow_arg a;
+    pthread_t pinner, closer, again;
+    int rc2 = -1, pinner_done, closer_done, again_done;
+
+    shared = fake_open_gdr();
+    a = (struct slow_arg){ .g = shared, .rc = -1 };
+    pthread_create(&pinner, NULL, slow_pinner, &a);
+    while (!slow_in_pin)
+        usleep(100);
+    pthread_create(&closer, NULL, cancelled_closer, shared);
+    usleep(50000); /* the closer is waiting for the pin's 200 ms to end */
+    pthread_cancel(closer);
+    pinner_done = join_within(pinner, 3000) == 0;
+    closer_done = join_within(closer, 3000) == 0;
+    pthread_create(&again, NULL, second_closer, &rc2);
+    again_done = join_within(again, 3000) == 0;
+    t_check(pinner_done && closer_done && again_done, "cancelled_close_leaves_no_lock",
+            "within 3 s: the slow pin %s, the cancelled closer %s, a later gdr_close %s",
+            pinner_done ? "returned" : "hung", closer_done ? "ended" : "hung",
+            again_done ? "returned" : "hung");
+    if (!(pinner_done && closer_done && again_done))
+        return; /* threads left blocked: nothing more can be asked of this instance */
+    t_check(closer_rc == 0 && rc2 == EINVAL && live_pins == 0 && live_ctx == 0,
+            "cancelled_close_completes", "close %d, later close %d, pins %d, contexts %d",
+            (int)closer_rc, rc2, (int)live_pins, (int)live_ctx);
+}
+
 int main(void)
 {
     test_dispatch();
@@ -619,5 +683,6 @@ int main(void)
     test_slow_pin();
     test_threads();
     test_close_race();
+    test_cancelled_close();
     return t_status();
 }
