@@ -146,8 +146,9 @@ static int vulkan_open(void **ctx, char *why, size_t len)
     return 0;
 }
 
-/* Free an import's Vulkan memory and our reference on the CUDA allocation. Only ever in the
- * process that made them: the core never passes a forked child's call on to a backend. */
+/* Free an import's Vulkan memory and our reference on the CUDA allocation (the entry is the
+ * caller's to free). Only ever in the process that made them: the core never passes a forked
+ * child's call on to a backend. */
 static void import_release(struct vr_import *e)
 {
     const struct vr_vk_gpu *gpu = e->owner;
@@ -163,7 +164,6 @@ static void import_release(struct vr_import *e)
         cu->cuMemRelease((CUmemGenericAllocationHandle)e->key.handle);
     vr_dbg("vulkan: released the import of 0x%llx + %llu", (unsigned long long)e->key.base,
            (unsigned long long)e->key.size);
-    free(e);
 }
 
 static void vulkan_close(void *ctx)
@@ -175,6 +175,7 @@ static void vulkan_close(void *ctx)
     for (e = vr_icache_take_all(&c->cache); e; e = next) {
         next = e->next;
         import_release(e);
+        free(e);
     }
     vr_icache_destroy(&c->cache);
     free(c);
@@ -554,8 +555,12 @@ static int vulkan_unpin(void *ctx, void *pin)
     struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
 
-    if (vr_icache_release(&c->cache, p->imp))
+    if (vr_icache_release(&c->cache, p->imp)) {
+        /* A pin of the allocation made meanwhile waits until this import is gone. */
         import_release(p->imp);
+        vr_icache_retire(&c->cache, p->imp);
+        free(p->imp);
+    }
     free(p);
     return 0;
 }

@@ -60,9 +60,16 @@ int vr_icache_acquire(struct vr_icache *c, const struct vr_import_key *key,
 
     *created = 0;
     pthread_mutex_lock(&c->lock);
-    for (e = c->bucket[bucket_of(key)]; e; e = e->next)
-        if (same_key(&e->key, key))
+    for (;;) {
+        for (e = c->bucket[bucket_of(key)]; e; e = e->next)
+            if (same_key(&e->key, key))
+                break;
+        if (!e || e->state != VR_IMPORT_RELEASING)
             break;
+        /* Its last pin let go and its import is being released outside the lock: wait until
+         * it has left the table (and may be freed: look it up again, never touch it). */
+        pthread_cond_wait(&c->done, &c->lock);
+    }
     if (!e) {
         e = calloc(1, sizeof(*e));
         if (!e) {
@@ -119,9 +126,17 @@ int vr_icache_release(struct vr_icache *c, struct vr_import *e)
     pthread_mutex_lock(&c->lock);
     last = --e->refs == 0;
     if (last)
-        unlink_locked(c, e);
+        e->state = VR_IMPORT_RELEASING; /* no one may take it now; it stays until retired */
     pthread_mutex_unlock(&c->lock);
     return last;
+}
+
+void vr_icache_retire(struct vr_icache *c, struct vr_import *e)
+{
+    pthread_mutex_lock(&c->lock);
+    unlink_locked(c, e);
+    pthread_cond_broadcast(&c->done);
+    pthread_mutex_unlock(&c->lock);
 }
 
 struct vr_import *vr_icache_take_all(struct vr_icache *c)

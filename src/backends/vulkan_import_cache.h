@@ -7,7 +7,9 @@
  * unit-tested on machines without a GPU. Thread-safe: the first thread to pin an allocation
  * creates a pending entry and does the (slow) import outside the lock; other threads pinning
  * the same allocation wait for it instead of importing twice, and pins of other allocations
- * are not held up.
+ * are not held up. The last release leaves the entry in the table while its import is
+ * released (outside the lock, slow too): a thread pinning the allocation then waits for it to
+ * be gone before it imports again, so that one allocation is never imported twice at once.
  */
 #ifndef VRAMIO_VK_IMPORT_CACHE_H
 #define VRAMIO_VK_IMPORT_CACHE_H
@@ -24,7 +26,12 @@ struct vr_import_key {
     uint64_t size;     /* bytes */
 };
 
-enum vr_import_state { VR_IMPORT_PENDING, VR_IMPORT_READY, VR_IMPORT_FAILED };
+enum vr_import_state {
+    VR_IMPORT_PENDING,   /* being imported */
+    VR_IMPORT_READY,     /* imported, shared by its references */
+    VR_IMPORT_FAILED,    /* the import failed; out of the table */
+    VR_IMPORT_RELEASING, /* no reference left; its import is being released */
+};
 
 struct vr_import {
     struct vr_import_key key;
@@ -65,12 +72,19 @@ int vr_icache_acquire(struct vr_icache *c, const struct vr_import_key *key,
  * no waiter holds it). */
 void vr_icache_publish(struct vr_icache *c, struct vr_import *e, int err);
 
-/* Drop a reference to a ready entry. Returns 1 when it was the last: the entry has left the
- * table and the caller releases its import, then free()s it. */
+/* Drop a reference to a ready entry. Returns 1 when it was the last: the caller releases its
+ * import, then calls vr_icache_retire() and free()s it. Until then the entry stays in the
+ * table (VR_IMPORT_RELEASING) and threads acquiring its allocation wait: an import made then
+ * would map the allocation a second time while the first mapping still holds its BAR space. */
 int vr_icache_release(struct vr_icache *c, struct vr_import *e);
 
+/* The import of an entry whose last reference vr_icache_release() dropped is released: the
+ * entry leaves the table and those waiting to acquire its allocation go on, to import it
+ * afresh. */
+void vr_icache_retire(struct vr_icache *c, struct vr_import *e);
+
 /* Unlink and return every entry still in the table, as a list through next (for close,
- * after all pins are gone this is empty). */
+ * after all pins are gone and their imports retired this is empty). */
 struct vr_import *vr_icache_take_all(struct vr_icache *c);
 
 /* 1 when [va, va+len) lies inside [base, base+bsize), else 0 (no overflow on any input): a

@@ -3,15 +3,19 @@
  * wb_vulkan_cache.c - the vulkan backend's pure logic, without a GPU: the GPU-page range
  * arithmetic of a pin, the import cache (one import per allocation, shared by pins, released
  * with the last; concurrent pins of one allocation import it once; a failed import reaches
- * every waiter), the choice of Vulkan memory type and the VkResult -> errno mapping.
+ * every waiter; a pin racing the last unpin shares the import or waits until it is gone),
+ * the choice of Vulkan memory type and the VkResult -> errno mapping.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gdrapi.h"
@@ -77,8 +81,12 @@ static void test_cache_basic(void)
     t_check(vr_icache_release(&c, e1) == 0 && vr_icache_count(&c) == 2, "wb_vulkan/release_not_last",
              "count %zu", vr_icache_count(&c));
     rc = vr_icache_release(&c, e2);
-    t_check(rc == 1 && vr_icache_count(&c) == 1, "wb_vulkan/release_last_removes", "rc %d count %zu", rc,
-             vr_icache_count(&c));
+    t_check(rc == 1 && e2->state == VR_IMPORT_RELEASING && vr_icache_count(&c) == 2,
+            "wb_vulkan/release_last_stays_until_retired", "rc %d state %d count %zu", rc,
+            (int)e2->state, vr_icache_count(&c));
+    vr_icache_retire(&c, e2);
+    t_check(vr_icache_count(&c) == 1, "wb_vulkan/release_last_removes", "count %zu",
+            vr_icache_count(&c));
     free(e2);
     rc = vr_icache_acquire(&c, &a, &e1, &created);
     t_check(rc == 0 && created == 1, "wb_vulkan/reimport_after_last_release", "rc %d created %d", rc,
@@ -187,9 +195,15 @@ static void test_cache_threads(void)
 
     /* Drop every reference: 16 on allocation 0 (the race), one on each other. */
     for (i = 0; i < NTHREADS; i++)
-        last += vr_icache_release(&tcache, held[i]);
+        if (vr_icache_release(&tcache, held[i])) {
+            last++;
+            vr_icache_retire(&tcache, held[i]);
+        }
     for (i = 1; i < NALLOCS; i++)
-        last += vr_icache_release(&tcache, keep[i]);
+        if (vr_icache_release(&tcache, keep[i])) {
+            last++;
+            vr_icache_retire(&tcache, keep[i]);
+        }
     t_check(last == NALLOCS && vr_icache_count(&tcache) == 0, "wb_vulkan/threads_last_release_frees",
              "last %d entries %zu", last, vr_icache_count(&tcache));
     free(held[0]);
@@ -238,6 +252,313 @@ static void test_cache_failure_wakes_waiters(void)
         e = n;
     }
     vr_icache_destroy(&fcache);
+}
+
+/*
+ * The last release of an import racing a new acquire of the same allocation: a pin made while
+ * the allocation's last other pin is unpinned. Each round the unpin thread drops the only
+ * reference to a ready import and, when that was the last, releases the import as
+ * vulkan_unpin does, slowly (the Vulkan and CUDA calls take time); meanwhile two pin threads
+ * acquire the allocation, import it when they made the entry, hold it a moment and release it.
+ * A pin must either share the live import (which then outlives the unpin's release) or import
+ * afresh once the old import is gone: never get an import being released or released, never
+ * make a second live import of the allocation (it would map the allocation twice), and every
+ * import is released once. In a quarter of the rounds each import a pin makes fails: a pin
+ * then gets that error or the import it shared, never a failed entry.
+ * Every wait is bounded: a round that does not end in RR_WAIT_S is a hang, reported as such.
+ */
+#define RR_ROUNDS 3000
+#define RR_PINS   2
+#define RR_WAIT_S 5
+#define RR_LIVE   ((void *)0x1000)  /* cpu of a live fake import */
+#define RR_DYING  ((void *)0xd1e)   /* ... of one being released */
+#define RR_DEAD   ((void *)0xdead)  /* ... of one released: a late user finds this */
+
+static struct vr_icache rcache;
+static const struct vr_import_key rkey = { .handle = 9, .base = 0x80000000, .size = 0x200000 };
+static sem_t r_go[RR_PINS + 1], r_done;
+static atomic_int r_abandon;        /* main gave up on a hung round: the threads stop */
+static atomic_int r_live;           /* imports of rkey made and not yet released */
+static atomic_int r_imports, r_releases, r_twice, r_dead_use, r_bad_release, r_bad_result;
+static atomic_int r_tearing;        /* an import is being released now */
+static atomic_int r_first_bad = -1; /* the first round that went wrong */
+static atomic_uint_fast64_t r_serial;
+/* Released entries are kept, not freed, until the end: a pin handed one late reads RR_DEAD
+ * there (not reused memory), and no new entry can take the address of the round's first. */
+static struct vr_import *r_graves[RR_ROUNDS * (RR_PINS + 1)];
+static atomic_int r_ngraves;
+/* The round, written by main before it posts r_go: */
+static int r_round, r_fail;
+/* The round's first pin, made by the unpin thread before main starts the race: */
+static struct vr_import *r_first;   /* the import the unpin releases */
+static int r_setup_rc, r_setup_created;
+static struct r_pin_result {
+    int rc, created, shared, during;
+} r_res[RR_PINS];
+
+static void r_bad(atomic_int *what)
+{
+    int none = -1;
+
+    atomic_fetch_add(what, 1);
+    atomic_compare_exchange_strong(&r_first_bad, &none, r_round);
+}
+
+/* A random pause of a few hundred ns to a few us, or a yield, so that the three threads meet
+ * in every order. */
+static void r_jitter(unsigned *seed)
+{
+    unsigned r = (unsigned)rand_r(seed) % 8, n;
+
+    if (r < 2)
+        return;
+    if (r < 4) {
+        sched_yield();
+        return;
+    }
+    for (n = (unsigned)rand_r(seed) % 4000; n; n--)
+        __asm__ volatile("" ::: "memory");
+}
+
+/* The gate: WB_WRAP in tests/tests.mk sends every pthread_mutex_unlock of this program (the
+ * cache's included) here. A thread inside vr_icache_release pauses once it has left the
+ * cache's lock: between its dropping a reference and its caller's release of the import,
+ * where an acquirer must find the entry shared or dying, never free to take (a cache that
+ * decided outside the lock would hand it out there, in a window too short to hit unwidened). */
+static __thread unsigned *r_in_release; /* the releasing thread's seed, else NULL */
+
+int __real_pthread_mutex_unlock(pthread_mutex_t *m);
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *m);
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    int rc = __real_pthread_mutex_unlock(m);
+
+    if (r_in_release && m == &rcache.lock) {
+        if (rand_r(r_in_release) % 2)
+            usleep(20);
+        else
+            r_jitter(r_in_release);
+    }
+    return rc;
+}
+
+/* What vulkan_unpin does after the last release: free the import. Marked dying at once and
+ * dead at the end, with the time of the Vulkan and CUDA calls between (a yield or a sleep):
+ * the window in which a pin must not be given this import, nor import the allocation again. */
+static void r_release_import(struct vr_import *e, unsigned *seed)
+{
+    if (e->cpu != RR_LIVE || e->mem == 0) {
+        /* Released twice (already among the graves), or never imported. The caller still
+         * retires it, as vulkan_unpin would: the pins waiting for it go on. */
+        r_bad(&r_bad_release);
+        vr_icache_retire(&rcache, e);
+        return;
+    }
+    e->cpu = RR_DYING;
+    atomic_store(&r_tearing, 1);
+    if (rand_r(seed) % 2)
+        usleep(20);
+    else
+        r_jitter(seed);
+    e->cpu = RR_DEAD;
+    e->mem = 0;
+    atomic_fetch_sub(&r_live, 1);
+    atomic_fetch_add(&r_releases, 1);
+    atomic_store(&r_tearing, 0);
+    vr_icache_retire(&rcache, e);
+    r_graves[atomic_fetch_add(&r_ngraves, 1)] = e;
+}
+
+/* Drop a reference as vulkan_unpin does, held at the gate; the last releases the import. */
+static void r_unpin(struct vr_import *e, unsigned *seed)
+{
+    int last;
+
+    r_in_release = seed;
+    last = vr_icache_release(&rcache, e);
+    r_in_release = NULL;
+    if (last)
+        r_release_import(e, seed);
+}
+
+/* What import_allocation does, in the thread that made the entry: 0 or the round's error. */
+static int r_import(struct vr_import *e, unsigned *seed)
+{
+    if (atomic_fetch_add(&r_live, 1) != 0)
+        r_bad(&r_twice);
+    r_jitter(seed); /* a slow import: the other pin waits for it */
+    if (r_fail) {
+        atomic_fetch_sub(&r_live, 1);
+        return EIO;
+    }
+    e->mem = atomic_fetch_add(&r_serial, 1) + 1;
+    e->cpu = RR_LIVE;
+    atomic_fetch_add(&r_imports, 1);
+    return 0;
+}
+
+/* Each round in two steps, each started by main: make the allocation's one pin (its import
+ * never fails), then drop it. Main's own waits are all bounded, so a cache that hangs even
+ * the first acquire of a round is a failure, not a hung test. */
+static void *r_unpin_thread(void *arg)
+{
+    unsigned seed = 7;
+    int i;
+
+    for (i = 0; i < RR_ROUNDS; i++) {
+        if (t_sem_wait(&r_go[RR_PINS], 2 * RR_WAIT_S) || atomic_load(&r_abandon))
+            break;
+        r_first = NULL;
+        r_setup_rc = vr_icache_acquire(&rcache, &rkey, &r_first, &r_setup_created);
+        if (r_setup_rc == 0 && r_setup_created)
+            vr_icache_publish(&rcache, r_first, r_import(r_first, &seed));
+        sem_post(&r_done);
+        if (t_sem_wait(&r_go[RR_PINS], 2 * RR_WAIT_S) || atomic_load(&r_abandon))
+            break;
+        r_jitter(&seed);
+        r_unpin(r_first, &seed);
+        sem_post(&r_done);
+    }
+    return NULL;
+}
+
+static void *r_pin_thread(void *arg)
+{
+    int me = (int)(uintptr_t)arg, i;
+    unsigned seed = 100 + (unsigned)me;
+
+    for (i = 0; i < RR_ROUNDS; i++) {
+        struct r_pin_result *res = &r_res[me];
+        struct vr_import *e = NULL;
+        uint64_t mem;
+
+        if (t_sem_wait(&r_go[me], 2 * RR_WAIT_S) || atomic_load(&r_abandon))
+            break;
+        r_jitter(&seed);
+        res->during = atomic_load(&r_tearing);
+        res->rc = vr_icache_acquire(&rcache, &rkey, &e, &res->created);
+        if (res->rc == 0 && res->created) {
+            res->rc = r_import(e, &seed);
+            vr_icache_publish(&rcache, e, res->rc);
+        }
+        res->shared = res->rc == 0 && e == r_first;
+        if (res->rc == 0 && !e) {
+            r_bad(&r_dead_use); /* success without an entry (one that failed or went) */
+        } else if (res->rc == 0) {
+            /* Ours until we let go: live now, and still the same import after a while. */
+            if (e->state != VR_IMPORT_READY || e->cpu != RR_LIVE || e->mem == 0)
+                r_bad(&r_dead_use);
+            mem = e->mem;
+            r_jitter(&seed);
+            if (e->cpu != RR_LIVE || e->mem != mem)
+                r_bad(&r_dead_use);
+            r_unpin(e, &seed);
+        }
+        sem_post(&r_done);
+    }
+    return NULL;
+}
+
+/* Wait for n threads to end their step of the round: 0, or -1 after RR_WAIT_S. */
+static int r_wait_done(int n)
+{
+    while (n--)
+        if (t_sem_wait(&r_done, RR_WAIT_S))
+            return -1;
+    return 0;
+}
+
+static void test_cache_last_release_race(void)
+{
+    pthread_t t[RR_PINS + 1];
+    int i, k, leak = 0, bad_rc = 0, shared = 0, fresh = 0, failed = 0, during = 0;
+    const char *stop = NULL;
+    struct timespec t0, t1;
+
+    vr_icache_init(&rcache);
+    sem_init(&r_done, 0, 0);
+    for (i = 0; i <= RR_PINS; i++)
+        sem_init(&r_go[i], 0, 0);
+    for (i = 0; i < RR_PINS; i++)
+        pthread_create(&t[i], NULL, r_pin_thread, (void *)(uintptr_t)i);
+    pthread_create(&t[RR_PINS], NULL, r_unpin_thread, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (r_round = 0; r_round < RR_ROUNDS; r_round++) {
+        r_fail = 0;
+        sem_post(&r_go[RR_PINS]);
+        if (r_wait_done(1)) {
+            stop = "its first pin did not come back: it hangs in the cache";
+            break;
+        }
+        if (r_setup_rc || !r_setup_created) {
+            stop = "its first pin found the allocation still in the table, or failed";
+            break;
+        }
+        r_fail = r_round % 4 == 3;
+        for (i = 0; i <= RR_PINS; i++)
+            sem_post(&r_go[i]);
+        if (r_wait_done(RR_PINS + 1)) {
+            stop = "a thread did not come back: it hangs in the cache";
+            break;
+        }
+        /* Every reference is dropped: no entry, no import may be left. */
+        if (vr_icache_count(&rcache) != 0 || atomic_load(&r_live) != 0) {
+            leak++;
+            r_bad(&r_bad_release);
+        }
+        for (k = 0; k < RR_PINS; k++) {
+            struct r_pin_result *res = &r_res[k];
+
+            /* 0 with the import it shared or made; the round's error only where imports fail,
+             * and there 0 only with the import it shared. */
+            if (res->rc == 0 ? r_fail && !res->shared : res->rc != EIO || !r_fail) {
+                bad_rc++;
+                r_bad(&r_bad_result);
+            }
+            shared += res->rc == 0 && res->shared;
+            fresh += res->rc == 0 && res->created;
+            failed += res->rc == EIO;
+            during += res->during;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t_check(!stop, "wb_vulkan/last_release_race_rounds_end", "round %d: %s", r_round, stop);
+    if (stop)
+        atomic_store(&r_abandon, 1);
+    else
+        for (i = 0; i <= RR_PINS; i++)
+            pthread_join(t[i], NULL);
+    t_check(atomic_load(&r_twice) == 0, "wb_vulkan/last_release_race_one_import",
+            "%d times a pin imported the allocation while another import of it was live "
+            "(first bad round %d)", atomic_load(&r_twice), atomic_load(&r_first_bad));
+    t_check(atomic_load(&r_dead_use) == 0, "wb_vulkan/last_release_race_no_dead_import",
+            "%d times a pin was given an import being released, released or failed, or none "
+            "(first bad round %d)", atomic_load(&r_dead_use), atomic_load(&r_first_bad));
+    t_check(bad_rc == 0, "wb_vulkan/last_release_race_failure_reaches_pins",
+            "%d pins got neither the import they shared nor the round's error (first bad "
+            "round %d)", bad_rc, atomic_load(&r_first_bad));
+    if (stop)
+        return; /* a thread may be stuck in the cache: leave it all as it is */
+    t_check(atomic_load(&r_bad_release) == 0 && atomic_load(&r_imports) == atomic_load(&r_releases),
+            "wb_vulkan/last_release_race_released_once",
+            "imports %d releases %d, %d released twice, %d rounds left an entry or import "
+            "(first bad round %d)", atomic_load(&r_imports), atomic_load(&r_releases),
+            atomic_load(&r_bad_release) - leak, leak, atomic_load(&r_first_bad));
+    /* The race must have happened: pins shared the import being dropped, imported afresh,
+     * came while an import was being released, and saw imports fail. */
+    t_check(shared > 0 && fresh > 0 && during > 0 && failed > 0,
+            "wb_vulkan/last_release_race_happened", "shared %d fresh %d during %d failed %d",
+            shared, fresh, during, failed);
+    printf("# last_release_race: %d rounds in %.2f s: %d pins shared the live import, %d "
+           "imported afresh, %d came during a release, %d got a failed import\n", RR_ROUNDS,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, shared,
+           fresh, during, failed);
+    for (i = 0; i < atomic_load(&r_ngraves); i++)
+        free(r_graves[i]);
+    for (i = 0; i <= RR_PINS; i++)
+        sem_destroy(&r_go[i]);
+    sem_destroy(&r_done);
+    vr_icache_destroy(&rcache);
 }
 
 static void test_memtype(void)
@@ -314,6 +635,7 @@ int main(void)
     test_cache_basic();
     test_cache_threads();
     test_cache_failure_wakes_waiters();
+    test_cache_last_release_race();
     test_memtype();
     test_window();
     test_vk_errors();
