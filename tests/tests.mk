@@ -15,7 +15,7 @@
 #   tests/kernel/guest.mk the static programs of the QEMU guest
 # 'make check' runs them all, again under ASan+UBSan and TSan, then the QEMU kernel tests.
 
-WB_STRESS_SRCS :=
+WB_STRESS_SRCS := tests/unit/stress_same_handle.c
 UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out $(WB_STRESS_SRCS),\
                     $(wildcard tests/unit/test_*.c tests/unit/stress_*.c)))
 UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c) \

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stress_same_handle.c - calls that race on the SAME pin handle and the SAME gdr_t, round after
+ * round, each round's threads let go at one instant with a random head start each:
+ *   double_unpin    two threads gdr_unpin_buffer one handle: one gets 0, the other EINVAL.
+ * After every round nothing may be left: no pin or mapping in the backend, no live pin slot of
+ * the gdr_t, no mapping in the library's census. The backend is a fake defined here (no GPU),
+ * that also holds the core to its side of backend.h: never two ops at once on one pin, none on
+ * a pin after its unpin, none on a mapping that is not there.
+ *
+ * Each scenario runs in a child process: a round whose calls have not all returned within
+ * ROUND_WAIT_S is a hang (a deadlock in the library) that the child reports in a line of its
+ * own; a crash, or a hang anywhere else (the child's alarm()), is reported by the parent in a
+ * line that names the scenario. Never a hung test.
+ * Built as the wb_ tests are (tests/tests.mk), and also under TSan.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "t.h"
+#include "gdrapi.h"
+#include "vramio.h"
+#include "core/core.h"
+
+#define NAME(s) "stress_same_handle/" s
+
+/* Wall time of each scenario's rounds; a child still running after CHILD_BOUND_S is hung. */
+#define SCENARIO_SECONDS 2.0
+#define MAX_ROUNDS       200000u
+#define CHILD_BOUND_S    30
+
+/* One pin is one region of two GPU pages. */
+#define REGION   (2 * GPU_PAGE_SIZE)
+#define NREGIONS 2
+#define FAKE_VA  (1UL << 40)
+
+/* A random head start of up to this many empty loop turns, so that a round's racing call lands
+ * before, inside or after the other one (an unpin takes a few microseconds here). */
+#define JITTER 6000u
+
+/* ---- the fake backend -------------------------------------------------------------------- */
+
+static unsigned char vram[NREGIONS][REGION] __attribute__((aligned(4096)));
+
+struct fake_pin {
+    _Atomic int pinned, mapped, in_op;
+};
+static struct fake_pin fake_pins[NREGIONS];
+static _Atomic int live_pins, live_maps, live_ctx, contract_breaches;
+static char first_breach[200];
+static pthread_mutex_t breach_lock = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((format(printf, 1, 2)))
+static void breach(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (atomic_fetch_add(&contract_breaches, 1) != 0)
+        return;
+    pthread_mutex_lock(&breach_lock);
+    va_start(ap, fmt);
+    vsnprintf(first_breach, sizeof(first_breach), fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&breach_lock);
+}
+
+static int region_of(const struct fake_pin *p)
+{
+    return (int)(p - fake_pins);
+}
+
+/* Every op on a pin enters here: the core serialises the ops of one pin and makes none after
+ * its unpin. The yield keeps the op inside long enough that a second one would overlap it. */
+static struct fake_pin *op_enter(void *pin, const char *op)
+{
+    struct fake_pin *p = pin;
+
+    if (!atomic_load(&p->pinned))
+        breach("%s on region %d, which is not pinned", op, region_of(p));
+    if (atomic_fetch_add(&p->in_op, 1) != 0)
+        breach("%s on region %d while another op ran on it", op, region_of(p));
+    sched_yield();
+    return p;
+}
+
+static void op_leave(struct fake_pin *p)
+{
+    atomic_fetch_sub(&p->in_op, 1);
+}
+
+static int fake_probe(char *why, size_t len)
+{
+    return 0;
+}
+
+static int fake_open(void **ctx, char *why, size_t len)
+{
+    *ctx = NULL;
+    live_ctx++;
+    return 0;
+}
+
+static void fake_close(void *ctx)
+{
+    live_ctx--;
+}
+
+static int fake_pin(void *ctx, const struct vr_pin_req *req, void **pin, struct vr_pin_info *info,
+                    char *why, size_t len)
+{
+    uint64_t r = (req->va - FAKE_VA) / REGION;
+
+    if (req->va < FAKE_VA || (req->va - FAKE_VA) % REGION || r >= NREGIONS || req->len != REGION) {
+        snprintf(why, len, "the fake serves its %d regions whole", NREGIONS);
+        return ENOTSUP;
+    }
+    if (atomic_exchange(&fake_pins[r].pinned, 1))
+        breach("region %d pinned while pinned", (int)r);
+    *pin = &fake_pins[r];
+    *info = (struct vr_pin_info){ .va = req->va, .mapped_size = REGION,
+                                  .page_size = GPU_PAGE_SIZE, .tm_cycles = 1,
+                                  .cycles_per_ms = 1000 };
+    live_pins++;
+    return 0;
+}
+
+static int fake_unpin(void *ctx, void *pin)
+{
+    struct fake_pin *p = op_enter(pin, "unpin");
+
+    if (atomic_load(&p->mapped))
+        breach("unpin of region %d while it is mapped", region_of(p));
+    atomic_store(&p->pinned, 0);
+    live_pins--;
+    op_leave(p);
+    return 0;
+}
+
+static int fake_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want, void **ptr,
+                    gdr_mapping_type_t *granted, char *why, size_t len)
+{
+    struct fake_pin *p = op_enter(pin, "map");
+
+    if (atomic_exchange(&p->mapped, 1))
+        breach("map of region %d, which is mapped", region_of(p));
+    *ptr = vram[region_of(p)];
+    *granted = want == GDR_MAPPING_TYPE_NONE ? GDR_MAPPING_TYPE_WC : want;
+    live_maps++;
+    op_leave(p);
+    return 0;
+}
+
+static int fake_unmap(void *ctx, void *pin, void *ptr, size_t size)
+{
+    struct fake_pin *p = op_enter(pin, "unmap");
+
+    if (!atomic_exchange(&p->mapped, 0))
+        breach("unmap of region %d, which is not mapped", region_of(p));
+    if (ptr != vram[region_of(p)])
+        breach("unmap of region %d at %p, not where it was mapped", region_of(p), ptr);
+    live_maps--;
+    op_leave(p);
+    return 0;
+}
+
+static int fake_flag(void *ctx, void *pin, int *flag)
+{
+    struct fake_pin *p = op_enter(pin, "callback_flag");
+
+    *flag = 0;
+    op_leave(p);
+    return 0;
+}
+
+static const struct vr_backend_ops fake_ops = {
+    .id = VRAMIO_BACKEND_GDRDRV, .name = "fake", .probe = fake_probe, .open = fake_open,
+    .close = fake_close, .pin = fake_pin, .unpin = fake_unpin, .map = fake_map,
+    .unmap = fake_unmap, .callback_flag = fake_flag,
+};
+/* The other two places of the table: no probe, so the defaults (backend_ops.c) refuse. */
+static const struct vr_backend_ops no_dmabuf = { .id = VRAMIO_BACKEND_DMABUF, .name = "none2" };
+static const struct vr_backend_ops no_vulkan = { .id = VRAMIO_BACKEND_VULKAN, .name = "none3" };
+
+/* A gdr_t whose only usable backend is the fake, opened as gdr_open opens one. */
+static gdr_t open_fake_gdr(void)
+{
+    static const struct vr_backend_ops *const only_fake[VRAMIO_BACKEND_COUNT] = {
+        [VRAMIO_BACKEND_GDRDRV] = &fake_ops, [VRAMIO_BACKEND_DMABUF] = &no_dmabuf,
+        [VRAMIO_BACKEND_VULKAN] = &no_vulkan,
+    };
+    struct vr_gdr *inst = NULL;
+
+    if (vr_instance_open(only_fake, &inst) != 0)
+        return NULL;
+    return (gdr_t)(uintptr_t)inst->token;
+}
+
+/* ---- what a round must leave behind ------------------------------------------------------ */
+
+static void count_slot(struct vr_slot *s, void *arg)
+{
+    (*(int *)arg)++;
+    vr_slot_unlock(s);
+}
+
+/* 1 when nothing is held: no pin or mapping in the fake, no live pin handle made through g (the
+ * library's table), no mapping counted in its census; else 0 and what is left in why. */
+static int nothing_left(gdr_t g, char *why, size_t len)
+{
+    int owned = 0, pins = live_pins, maps = live_maps;
+    uint64_t census = atomic_load(&vr_map_census);
+
+    vr_slot_foreach_owned(&vr_pins, (unsigned long)(uintptr_t)g, count_slot, &owned);
+    if (!owned && !pins && !maps && !census)
+        return 1;
+    snprintf(why, len, "left: %d pins and %d mappings in the backend, %d live handles of the "
+             "gdr_t, mapping census %#llx", pins, maps, owned, (unsigned long long)census);
+    return 0;
+}
+
+/* ---- rounds: a crew of threads, a start gate, call spans, a tally of what went wrong ----- */
+
+/*
+ * The threads of a scenario live for all its rounds, each kept to a core of its own where there
+ * are enough (else they share them in turn): left to the scheduler, the two threads of a round
+ * were woken on one core, where the one that left the gate first ran its calls until the next
+ * tick, and the round seldom raced. Each round the main thread wakes them and sleeps until
+ * they are done; they meet at the gate and, the last one there opening it, leave together.
+ */
+#define CREW_MAX     4
+#define ROUND_WAIT_S 10   /* a round whose calls have not returned by then hangs */
+
+struct gate {
+    _Atomic int ready, open;
+};
+
+static struct {
+    int n;
+    void (*role)(int who);
+    pthread_t t[CREW_MAX];
+    sem_t start[CREW_MAX], done;
+    _Atomic int quit;
+    struct gate gate;
+    int ncpus, cpus[CPU_SETSIZE];   /* the cores this process may run on */
+} crew;
+
+/* The spin yields now and then: the round may have more threads than the machine has cores. */
+static void gate_pass(struct gate *gt, int threads)
+{
+    unsigned spins = 0;
+
+    if (atomic_fetch_add(&gt->ready, 1) + 1 == threads)
+        atomic_store(&gt->open, 1);
+    while (!atomic_load(&gt->open))
+        if (++spins % 256 == 0)
+            sched_yield();
+}
+
+static void *crew_member(void *arg)
+{
+    int who = (int)(intptr_t)arg;
+    cpu_set_t one;
+
+    if (crew.ncpus > 1) {
+        CPU_ZERO(&one);
+        CPU_SET(crew.cpus[who % crew.ncpus], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    }
+    for (;;) {
+        while (sem_wait(&crew.start[who]) != 0)
+            ;
+        if (atomic_load(&crew.quit))
+            return NULL;
+        /* The library's last error of this thread, emptied, is this round's when set. */
+        vr_fail_at(VR_LOG_DEBUG, 0, "%s", "");
+        gate_pass(&crew.gate, crew.n);
+        crew.role(who);
+        sem_post(&crew.done);
+    }
+}
+
+static void crew_hire(int n, void (*role)(int who))
+{
+    cpu_set_t allowed;
+    int i;
+
+    crew.ncpus = 0;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+        for (i = 0; i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &allowed))
+                crew.cpus[crew.ncpus++] = i;
+    crew.n = n;
+    crew.role = role;
+    atomic_store(&crew.quit, 0);
+    sem_init(&crew.done, 0, 0);
+    for (i = 0; i < n; i++) {
+        sem_init(&crew.start[i], 0, 0);
+        pthread_create(&crew.t[i], NULL, crew_member, (void *)(intptr_t)i);
+    }
+}
+
+/* One round: every member plays its role once. A round that does not end is a hang: said in
+ * the line no_hang, and the child ends there (its threads are stuck in the library). */
+static void crew_round(const char *no_hang)
+{
+    int i;
+
+    crew.gate = (struct gate){ 0 };
+    for (i = 0; i < crew.n; i++)
+        sem_post(&crew.start[i]);
+    for (i = 0; i < crew.n; i++)
+        if (t_sem_wait(&crew.done, ROUND_WAIT_S) != 0) {
+            t_fail(no_hang, "a round's calls had not returned after %d s: hung", ROUND_WAIT_S);
+            _exit(T_FAIL);
+        }
+}
+
+static void crew_dismiss(void)
+{
+    int i;
+
+    atomic_store(&crew.quit, 1);
+    for (i = 0; i < crew.n; i++)
+        sem_post(&crew.start[i]);
+    for (i = 0; i < crew.n; i++) {
+        pthread_join(crew.t[i], NULL);
+        sem_destroy(&crew.start[i]);
+    }
+    sem_destroy(&crew.done);
+}
+
+static void head_start(unsigned turns)
+{
+    while (turns--)
+        __asm__ volatile("" ::: "memory");
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When a thread's last calls ran, so that the round can tell afterwards whether one of them
+ * was in progress during another thread's call: that the round raced, not merely took turns
+ * (which a pass alone would not show). */
+#define SPANS 256
+struct spans {
+    unsigned n;
+    uint64_t start[SPANS], end[SPANS];
+};
+
+static void span_begin(struct spans *s)
+{
+    s->start[s->n % SPANS] = now_ns();
+}
+
+static void span_end(struct spans *s)
+{
+    s->end[s->n % SPANS] = now_ns();
+    s->n++;
+}
+
+/* Whether one of the recorded calls overlapped [start, end). */
+static int spans_overlap(const struct spans *s, uint64_t start, uint64_t end)
+{
+    unsigned i, kept = s->n < SPANS ? s->n : SPANS;
+
+    for (i = 0; i < kept; i++)
+        if (s->start[i] < end && start < s->end[i])
+            return 1;
+    return 0;
+}
+
+struct tally {
+    _Atomic unsigned bad;
+    char first[256];
+    pthread_mutex_t lock;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void tally_bad(struct tally *t, unsigned round, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (atomic_fetch_add(&t->bad, 1) != 0)
+        return;
+    pthread_mutex_lock(&t->lock);
+    n = snprintf(t->first, sizeof(t->first), "round %u: ", round);
+    va_start(ap, fmt);
+    vsnprintf(t->first + n, sizeof(t->first) - (size_t)n, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* The verdict on a tally: a pass, or how many rounds went wrong and how the first did. */
+static void tally_check(struct tally *t, const char *name)
+{
+    t_check(t->bad == 0, name, "%u bad rounds; the first: %s", (unsigned)t->bad, t->first);
+}
+
+/* Rounds go on until the scenario's time is up. */
+static int more_rounds(unsigned round, uint64_t t0)
+{
+    return round < MAX_ROUNDS && now_ns() - t0 < (uint64_t)(SCENARIO_SECONDS * 1e9);
+}
+
+/* At the end of a scenario that kept one gdr_t: its close, and the fake's verdict. */
+static void finish_gdr(const char *scenario, gdr_t g)
+{
+    char name[96];
+    int rc = gdr_close(g);
+
+    snprintf(name, sizeof(name), NAME("%s_closes_clean"), scenario);
+    t_check(rc == 0 && live_ctx == 0, name, "gdr_close %d, %d contexts", rc, (int)live_ctx);
+    snprintf(name, sizeof(name), NAME("%s_backend_contract"), scenario);
+    t_check(contract_breaches == 0, name, "%d breaches, first: %s", (int)contract_breaches,
+            first_breach);
+}
+
+static gdr_mh_t pin_region(gdr_t g, int r, int *rc)
+{
+    gdr_mh_t mh = { 0 };
+
+    *rc = gdr_pin_buffer_v2(g, FAKE_VA + (unsigned long)r * REGION, REGION, 0, &mh);
+    return mh;
+}
+
+/* ---- 1: two unpins of one handle --------------------------------------------------------- */
+
+static struct {
+    gdr_t g;
+    gdr_mh_t mh;
+    unsigned delay[2];
+    int rc[2];
+    struct spans span[2];
+    char why[2][160];   /* each thread's last error after its call */
+} du;
+
+static void double_unpin_role(int who)
+{
+    head_start(du.delay[who]);
+    span_begin(&du.span[who]);
+    du.rc[who] = gdr_unpin_buffer(du.g, du.mh);
+    span_end(&du.span[who]);
+    snprintf(du.why[who], sizeof(du.why[who]), "%s", vramio_last_error());
+}
+
+static void double_unpin(void)
+{
+    static struct tally wrong = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    static struct tally left = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    unsigned seed = 11, round, first_won = 0, overlapped = 0;
+    uint64_t t0 = now_ns();
+    char why[200];
+
+    du.g = open_fake_gdr();
+    if (!t_check(du.g != NULL, NAME("double_unpin_open"), "%s", vramio_last_error()))
+        return;
+    crew_hire(2, double_unpin_role);
+    for (round = 0; more_rounds(round, t0); round++) {
+        void *map;
+        int rc, winner;
+
+        du.mh = pin_region(du.g, 0, &rc);
+        /* Every other round mapped, so that the winner also tears a mapping down. */
+        if (rc == 0 && round % 2)
+            rc = gdr_map(du.g, du.mh, &map, REGION);
+        if (rc) {
+            tally_bad(&wrong, round, "setup: pin or map returned %d: %s", rc, vramio_last_error());
+            break;
+        }
+        du.delay[0] = (unsigned)rand_r(&seed) % JITTER;
+        du.delay[1] = (unsigned)rand_r(&seed) % JITTER;
+        du.span[0].n = du.span[1].n = 0;
+        crew_round(NAME("double_unpin_no_hang"));
+        winner = du.rc[0] == 0 ? 0 : 1;
+        first_won += winner == 0;
+        overlapped += spans_overlap(&du.span[0], du.span[1].start[0], du.span[1].end[0]);
+        if (du.rc[winner] != 0 || du.rc[!winner] != EINVAL)
+            tally_bad(&wrong, round, "the two unpins returned %d and %d (want one 0, one EINVAL)",
+                      du.rc[0], du.rc[1]);
+        else if (!strstr(du.why[!winner], "gdr_unpin_buffer"))
+            tally_bad(&wrong, round, "the refused unpin's reason does not name it: '%s'",
+                      du.why[!winner]);
+        if (!nothing_left(du.g, why, sizeof(why)))
+            tally_bad(&left, round, "%s", why);
+    }
+    crew_dismiss();
+    t_ok(NAME("double_unpin_no_hang"));
+    printf("# double_unpin: %u rounds, the two calls overlapped in %u, the first thread won %u\n",
+           round, overlapped, first_won);
+    tally_check(&wrong, NAME("double_unpin_one_wins"));
+    tally_check(&left, NAME("double_unpin_nothing_left"));
+    t_check(overlapped > 0, NAME("double_unpin_raced"), "in none of %u rounds were both unpins "
+            "in progress at once", round);
+    finish_gdr("double_unpin", du.g);
+}
+
+/* ---- the parent: each scenario in a child of its own ------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} scenarios[] = {
+    { "double_unpin", double_unpin },
+};
+#define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+static int run_child(const char *mode)
+{
+    size_t i;
+
+    /* Default action: the child dies of SIGALRM, which the parent reports as a hang. */
+    alarm(CHILD_BOUND_S);
+    for (i = 0; i < NSCENARIOS; i++)
+        if (strcmp(mode, scenarios[i].name) == 0) {
+            scenarios[i].run();
+            return t_status();
+        }
+    fprintf(stderr, "no scenario %s\n", mode);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    static char out[1 << 16];
+    const char *mode = t_child_mode(argc, argv);
+    char name[96];
+    int failed = 0, rc, sig;
+    size_t i;
+
+    if (mode)
+        return run_child(mode);
+    for (i = 0; i < NSCENARIOS; i++) {
+        sig = 0;
+        rc = t_run_self(scenarios[i].name, NULL, out, sizeof(out), &sig);
+        fputs(out, stdout);   /* the child's own result lines, and anything a sanitizer said */
+        snprintf(name, sizeof(name), NAME("%s_ended"), scenarios[i].name);
+        failed |= rc != 0;
+        /* A child that failed a check ended by itself, and said so in a line of its own. */
+        if (rc == T_FAIL && strstr(out, "not ok "))
+            t_ok(name);
+        else if (rc < 0 && sig == SIGALRM)
+            t_fail(name, "still running after %d s: hung (a deadlock?)", CHILD_BOUND_S);
+        else if (rc < 0)
+            t_fail(name, "killed by signal %d (%s)", sig, sig ? strsignal(sig) : "or not run");
+        else if (rc == T_FAIL)
+            t_fail(name, "exited %d without a failing result line", rc);
+        else
+            t_check(rc == 0, name, "exited %d (a sanitizer's report above?)", rc);
+    }
+    return failed ? T_FAIL : t_status();
+}
