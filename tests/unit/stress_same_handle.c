@@ -2,11 +2,19 @@
 /*
  * stress_same_handle.c - calls that race on the SAME pin handle and the SAME gdr_t, round after
  * round, each round's threads let go at one instant with a random head start each:
- *   double_unpin    two threads gdr_unpin_buffer one handle: one gets 0, the other EINVAL.
+ *   double_unpin    two threads gdr_unpin_buffer one handle: one gets 0, the other EINVAL;
+ *   unpin_vs_calls  gdr_unpin_buffer against gdr_map, gdr_unmap, gdr_get_info /
+ *                   gdr_get_callback_flag and the copies (plain and _auto) on that handle: each
+ *                   call succeeds whole (its bytes, its info) or is refused with EINVAL.
  * After every round nothing may be left: no pin or mapping in the backend, no live pin slot of
  * the gdr_t, no mapping in the library's census. The backend is a fake defined here (no GPU),
  * that also holds the core to its side of backend.h: never two ops at once on one pin, none on
  * a pin after its unpin, none on a mapping that is not there.
+ *
+ * Its "device memory" is static and stays readable after an unmap: a copy that passed its
+ * handle check just before the unpin finishes into memory that still exists (with real BAR
+ * mappings that copy is the caller's bug, handles.h); what is tested is that the library
+ * answers each call clearly and keeps its own state whole.
  *
  * Each scenario runs in a child process: a round whose calls have not all returned within
  * ROUND_WAIT_S is a hang (a deadlock in the library) that the child reports in a line of its
@@ -39,8 +47,10 @@
 #define MAX_ROUNDS       200000u
 #define CHILD_BOUND_S    30
 
-/* One pin is one region of two GPU pages. */
+/* One pin is one region of two GPU pages: 64 KiB copies fit, the size from which an _auto write
+ * takes its own path (the pin's range looked up under its lock) instead of the plain copy. */
 #define REGION   (2 * GPU_PAGE_SIZE)
+#define AUTO_BIG (REGION / 2)
 #define NREGIONS 2
 #define FAKE_VA  (1UL << 40)
 
@@ -418,6 +428,13 @@ static int more_rounds(unsigned round, uint64_t t0)
     return round < MAX_ROUNDS && now_ns() - t0 < (uint64_t)(SCENARIO_SECONDS * 1e9);
 }
 
+/* Wait until flag is set (the round's bound bounds this too). */
+static void await_flag(_Atomic int *flag)
+{
+    while (!atomic_load(flag))
+        sched_yield();
+}
+
 /* At the end of a scenario that kept one gdr_t: its close, and the fake's verdict. */
 static void finish_gdr(const char *scenario, gdr_t g)
 {
@@ -510,6 +527,227 @@ static void double_unpin(void)
     finish_gdr("double_unpin", du.g);
 }
 
+/* ---- 2: unpin against another call on the handle ----------------------------------------- */
+
+enum race { RACE_MAP, RACE_UNMAP, RACE_INFO, RACE_COPY_TO, RACE_COPY_FROM, RACES };
+static const char *const race_name[RACES] = {
+    "gdr_map", "gdr_unmap", "gdr_get_info/callback_flag", "copy_to_mapping", "copy_from_mapping",
+};
+
+static unsigned char pattern[REGION];
+
+static struct {
+    gdr_t g;
+    gdr_mh_t mh;
+    unsigned char *map;          /* the pin's mapping; NULL in RACE_MAP, which makes it */
+    enum race race;
+    unsigned round;
+    unsigned delay[2];
+    _Atomic int unpinned;        /* the unpin has returned */
+    int unpin_rc;
+    struct spans unpin_span, call_spans;
+    unsigned ok, refused;        /* the racing calls' results */
+    size_t wrote;                /* the longest copy into the mapping that returned 0 */
+    unsigned char *back;         /* where the reads land */
+    struct tally wrong;
+} ur = { .wrong = { .lock = PTHREAD_MUTEX_INITIALIZER } };
+
+/* One call of a looping race (info, copies), the i-th: its result, having checked what a
+ * success gave. Odd turns of the copies take the _auto entry points, at a size that reaches
+ * their own path (the range looked up under the pin's lock), even turns the plain copies. */
+static int loop_call(unsigned i)
+{
+    gdr_info_v2_t info;
+    size_t n = i % 2 ? AUTO_BIG : 256;
+    int rc, flag = -1;
+
+    switch (ur.race) {
+    case RACE_INFO:
+        if (i % 2) {
+            rc = gdr_get_callback_flag(ur.g, ur.mh, &flag);
+            if (rc == 0 && flag != 0)
+                tally_bad(&ur.wrong, ur.round, "callback flag %d", flag);
+            return rc;
+        }
+        rc = gdr_get_info_v2(ur.g, ur.mh, &info);
+        /* The pin was mapped when the round began, and the unpin takes the mapping away
+         * together with the handle: a live handle's info is whole and says mapped. */
+        if (rc == 0 && (info.va != FAKE_VA || info.mapped_size != REGION || !info.mapped ||
+                        info.mapping_type != GDR_MAPPING_TYPE_WC))
+            tally_bad(&ur.wrong, ur.round, "info of a live handle: va %#llx size %llu mapped %d "
+                      "type %d", (unsigned long long)info.va,
+                      (unsigned long long)info.mapped_size, (int)info.mapped,
+                      (int)info.mapping_type);
+        return rc;
+    case RACE_COPY_TO:
+        rc = i % 2 ? vramio_copy_to_mapping_auto(ur.mh, ur.map, pattern, n)
+                   : gdr_copy_to_mapping(ur.mh, ur.map, pattern, n);
+        if (rc == 0 && n > ur.wrote)
+            ur.wrote = n;
+        return rc;
+    default:
+        memset(ur.back, 0, n);
+        rc = i % 2 ? vramio_copy_from_mapping_auto(ur.mh, ur.back, ur.map, n)
+                   : gdr_copy_from_mapping(ur.mh, ur.back, ur.map, n);
+        if (rc == 0 && memcmp(ur.back, pattern, n) != 0)
+            tally_bad(&ur.wrong, ur.round, "a read of %zu bytes returned 0 with other bytes", n);
+        return rc;
+    }
+}
+
+/* Sort one racing call's result: 0 or EINVAL with a reason, and never 0 again once refused
+ * (a handle does not come back). */
+static void note_result(const char *call, int rc)
+{
+    if (rc == 0 && ur.refused)
+        tally_bad(&ur.wrong, ur.round, "%s returned 0 after it had been refused", call);
+    else if (rc != 0 && rc != EINVAL)
+        tally_bad(&ur.wrong, ur.round, "%s returned %d", call, rc);
+    else if (rc == EINVAL && !ur.refused && !vramio_last_error()[0])
+        tally_bad(&ur.wrong, ur.round, "%s refused without a reason", call);
+    if (rc == 0)
+        ur.ok++;
+    else
+        ur.refused++;
+}
+
+static void unpin_side(void)
+{
+    head_start(ur.delay[0]);
+    span_begin(&ur.unpin_span);
+    ur.unpin_rc = gdr_unpin_buffer(ur.g, ur.mh);
+    span_end(&ur.unpin_span);
+    atomic_store(&ur.unpinned, 1);
+}
+
+static void call_side(void)
+{
+    const char *call = race_name[ur.race];
+    void *va = NULL;
+    unsigned i;
+    int rc, after;
+
+    head_start(ur.delay[1]);
+    switch (ur.race) {
+    case RACE_MAP:
+        span_begin(&ur.call_spans);
+        rc = gdr_map(ur.g, ur.mh, &va, REGION);
+        span_end(&ur.call_spans);
+        if (rc == 0 && va != vram[0])
+            tally_bad(&ur.wrong, ur.round, "gdr_map returned 0 and %p, not the mapping", va);
+        note_result(call, rc);
+        break;
+    case RACE_UNMAP:
+        span_begin(&ur.call_spans);
+        rc = gdr_unmap(ur.g, ur.mh, ur.map, REGION);
+        span_end(&ur.call_spans);
+        note_result(call, rc);
+        break;
+    default:
+        /* Until a call that began after the unpin returned, which must be refused. Once one
+         * is refused, the next waits for the unpin to return: the calls in between would
+         * only be refused again. */
+        for (i = 0;; i++) {
+            after = atomic_load(&ur.unpinned);
+            span_begin(&ur.call_spans);
+            rc = loop_call(i);
+            span_end(&ur.call_spans);
+            note_result(call, rc);
+            if (after) {
+                if (rc != EINVAL)
+                    tally_bad(&ur.wrong, ur.round, "%s after the unpin returned %d", call, rc);
+                break;
+            }
+            if (rc)
+                await_flag(&ur.unpinned);
+        }
+    }
+}
+
+static void unpin_race_role(int who)
+{
+    if (who == 0)
+        unpin_side();
+    else
+        call_side();
+}
+
+static void unpin_vs_calls(void)
+{
+    static struct tally left = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    unsigned before[RACES] = { 0 }, after[RACES] = { 0 }, during[RACES] = { 0 };
+    unsigned seed = 23, round, k;
+    uint64_t t0 = now_ns();
+    char why[200], orders[400] = "";
+    size_t used = 0;
+    int all = 1;
+
+    ur.g = open_fake_gdr();
+    if (!t_check(ur.g != NULL, NAME("unpin_vs_calls_open"), "%s", vramio_last_error()))
+        return;
+    ur.back = malloc(AUTO_BIG);
+    t_pattern(pattern, sizeof(pattern), 5);
+    crew_hire(2, unpin_race_role);
+    for (round = 0; more_rounds(round, t0); round++) {
+        void *map = NULL;
+        int rc;
+
+        ur.race = (enum race)(round % RACES);
+        ur.round = round;
+        /* What the device holds: the pattern for the reads to find, else zeros for the
+         * writes to fill. */
+        if (ur.race == RACE_COPY_FROM)
+            memcpy(vram[0], pattern, REGION);
+        else
+            memset(vram[0], 0, REGION);
+        ur.mh = pin_region(ur.g, 0, &rc);
+        if (rc == 0 && ur.race != RACE_MAP)
+            rc = gdr_map(ur.g, ur.mh, &map, REGION);
+        if (rc) {
+            tally_bad(&ur.wrong, round, "setup: pin or map returned %d: %s", rc,
+                      vramio_last_error());
+            break;
+        }
+        ur.map = map;
+        ur.delay[0] = (unsigned)rand_r(&seed) % JITTER;
+        ur.delay[1] = (unsigned)rand_r(&seed) % JITTER;
+        atomic_store(&ur.unpinned, 0);
+        ur.unpin_rc = -1;
+        ur.unpin_span.n = ur.call_spans.n = 0;
+        ur.ok = ur.refused = 0;
+        ur.wrote = 0;
+        crew_round(NAME("unpin_vs_calls_no_hang"));
+        if (ur.unpin_rc != 0)
+            tally_bad(&ur.wrong, round, "the unpin against %s returned %d", race_name[ur.race],
+                      ur.unpin_rc);
+        if (ur.wrote && memcmp(vram[0], pattern, ur.wrote) != 0)
+            tally_bad(&ur.wrong, round, "a write of %zu bytes returned 0, its bytes are not there",
+                      ur.wrote);
+        if (!nothing_left(ur.g, why, sizeof(why)))
+            tally_bad(&left, round, "after %s: %s", race_name[ur.race], why);
+        before[ur.race] += ur.ok > 0;
+        after[ur.race] += ur.ok == 0;
+        during[ur.race] += spans_overlap(&ur.call_spans, ur.unpin_span.start[0],
+                                         ur.unpin_span.end[0]);
+    }
+    crew_dismiss();
+    t_ok(NAME("unpin_vs_calls_no_hang"));
+    free(ur.back);
+    for (k = 0; k < RACES; k++) {
+        all &= before[k] && after[k] && during[k];
+        used += (size_t)snprintf(orders + used, sizeof(orders) - used, "%s%s %u/%u/%u",
+                                 k ? ", " : "", race_name[k], before[k], during[k], after[k]);
+    }
+    printf("# unpin_vs_calls: %u rounds; rounds whose calls had a success / overlapped the "
+           "unpin / were all refused: %s\n", round, orders);
+    tally_check(&ur.wrong, NAME("unpin_vs_calls_clear_results"));
+    tally_check(&left, NAME("unpin_vs_calls_nothing_left"));
+    /* A race that always fell on one side of the unpin, or never met it, tested less. */
+    t_check(all, NAME("unpin_vs_calls_raced"), "rounds whose calls had a success / overlapped "
+            "the unpin / were all refused: %s", orders);
+    finish_gdr("unpin_vs_calls", ur.g);
+}
+
 /* ---- the parent: each scenario in a child of its own ------------------------------------- */
 
 static const struct {
@@ -517,6 +755,7 @@ static const struct {
     void (*run)(void);
 } scenarios[] = {
     { "double_unpin", double_unpin },
+    { "unpin_vs_calls", unpin_vs_calls },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
