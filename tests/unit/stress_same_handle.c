@@ -5,7 +5,10 @@
  *   double_unpin    two threads gdr_unpin_buffer one handle: one gets 0, the other EINVAL;
  *   unpin_vs_calls  gdr_unpin_buffer against gdr_map, gdr_unmap, gdr_get_info /
  *                   gdr_get_callback_flag and the copies (plain and _auto) on that handle: each
- *                   call succeeds whole (its bytes, its info) or is refused with EINVAL.
+ *                   call succeeds whole (its bytes, its info) or is refused with EINVAL;
+ *   close_vs_users  gdr_close (sometimes two at once) against _auto copies through a pin of the
+ *                   gdr_t and a thread that pins, maps and unpins through it; afterwards every
+ *                   call on the closed gdr_t or its handles is EINVAL.
  * After every round nothing may be left: no pin or mapping in the backend, no live pin slot of
  * the gdr_t, no mapping in the library's census. The backend is a fake defined here (no GPU),
  * that also holds the core to its side of backend.h: never two ops at once on one pin, none on
@@ -748,6 +751,244 @@ static void unpin_vs_calls(void)
     finish_gdr("unpin_vs_calls", ur.g);
 }
 
+/* ---- 3: gdr_close against its users ------------------------------------------------------ */
+
+static struct {
+    gdr_t g;
+    gdr_mh_t mh;                 /* the copier's pin (region 0), mapped at map */
+    unsigned char *map;
+    unsigned round;
+    int two_closers;             /* this round closes from two threads at once */
+    unsigned delay[CREW_MAX];
+    _Atomic int progress;        /* calls of the users that succeeded */
+    _Atomic int closed;          /* a gdr_close of g has returned 0 */
+    int close_rc[2];
+    uint64_t close_start, close_end;
+    struct spans copies, cycles;
+    unsigned char *back;
+    struct tally wrong;
+} cr = { .wrong = { .lock = PTHREAD_MUTEX_INITIALIZER } };
+
+/* _auto copies through the pin, each direction at the sizes of each of their paths, until one
+ * that began after gdr_close returned (once one is refused, the next waits for that). */
+static void copier(void)
+{
+    /* Below the _auto floor (4 KiB), above it, and at the size of an _auto write's own path. */
+    static const size_t sizes[] = { 64, 8192, AUTO_BIG };
+    int rc, after, dead = 0;
+    unsigned i;
+
+    for (i = 0;; i++) {
+        size_t n = sizes[(i / 2) % 3];
+
+        after = atomic_load(&cr.closed);
+        span_begin(&cr.copies);
+        if (i % 2) {
+            rc = vramio_copy_from_mapping_auto(cr.mh, cr.back, cr.map, n);
+            if (rc == 0 && memcmp(cr.back, pattern, n) != 0)
+                tally_bad(&cr.wrong, cr.round, "an _auto read of %zu bytes returned 0 with "
+                          "other bytes", n);
+        } else {
+            rc = vramio_copy_to_mapping_auto(cr.mh, cr.map, pattern, n);
+        }
+        span_end(&cr.copies);
+        if (rc != 0 && rc != EINVAL)
+            tally_bad(&cr.wrong, cr.round, "an _auto copy of %zu bytes returned %d", n, rc);
+        else if (rc == 0 && dead)
+            tally_bad(&cr.wrong, cr.round, "an _auto copy returned 0 after one was refused");
+        else if (rc == EINVAL && !dead && !vramio_last_error()[0])
+            tally_bad(&cr.wrong, cr.round, "an _auto copy refused without a reason");
+        if (after) {
+            if (rc != EINVAL)
+                tally_bad(&cr.wrong, cr.round, "an _auto copy after gdr_close returned %d", rc);
+            return;
+        }
+        if (rc == 0)
+            cr.progress++;
+        dead |= rc != 0;
+        if (dead)
+            await_flag(&cr.closed);
+        else
+            sched_yield();   /* with fewer cores than threads, the closer shares this one */
+    }
+}
+
+/* Pin, map, copy and unpin region 1 through g until a pin is refused: the gdr_t is closing. */
+static void pin_cycler(void)
+{
+    void *va;
+    int rc, after;
+
+    for (;;) {
+        gdr_mh_t mh;
+
+        after = atomic_load(&cr.closed);
+        span_begin(&cr.cycles);
+        mh = pin_region(cr.g, 1, &rc);
+        span_end(&cr.cycles);
+        if (rc != 0) {
+            if (rc != EINVAL || mh.h != 0 || !vramio_last_error()[0])
+                tally_bad(&cr.wrong, cr.round, "a pin while closing returned %d, handle %#lx, "
+                          "reason '%s'", rc, mh.h, vramio_last_error());
+            return;
+        }
+        if (after)
+            tally_bad(&cr.wrong, cr.round, "a pin after gdr_close returned 0");
+        cr.progress++;
+        /* Each step may find the gdr_t closed under it (its pin released by gdr_close). */
+        span_begin(&cr.cycles);
+        rc = gdr_map(cr.g, mh, &va, REGION);
+        if (rc == 0)
+            rc = gdr_copy_to_mapping(mh, va, pattern, 64);
+        span_end(&cr.cycles);
+        if (rc != 0 && rc != EINVAL)
+            tally_bad(&cr.wrong, cr.round, "map or copy while closing returned %d", rc);
+        span_begin(&cr.cycles);
+        rc = gdr_unpin_buffer(cr.g, mh);
+        span_end(&cr.cycles);
+        if (rc != 0 && rc != EINVAL)
+            tally_bad(&cr.wrong, cr.round, "an unpin while closing returned %d", rc);
+    }
+}
+
+/* The closers wait until the users have got going (a few calls done), so that the close lands
+ * among their calls rather than before the first; for at most 100 ms, in case they cannot. */
+static void closer(int which)
+{
+    uint64_t until = now_ns() + 100000000u;
+    int rc;
+
+    while (atomic_load(&cr.progress) < 1 + (int)(cr.round % 4) && now_ns() < until)
+        sched_yield();
+    head_start(cr.delay[2 + which]);
+    if (which == 0)
+        cr.close_start = now_ns();
+    rc = gdr_close(cr.g);
+    if (which == 0)
+        cr.close_end = now_ns();
+    cr.close_rc[which] = rc;
+    if (rc == 0)
+        atomic_store(&cr.closed, 1);
+}
+
+/* Members 0 and 2, 1 and 3 share a core where there are two: each pair has one that yields
+ * in every call (the copier here, the fake's ops for the pin cycler). */
+static void close_race_role(int who)
+{
+    if (who == 0)
+        copier();
+    else if (who == 1)
+        pin_cycler();
+    else if (who == 2)
+        closer(0);
+    else if (cr.two_closers)
+        closer(1);
+}
+
+#define REFUSED(call) do { if ((call) != EINVAL) return #call; } while (0)
+
+/* The first call on the closed g, or on a handle made through it, that is not refused with
+ * EINVAL; NULL when every one is. */
+static const char *closed_gdr_accepts(gdr_t g, gdr_mh_t mh, unsigned char *map)
+{
+    static unsigned char buf[AUTO_BIG];
+    gdr_mh_t fresh;
+    gdr_info_v2_t info;
+    vramio_backend_t be;
+    size_t rd, wr;
+    char reason[64];
+    void *va;
+    int v, major, minor;
+
+    REFUSED(gdr_pin_buffer_v2(g, FAKE_VA, REGION, 0, &fresh));
+    REFUSED(gdr_pin_buffer(g, FAKE_VA, REGION, 0, 0, &fresh));
+    REFUSED(gdr_map(g, mh, &va, REGION));
+    REFUSED(gdr_unmap(g, mh, map, REGION));
+    REFUSED(gdr_get_info_v2(g, mh, &info));
+    REFUSED(gdr_get_callback_flag(g, mh, &v));
+    REFUSED(vramio_handle_backend(g, mh, &be));
+    REFUSED(gdr_unpin_buffer(g, mh));
+    REFUSED(gdr_get_attribute(g, GDR_ATTR_USE_PERSISTENT_MAPPING, &v));
+    REFUSED(gdr_driver_get_version(g, &major, &minor));
+    REFUSED(vramio_get_backend(g, &be));
+    REFUSED(vramio_backend_status(g, VRAMIO_BACKEND_GDRDRV, reason, sizeof(reason)));
+    REFUSED(gdr_copy_to_mapping(mh, map, buf, 64));
+    REFUSED(gdr_copy_from_mapping(mh, buf, map, 64));
+    REFUSED(vramio_copy_to_mapping_auto(mh, map, buf, AUTO_BIG));
+    REFUSED(vramio_copy_from_mapping_auto(mh, buf, map, AUTO_BIG));
+    REFUSED(vramio_copy_auto_crossover(mh, &rd, &wr));
+    REFUSED(gdr_close(g));
+    return NULL;
+}
+
+static void close_vs_users(void)
+{
+    static struct tally left = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    static struct tally accepted = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    unsigned seed = 37, round, overlapped = 0;
+    uint64_t t0 = now_ns();
+    char why[200];
+    int i;
+
+    cr.back = malloc(AUTO_BIG);
+    t_pattern(pattern, sizeof(pattern), 9);
+    crew_hire(4, close_race_role);
+    for (round = 0; more_rounds(round, t0); round++) {
+        const char *call;
+        void *map = NULL;
+        int rc;
+
+        cr.round = round;
+        cr.two_closers = round % 2;
+        memcpy(vram[0], pattern, REGION);
+        cr.g = open_fake_gdr();
+        if (!cr.g) {
+            tally_bad(&cr.wrong, round, "setup: open: %s", vramio_last_error());
+            break;
+        }
+        cr.mh = pin_region(cr.g, 0, &rc);
+        if (rc == 0)
+            rc = gdr_map(cr.g, cr.mh, &map, REGION);
+        if (rc) {
+            tally_bad(&cr.wrong, round, "setup: pin or map returned %d: %s", rc,
+                      vramio_last_error());
+            gdr_close(cr.g);
+            break;
+        }
+        cr.map = map;
+        for (i = 0; i < CREW_MAX; i++)
+            cr.delay[i] = (unsigned)rand_r(&seed) % JITTER;
+        atomic_store(&cr.progress, 0);
+        atomic_store(&cr.closed, 0);
+        cr.close_rc[0] = cr.close_rc[1] = -1;
+        cr.copies.n = cr.cycles.n = 0;
+        crew_round(NAME("close_vs_users_no_hang"));
+        overlapped += spans_overlap(&cr.copies, cr.close_start, cr.close_end) ||
+                      spans_overlap(&cr.cycles, cr.close_start, cr.close_end);
+        if (cr.two_closers ? (cr.close_rc[0] == 0) + (cr.close_rc[1] == 0) != 1 ||
+                             (cr.close_rc[0] != EINVAL && cr.close_rc[1] != EINVAL)
+                           : cr.close_rc[0] != 0)
+            tally_bad(&cr.wrong, round, "gdr_close returned %d%s%d", cr.close_rc[0],
+                      cr.two_closers ? " and " : "", cr.two_closers ? cr.close_rc[1] : 0);
+        if (!nothing_left(cr.g, why, sizeof(why)) || live_ctx != 0)
+            tally_bad(&left, round, "%d contexts; %s", (int)live_ctx, why);
+        if ((call = closed_gdr_accepts(cr.g, cr.mh, cr.map)))
+            tally_bad(&accepted, round, "%s was not refused with EINVAL", call);
+    }
+    crew_dismiss();
+    t_ok(NAME("close_vs_users_no_hang"));
+    free(cr.back);
+    printf("# close_vs_users: %u rounds, a user's call was in progress during gdr_close in %u\n",
+           round, overlapped);
+    tally_check(&cr.wrong, NAME("close_vs_users_clear_results"));
+    tally_check(&left, NAME("close_vs_users_nothing_left"));
+    tally_check(&accepted, NAME("closed_gdr_refuses_every_call"));
+    t_check(overlapped > 0, NAME("close_vs_users_raced"), "in none of %u rounds was a user's "
+            "call in progress during gdr_close", round);
+    t_check(contract_breaches == 0, NAME("close_vs_users_backend_contract"),
+            "%d breaches, first: %s", (int)contract_breaches, first_breach);
+}
+
 /* ---- the parent: each scenario in a child of its own ------------------------------------- */
 
 static const struct {
@@ -756,6 +997,7 @@ static const struct {
 } scenarios[] = {
     { "double_unpin", double_unpin },
     { "unpin_vs_calls", unpin_vs_calls },
+    { "close_vs_users", close_vs_users },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
