@@ -7,14 +7,19 @@
 #                         the static libgdrapi.a and allowed to include src/ headers
 #   tests/*/test_*.sh     script tests (get BUILD in the environment); the programs they run
 #                         are make targets too (SCRIPT_PROGS, below), which they ask make for
-#   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer
+#   tests/unit/stress_*.c many-thread tests, also run under ThreadSanitizer; those that need a
+#                         backend to pin with (WB_STRESS_SRCS) bring a fake one and are built
+#                         as the wb_ tests are
 #   tests/lib/            the one test kit every C program links (TEST_KIT_SRCS, top Makefile)
 #                         and tests/lib/t.sh for the shell tests
 #   tests/kernel/guest.mk the static programs of the QEMU guest
 # 'make check' runs them all, again under ASan+UBSan and TSan, then the QEMU kernel tests.
 
-UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c tests/unit/stress_*.c))
-UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c))
+WB_STRESS_SRCS := tests/unit/stress_same_handle.c
+UNIT_API_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out $(WB_STRESS_SRCS),\
+                    $(wildcard tests/unit/test_*.c tests/unit/stress_*.c)))
+UNIT_COPY_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/copy_*.c tests/unit/wb_*.c) \
+                    $(WB_STRESS_SRCS))
 COPY_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(COPY_SRCS) $(ARCH_SRCS))
 
 TEST_CFLAGS = $(PROG_CFLAGS) $(TEST_CPPFLAGS)
@@ -33,7 +38,8 @@ $(BUILD)/tests/copy_%: tests/unit/copy_%.c tests/unit/copy_test.h tests/unit/cop
 
 # tests/unit/wb/: hooks on the library's internals, built into these programs only.
 WB_HOOK_SRCS := $(wildcard tests/unit/wb/*.c)
-$(BUILD)/tests/wb_%: tests/unit/wb_%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(wildcard tests/unit/wb/*.h) $(LIB_STATIC)
+WB_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/wb_*.c) $(WB_STRESS_SRCS))
+$(WB_BINS): $(BUILD)/tests/%: tests/unit/%.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(WB_HOOK_SRCS) $(wildcard tests/unit/wb/*.h) $(LIB_STATIC)
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(WB_CPPFLAGS),$< $(TEST_KIT_SRCS) $(WB_HOOK_SRCS) $(LIB_STATIC) -ldl $(WB_WRAP))
 # The gdrdrv backend's tests stand in for the module: the system calls of the backend's object
