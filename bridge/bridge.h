@@ -73,7 +73,7 @@ struct vb_ipc_req {
 };
 #define VB_IPC_WANT_FD 1u
 /* The exporter's answer to a request: 0 (with a new fd of the slab in *fd when the request
- * wants one, else *fd untouched) or a positive errno. */
+ * wants one, listed by vb_ipc_fd_list_locked, else *fd untouched) or a positive errno. */
 typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, int *fd);
 /* Start this process's server (once; again in a forked child): 0 with its nonce, or errno. */
 int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce);
@@ -84,9 +84,17 @@ void vb_ipc_serve_one(int c);
 /* Whether pid and nonce name this process's own server. */
 int vb_ipc_is_self(uint32_t pid, uint64_t nonce);
 /* Ask the server of process pid (user uid, nonce) about req: 0 (with *fd when req wants
- * one), or a positive errno (the server's, or of the exchange). */
+ * one, listed), or a positive errno (the server's, or of the exchange). */
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd);
+/* The slabs' fds on their way between processes, listed so that a fork's child closes them
+ * (bridge_ipc_server.c says why): made and listed under vb_ipc_fds_take (the list's lock,
+ * never held while waiting for another process; vb_ipc_fd_list_locked: 0, or errno with fd
+ * closed), unlisted and closed by vb_ipc_fd_close. */
+void vb_ipc_fds_take(void);
+void vb_ipc_fds_drop(void);
+int vb_ipc_fd_list_locked(int fd);
+void vb_ipc_fd_close(int fd);
 
 /* The driver's per-thread-default-stream variant (_ptsz) of base at version ver (what
  * cuGetProcAddress gives under CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), or NULL;
@@ -132,6 +140,7 @@ enum vb_fork_phase { VB_FORK_PREPARE, VB_FORK_PARENT, VB_FORK_CHILD };
 /* What a part does with one of its mutexes at phase: takes, drops or makes it fresh. */
 void vb_fork_lock(pthread_mutex_t *m, enum vb_fork_phase phase);
 void vb_ipc_server_fork(enum vb_fork_phase phase); /* bridge_ipc_server.c */
+void vb_ipc_fd_fork(enum vb_fork_phase phase);     /* bridge_ipc_server.c: the fds on their way */
 void vb_ipc_export_fork(enum vb_fork_phase phase); /* bridge_ipc.c */
 void vb_ipc_open_fork(enum vb_fork_phase phase);   /* bridge_ipc_open.c */
 void vb_block_fork(enum vb_fork_phase phase);      /* bridge_attr.c */

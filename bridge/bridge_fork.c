@@ -7,10 +7,12 @@
  * hang where the driver alone fails cleanly. So every fork takes the bridge's locks (no
  * thread is then half-way through what they guard), the parent drops them again, and the
  * child makes them fresh and forgets what was the parent's alone: its IPC server
- * (bridge_ipc_server.c) and the slabs it had mapped from other processes' handles
- * (bridge_ipc_open.c, whose open_lock a fork does not wait for: see there). The checks of
- * stream-ordered memory (bridge_mempool.c) hold no lock: a child forked during one finds it
- * under way for ever, and leaves that GPU's stream-ordered memory to the driver.
+ * (bridge_ipc_server.c), the slabs' fds on their way between processes (closed: kept, they
+ * would hold the exporter's GPU memory for the child's life; see there) and the slabs it had
+ * mapped from other processes' handles (bridge_ipc_open.c, whose open_lock a fork does not
+ * wait for: see there). The checks of stream-ordered memory (bridge_mempool.c) hold no lock:
+ * a child forked during one finds it under way for ever, and leaves that GPU's stream-ordered
+ * memory to the driver.
  *
  * One set of handlers, registered as the bridge is loaded, before any thread can be inside
  * it: the library's convention (src/process/fork.c, whose header is not the bridge's to
@@ -35,8 +37,8 @@ void vb_fork_lock(pthread_mutex_t *m, enum vb_fork_phase phase)
 }
 
 static void (*const parts[])(enum vb_fork_phase) = {
-    vb_ipc_server_fork, vb_ipc_export_fork, vb_ipc_open_fork, vb_block_fork, vb_async_fork,
-    vb_resolve_fork,
+    vb_ipc_server_fork, vb_ipc_fd_fork, vb_ipc_export_fork, vb_ipc_open_fork, vb_block_fork,
+    vb_async_fork, vb_resolve_fork,
 };
 #define NPARTS (sizeof(parts) / sizeof(parts[0]))
 

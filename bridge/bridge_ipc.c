@@ -20,6 +20,7 @@
  * which refuses it with an error (CUDA_ERROR_INVALID_VALUE): a program sees a clean failure.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -179,7 +180,21 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
         return 0;
     if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)req->base) != CUDA_SUCCESS)
         return ENOENT;
+    /* Made and listed in one hold of the lock that a fork takes: a fork by another thread
+     * finds the fd not made yet or listed, and its child closes it (bridge_ipc_server.c).
+     * Close-on-exec too (the driver's may come without it): a program that another thread
+     * starts with posix_spawn or system(), which run no fork handlers, does not get it
+     * (except from within the driver's call itself, which no user space code can close). */
+    vb_ipc_fds_take();
     r = t->cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (r == CUDA_SUCCESS) {
+        fcntl(*fd, F_SETFD, FD_CLOEXEC);
+        if (vb_ipc_fd_list_locked(*fd)) {
+            *fd = -1;
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    vb_ipc_fds_drop();
     t->cuMemRelease(h);
     vb_log("ipc: slab 0x%llx for a peer: %s", (unsigned long long)req->base,
            r == CUDA_SUCCESS ? "fd sent" : "export failed");

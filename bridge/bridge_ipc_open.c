@@ -152,7 +152,8 @@ static void slab_unmap(const struct vr_cuda *t, CUdeviceptr va, size_t size)
     t->cuMemAddressFree(va, size);
 }
 
-/* Map the slab of size bytes from fd (closed here) on device dev. */
+/* Map the slab of size bytes from fd (vb_ipc_fetch's, listed: unlisted and closed here) on
+ * device dev. */
 static CUresult import_map(const struct vr_cuda *t, int fd, size_t size, CUdevice dev,
                            CUdeviceptr *va)
 {
@@ -163,7 +164,7 @@ static CUresult import_map(const struct vr_cuda *t, int fd, size_t size, CUdevic
 
     r = t->cuMemImportFromShareableHandle(&mh, (void *)(uintptr_t)fd,
                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    close(fd);
+    vb_ipc_fd_close(fd);
     if (r != CUDA_SUCCESS)
         return r;
     r = t->cuMemAddressReserve(&p, size, 0, 0, 0);

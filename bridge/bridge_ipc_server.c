@@ -21,8 +21,22 @@
  * One thread per exporting process, started at its first export, with every signal blocked
  * (the program's handlers run in its own threads). Every wait is bounded: a peer that stops
  * talking costs its request, never the server.
+ *
+ * A slab's fd lives a moment in each process outside any table of the driver's: in the
+ * exporter from the driver's export until it is sent, in the opener from its recvmsg until
+ * the driver has imported it. A fork by another thread then would copy it into the child
+ * (MSG_CMSG_CLOEXEC acts only at exec), and a child that does not exec (a multiprocessing
+ * worker, a forked server) would keep the exporter's GPU memory alive for its whole life,
+ * freed by the program or not. So each such fd is listed (fd_lock) in the same hold of the
+ * lock that made it, and unlisted in the same hold that closes it; a fork takes the lock, so
+ * it finds each fd either not made, listed or closed, and the child closes those listed.
+ * The lock is never held while waiting for another process: the opener waits for the answer
+ * with poll, and takes it under the lock with a recvmsg that does not wait; so a fork waits
+ * at most for that recvmsg, or for the local driver's export (as for the other locks of the
+ * bridge held across the driver's calls).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -59,6 +73,51 @@ void vb_ipc_server_fork(enum vb_fork_phase phase)
         close(srv_fd);
     srv_fd = -1;
     srv_pid = 0;
+}
+
+/* The slabs' fds on their way (see above). One import at a time per process (open_lock),
+ * and one export (the server's thread): a few slots are plenty. */
+#define FD_SLOTS 8
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fd_listed[FD_SLOTS];
+static unsigned n_listed;
+
+void vb_ipc_fds_take(void) { pthread_mutex_lock(&fd_lock); }
+void vb_ipc_fds_drop(void) { pthread_mutex_unlock(&fd_lock); }
+
+int vb_ipc_fd_list_locked(int fd)
+{
+    if (n_listed == FD_SLOTS) {
+        close(fd); /* unlisted, it could not be kept from a fork's child */
+        return EMFILE;
+    }
+    fd_listed[n_listed++] = fd;
+    return 0;
+}
+
+void vb_ipc_fd_close(int fd)
+{
+    unsigned i;
+
+    /* Closed and unlisted in one hold: a fork between the two would either leave the child
+     * a copy unlisted, or have it close a number that another thread had opened since. */
+    vb_ipc_fds_take();
+    for (i = 0; i < n_listed && fd_listed[i] != fd; i++)
+        ;
+    if (i < n_listed)
+        fd_listed[i] = fd_listed[--n_listed];
+    close(fd);
+    vb_ipc_fds_drop();
+}
+
+/* bridge_fork.c. The threads that listed the fds are not in the child: it closes them. */
+void vb_ipc_fd_fork(enum vb_fork_phase phase)
+{
+    vb_fork_lock(&fd_lock, phase);
+    if (phase != VB_FORK_CHILD)
+        return;
+    while (n_listed)
+        close(fd_listed[--n_listed]);
 }
 
 static socklen_t sock_name(struct sockaddr_un *a, uint32_t uid, uint32_t pid, uint64_t nonce)
@@ -129,7 +188,7 @@ void vb_ipc_serve_one(int c)
         rc = EIO;
     reply(c, rc, rc == 0 && (req.flags & VB_IPC_WANT_FD) ? fd : -1);
     if (fd >= 0)
-        close(fd);
+        vb_ipc_fd_close(fd);
 }
 
 static void *serve(void *arg)
@@ -258,6 +317,31 @@ static int reply_fd(struct msghdr *m, int *fd)
     return bad ? EPROTO : 0;
 }
 
+/* Wait, holding no lock, until s has something to read (the answer, or the exporter's end
+ * closed): 0, EAGAIN once the deadline (CLOCK_MONOTONIC) has passed, or poll's errno. */
+static int wait_readable(int s, const struct timespec *deadline)
+{
+    struct pollfd p = { .fd = s, .events = POLLIN };
+    struct timespec now;
+    long long ms;
+    int n;
+
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+             (deadline->tv_nsec - now.tv_nsec) / 1000000;
+        if (ms <= 0)
+            return EAGAIN; /* what the socket's receive timeout said before */
+        n = poll(&p, 1, (int)ms);
+        if (n > 0)
+            return 0;
+        if (n == 0)
+            return EAGAIN;
+        if (errno != EINTR)
+            return errno;
+    }
+}
+
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd)
 {
@@ -269,8 +353,9 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     struct sockaddr_un a;
     socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
     struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
+    struct timespec deadline;
     int s, rc, got = -1, want = (req->flags & VB_IPC_WANT_FD) != 0;
-    ssize_t n;
+    ssize_t n = -1;
 
     s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (s < 0)
@@ -296,14 +381,24 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
         return rc;
     }
     /* The answer is the exporter's word: exactly a status, and one descriptor when one was
-     * asked for, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole. */
-    memset(cbuf, 0, sizeof(cbuf));
-    n = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_TRUNC);
-    rc = n < 0 ? errno : 0;
+     * asked for, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole.
+     * Waited for without the lock of the fds on their way, taken under it (see above). */
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += IO_TIMEOUT_S;
+    do {
+        rc = wait_readable(s, &deadline);
+        if (rc)
+            break;
+        memset(cbuf, 0, sizeof(cbuf));
+        m.msg_controllen = sizeof(cbuf);
+        vb_ipc_fds_take();
+        n = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_TRUNC | MSG_DONTWAIT);
+        rc = n < 0 ? errno : reply_fd(&m, &got);
+        if (got >= 0 && (rc = vb_ipc_fd_list_locked(got)))
+            got = -1;
+        vb_ipc_fds_drop();
+    } while (n < 0 && (rc == EAGAIN || rc == EWOULDBLOCK)); /* readable no more: wait again */
     close(s);
-    if (n < 0)
-        return rc;
-    rc = reply_fd(&m, &got);
     if (!rc && n != (ssize_t)sizeof(status))
         rc = EPROTO;
     if (!rc)
@@ -312,7 +407,7 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
         rc = EPROTO;
     if (rc) {
         if (got >= 0)
-            close(got);
+            vb_ipc_fd_close(got);
         return rc;
     }
     if (want)

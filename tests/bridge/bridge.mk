@@ -24,12 +24,12 @@ $(BRIDGE_CLIENT): $(BUILD)/tests/bridge/%: tests/bridge/%.c tests/lib/hex.h test
 	@mkdir -p $(dir $@)
 	$(call script-client,-Itests/fake,$(FAKE_CUDA_VMM_LINK))
 
-# tests/bridge/test_bridge_fork.sh's client: its own recvmsg and listen hold a thread inside
-# the bridge while another forks; -rdynamic exports them, so that they come before libc's for
-# the bridge (loaded later by the shim) too.
+# tests/bridge/test_bridge_fork.sh's client: its own poll, sendmsg and listen hold a thread
+# inside the bridge while another forks; -rdynamic exports them, so that they come before
+# libc's for the bridge (loaded later by the shim) too.
 FORK_CLIENT := $(BUILD)/tests/bridge/fork_client
 $(FORK_CLIENT): tests/bridge/fork_client.c tests/lib/hex.h $(SCRIPT_CLIENT_DEPS) \
-    $(FAKE_DIR)/cuda-vmm/libcuda.so
+    $(FAKE_DIR)/cuda-vmm/libcuda.so tests/fake/fake_gpu.h
 	@mkdir -p $(dir $@)
 	$(call script-client,-Itests/fake -rdynamic,$(FAKE_CUDA_VMM_LINK) -lpthread)
 

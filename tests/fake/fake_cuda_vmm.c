@@ -34,6 +34,9 @@
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
  * cuMemExportToShareableHandle calls), fake_imports() (cuMemImportFromShareableHandle's).
+ * Set by the tests: fake_import_hook (when not NULL, cuMemImportFromShareableHandle calls it
+ * with the descriptor it was given before anything else: tests/bridge/fork_client.c holds the
+ * importing thread there, its descriptor not yet taken by the driver, while another forks).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +61,7 @@ int fake_vmm_live(void) { return n_handles; }
 int fake_access_devices(void) { return n_access; }
 int fake_exports(void) { return n_exports; }
 int fake_imports(void) { return n_imports; }
+void (*fake_import_hook)(int fd);
 
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
 {
@@ -291,7 +295,10 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *s
     CUmemAllocationProp prop;
     struct stat st;
     CUresult r;
+    void (*hook)(int) = __atomic_load_n(&fake_import_hook, __ATOMIC_ACQUIRE);
 
+    if (hook)
+        hook(fd);
     if (fake_child_refused())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!h || t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fstat(fd, &st) ||

@@ -29,11 +29,12 @@ $(BUILD)/gpu/multigpu_client: tests/multigpu/multigpu_client.c $(TEST_KIT_SRCS) 
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl)
 
 # The bridge's fork program of tests/bridge, against the real driver: -rdynamic, as in
-# tests/bridge/bridge.mk (its recvmsg and listen hold a thread inside the bridge).
+# tests/bridge/bridge.mk (its poll, sendmsg and listen hold a thread inside the bridge);
+# tests/fake for the stand-in's memfd names, which it knows when it runs against the stand-in.
 $(BUILD)/gpu/bridge_fork_client: tests/bridge/fork_client.c tests/lib/hex.h $(TEST_KIT_SRCS) \
-        $(TEST_KIT_HDRS) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+        $(TEST_KIT_HDRS) tests/fake/fake_gpu.h $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
 	@mkdir -p $(dir $@)
-	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include -rdynamic,$< $(TEST_KIT_SRCS) \
+	$(call prog-link,$(TEST_CPPFLAGS) -I$(CUDA_HOME)/include -Itests/fake -rdynamic,$< $(TEST_KIT_SRCS) \
 	    $(LINK_LIBGDRAPI) -L$(CUDA_STUBS) -lcuda -ldl -lpthread)
 
 # What only an R610 driver can settle about the dmabuf backend (run_dmabuf_r610_checks.sh):
