@@ -14,7 +14,7 @@
  *    flag the GPU polls after the data), a CACHING mapping's on a coherent GPU included;
  *  - while mappings of more than one type are live in the process, a copy of either direction
  *    also ends with vr_full_fence: not issued here, but by the callers that know the census
- *    (src/core/gdrapi.c, copy_checked; src/dma/copy_dma.c, auto_copy).
+ *    (src/core/gdrapi.c, copy_checked; src/dma/dma_transfer.c, vr_dma_move).
  * arch/fence.h says which instruction each fence is, and why; docs/copy-contract.md what a
  * caller may rely on, and where upstream GDRCopy differs.
  *

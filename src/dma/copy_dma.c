@@ -19,7 +19,6 @@
 #include "dma.h"
 #include "dma_policy.h"
 #include "process/nocancel.h"
-#include "arch/fence.h"
 #include "vramio.h"
 
 /* From the smallest crossover of any device up: the checks of gdr_copy_*_mapping and where
@@ -31,22 +30,15 @@ static int auto_copy(int dir, gdr_mh_t handle, unsigned char *map, unsigned char
 {
     struct vr_dma_range r;
     struct vr_dma_way w;
-    int old = vr_nocancel_begin(); /* the way and the move take the device's locks */
+    int nc = vr_nocancel_begin(); /* the way and the engine take the device's locks */
     int rc = vr_pin_dma_range(handle, map, n, host, &r, fn);
 
     if (rc) {
-        vr_nocancel_end(old);
+        vr_nocancel_end(nc);
         return rc;
     }
     vr_dma_way(dir, handle, &r, map, host, n, &w);
-    rc = vr_dma_move(&w, dir, &r, map, host, n, fn);
-    vr_nocancel_end(old);
-    /* The engine's copy, the measurement's BAR writes and the BAR's copy alike end with the
-     * full fence while mappings of several types are live (copy/copy.h), after every other
-     * call of the copy, the restoring of the cancellation state included. */
-    if (r.mixed)
-        vr_full_fence();
-    return rc;
+    return vr_dma_move(&w, dir, &r, map, host, n, nc, fn); /* restores nc */
 }
 
 VR_EXPORT int vramio_copy_to_mapping_auto(gdr_mh_t handle, void *map_d_ptr, const void *h_ptr,

@@ -75,10 +75,12 @@ CUresult vr_dma_bounced(const struct vr_cuda *cu, struct dma_dev *d, int dir, ui
 
 /* What is left of an _auto copy after its way (w->done bytes moved): by the copy engine from
  * the device's crossover up (the pageable one for pageable host memory), else by the BAR
- * (copy/copy.h). The caller then issues the full fence while mappings of several types are
- * live (r->mixed), after every other call. 0, or the errno recorded for fn. */
+ * (copy/copy.h); then the full fence while mappings of several types are live (r->mixed).
+ * nocancel: the caller's cancellation state (vr_nocancel_begin), restored after the engine's
+ * part, so that the BAR's copy and the fences are the call's last acts. 0, or the errno
+ * recorded for fn. */
 int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *r,
-                unsigned char *map, unsigned char *host, size_t n, const char *fn);
+                unsigned char *map, unsigned char *host, size_t n, int nocancel, const char *fn);
 
 /* ---- dma_calibrate.c: the crossover, set or measured once per device and direction ---- */
 

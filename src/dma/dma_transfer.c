@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dma_transfer.c - the move of an _auto copy (vr_dma_move): the engine or the BAR (the fence
- * after it is the caller's, copy_dma.c, the last thing the copy does). One copy through the GPU's copy engine is waited for before it returns
+ * dma_transfer.c - the move of an _auto copy (vr_dma_move): the engine or the BAR, then the
+ * fence. One copy through the GPU's copy engine is waited for before it returns
  * (cuStreamSynchronize / cuEventSynchronize), on the device's private stream and in its
  * primary context, pushed for the call and popped after it so that the calling thread's
  * current context (or its lack of one) is as it was. From or to the caller's buffer directly
@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch/fence.h"
+#include "process/nocancel.h"
 #include "copy/copy.h"
 #include "dma.h"
 #include "core/export.h"
@@ -149,7 +151,7 @@ static int engine_copy(const struct vr_cuda *cu, struct dma_dev *d, int dir, uin
 }
 
 int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *r,
-                unsigned char *map, unsigned char *host, size_t n, const char *fn)
+                unsigned char *map, unsigned char *host, size_t n, int nocancel, const char *fn)
 {
     size_t done = w->done, x = w->d ? atomic_load(&w->d->crossover[dir]) : 0;
     int rc = 0;
@@ -159,6 +161,9 @@ int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *
         x = atomic_load(&w->d->pageable_x[dir]);
     if (x && n - done >= x)
         rc = engine_copy(w->cu, w->d, dir, r->dev_addr + done, host + done, n - done, fn);
+    /* The caller's cancellation state back before the BAR's copy: that takes no lock, and it
+     * and the fences below must be the call's last acts (copy/copy.h), no call after them. */
+    vr_nocancel_end(nocancel);
     if (!(x && n - done >= x) || rc < 0) {     /* the BAR's part, or all of it (engine_copy) */
         rc = 0;
         if (done < n && dir == DIR_WRITE)
@@ -166,5 +171,9 @@ int vr_dma_move(const struct vr_dma_way *w, int dir, const struct vr_dma_range *
         else if (done < n)
             vr_copy_from_mapping(r->type, host + done, map + done, n - done);
     }
-    return rc; /* the caller ends with the full fence (copy_dma.c) */
+    /* The engine's copy, the measurement's BAR writes and the BAR's copy alike (copy/copy.h:
+     * what a copy ends with while mappings of several types are live). */
+    if (r->mixed)
+        vr_full_fence();
+    return rc;
 }
