@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bridge.h"
+#include "clock.h"         /* util/: the one monotonic clock of deadlines */
 
 #define IO_TIMEOUT_S 5
 
@@ -318,21 +319,18 @@ static int reply_fd(struct msghdr *m, int *fd)
 }
 
 /* Wait, holding no lock, until s has something to read (the answer, or the exporter's end
- * closed): 0, EAGAIN once the deadline (CLOCK_MONOTONIC) has passed, or poll's errno. */
-static int wait_readable(int s, const struct timespec *deadline)
+ * closed): 0, EAGAIN once the deadline (vr_now_ns) has passed, or poll's errno. */
+static int wait_readable(int s, uint64_t deadline)
 {
     struct pollfd p = { .fd = s, .events = POLLIN };
-    struct timespec now;
-    long long ms;
+    uint64_t now;
     int n;
 
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
-             (deadline->tv_nsec - now.tv_nsec) / 1000000;
-        if (ms <= 0)
+        now = vr_now_ns();
+        if (now >= deadline)
             return EAGAIN; /* what the socket's receive timeout said before */
-        n = poll(&p, 1, (int)ms);
+        n = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
         if (n > 0)
             return 0;
         if (n == 0)
@@ -353,7 +351,7 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     struct sockaddr_un a;
     socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
     struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
-    struct timespec deadline;
+    uint64_t deadline;
     int s, rc, got = -1, want = (req->flags & VB_IPC_WANT_FD) != 0;
     ssize_t n = -1;
 
@@ -383,10 +381,9 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     /* The answer is the exporter's word: exactly a status, and one descriptor when one was
      * asked for, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole.
      * Waited for without the lock of the fds on their way, taken under it (see above). */
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += IO_TIMEOUT_S;
+    deadline = vr_now_ns() + IO_TIMEOUT_S * 1000000000ull;
     do {
-        rc = wait_readable(s, &deadline);
+        rc = wait_readable(s, deadline);
         if (rc)
             break;
         memset(cbuf, 0, sizeof(cbuf));
