@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bridge_ipc.h"
+#include "nocancel.h"   /* util/: calls that are no cancellation points */
 #include "vramio.h"
 
 /* ---- the exporting side ---------------------------------------------------------------- */
@@ -201,7 +202,7 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
     return r == CUDA_SUCCESS ? 0 : EIO;
 }
 
-CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
+static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
     const struct vr_cuda *t = vb_real();
     unsigned long long bbase = 0, id = 0, block_id = 0;
@@ -251,4 +252,12 @@ CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
     vb_log("ipc: handle of block 0x%llx (%zu bytes, slab 0x%llx + %llu)", bbase, bsize,
            (unsigned long long)sbase, (unsigned long long)h.offset);
     return CUDA_SUCCESS;
+}
+
+/* The first handle starts the server (its lock held across a socket's bind, a close and a log
+ * line, all cancellation points): cancelled there, the thread would keep the lock from every
+ * later handle and from fork's handler (util/nocancel.h). */
+CUresult vb_ipc_get_mem_handle(CUipcMemHandle *out, CUdeviceptr dptr)
+{
+    return VR_NOCANCEL(get_handle(out, dptr));
 }

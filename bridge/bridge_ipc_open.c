@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bridge_ipc.h"
+#include "nocancel.h"   /* util/: calls that are no cancellation points */
 
 struct opened {              /* a block opened through a handle, with its open count */
     uint64_t offset, size, id;
@@ -290,7 +291,7 @@ static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle 
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
     const struct vr_cuda *t = vb_real();
     struct vb_ipc_handle h;
@@ -332,7 +333,7 @@ static struct import *import_at(CUdeviceptr ptr)
     return NULL;
 }
 
-CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
+static CUresult close_handle(CUdeviceptr dptr)
 {
     const struct vr_cuda *t = vb_real();
     struct import *m;
@@ -363,6 +364,20 @@ CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
     if (!live)
         import_free(t, m);
     return CUDA_SUCCESS;
+}
+
+/* An open holds open_lock while it waits for the exporter (connect, poll, close: cancellation
+ * points): cancelled there, the thread would keep the lock from every later open in this
+ * process. A close unmaps and frees the last open's import: cancelled part-way, it would leave
+ * that half freed. Both run to their end (util/nocancel.h). */
+CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+{
+    return VR_NOCANCEL(open_handle(pdptr, handle, flags));
+}
+
+CUresult vb_ipc_close_mem_handle(CUdeviceptr dptr)
+{
+    return VR_NOCANCEL(close_handle(dptr));
 }
 
 int vb_ipc_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size, CUcontext *ctx)

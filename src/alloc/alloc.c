@@ -25,7 +25,7 @@
 #include "cuda_loader.h"
 #include "core/export.h"
 #include "process/fork.h"
-#include "process/nocancel.h"
+#include "nocancel.h"         /* util/: calls that are no cancellation points */
 #include "core/pins.h"
 #include "slab_pool.h"
 #include "vramio.h"

@@ -10,7 +10,7 @@
 #include "core.h"
 #include "arch/fence.h"
 #include "copy/copy.h"
-#include "process/nocancel.h"
+#include "nocancel.h"         /* util/: calls that are no cancellation points */
 
 /* The exported gdr_get_info is the legacy (2.0) one; the header maps the name to _v2. */
 #undef gdr_get_info

@@ -18,7 +18,7 @@
 #include "core/pins.h"
 #include "dma.h"
 #include "dma_policy.h"
-#include "process/nocancel.h"
+#include "nocancel.h"         /* util/: calls that are no cancellation points */
 #include "vramio.h"
 
 /* From the smallest crossover of any device up: the checks of gdr_copy_*_mapping and where

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "arch/fence.h"
-#include "process/nocancel.h"
+#include "nocancel.h"         /* util/: calls that are no cancellation points */
 #include "copy/copy.h"
 #include "dma.h"
 #include "core/export.h"

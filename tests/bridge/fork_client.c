@@ -31,6 +31,10 @@
  *               In both, the child must hold no descriptor of the slab in flight: one that
  *               does (and does not exec) keeps the exporter's GPU memory alive after the
  *               exporter freed it, for as long as it lives. Only against the stand-in.
+ *   cancelled   a thread held inside cuIpcOpenMemHandle, where it waits for the exporter's
+ *               answer (a cancellation point, with open_lock held), is pthread_cancel()led:
+ *               the open must end, and a later open in the process and a forked child's
+ *               must still work (none may wait for a lock the cancelled thread kept).
  * A thread is held inside the bridge by this program's own poll, sendmsg and listen, which
  * the bridge calls (linked with -rdynamic, they come before libc's in the search), and by
  * the stand-in's hook in its import.
@@ -452,6 +456,57 @@ static void open_lock(void)
             "a fork took %.1f s while a thread waited for the exporter", most);
 }
 
+/* ---- cancelled --------------------------------------------------------------------------- */
+/* Join th within seconds: 0, or ETIMEDOUT with the thread left where it is. */
+static int join_within(pthread_t th, int seconds, void **ret)
+{
+    struct timespec dl;
+
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += seconds;
+    return pthread_timedjoin_np(th, ret, &dl);
+}
+
+static void *open_again(void *arg)
+{
+    use_gpu();
+    *(int *)arg = opens_whole();
+    return NULL;
+}
+
+static void cancelled(void)
+{
+    struct held_open o = { 0, 0 };
+    int again = 0, first_ended, again_ended;
+    pthread_t th, th2;
+    void *ret = NULL;
+
+    if (start_held(&th, &o, "cancelled", "asked the exporter"))
+        return;
+    /* Held in the test's poll: its wait is a cancellation point, as the real poll's is. */
+    pthread_cancel(th);
+    release();
+    first_ended = join_within(th, 20, &ret) == 0;
+    if (!t_check(first_ended, named("cancelled/thread_ends"),
+                 "the cancelled thread was still inside the open after 20 s"))
+        return;
+    /* Its cancel acts once the open is done (at its next cancellation point, or never): the
+     * open itself completed, or the thread ended cancelled, its open done or not begun. */
+    t_check(ret == PTHREAD_CANCELED || !o.bad, named("cancelled/open_not_torn"),
+            "the open of the thread cancelled meanwhile failed");
+    if (pthread_create(&th2, NULL, open_again, &again)) {
+        t_fail(named("cancelled/open_after"), "pthread_create failed");
+        return;
+    }
+    again_ended = join_within(th2, 15, NULL) == 0;
+    if (!t_check(again_ended && again, named("cancelled/open_after"),
+                 again_ended ? "a later open failed"
+                             : "a later open still waited after 15 s (a lock left held by the "
+                               "cancelled thread)"))
+        return; /* a thread is stuck in the bridge: no fork can be trusted now */
+    report(fork_child(BY_EXIT, child_work, NULL), "cancelled", BY_EXIT);
+}
+
 /* ---- first_use --------------------------------------------------------------------------- */
 static sem_t go;
 static CUresult first_handle = CUDA_ERROR_UNKNOWN;
@@ -719,6 +774,8 @@ static void scenario(const char *mode)
         stress();
     else if (!strcmp(mode, "inherited"))
         inherited();
+    else if (!strcmp(mode, "cancelled"))
+        cancelled();
     else if (driver == CHILD_REAL && strstr(mode, "_fd"))
         t_skip(named(mode), "holds a thread only in the stand-in driver's import, and knows "
                "only its memfds");
@@ -735,7 +792,8 @@ static void scenario(const char *mode)
 static void exporter(void)
 {
     static const char *const modes[] = { "open_lock", "first_use_exit", "first_use__exit",
-                                         "stress", "inherited", "import_fd", "export_fd" };
+                                         "stress", "inherited", "cancelled", "import_fd",
+                                         "export_fd" };
     char var[HANDLE_VAR_LEN], out[8192];
     const char *env[] = { var, NULL };
     CUdeviceptr b = 0;

@@ -5,7 +5,7 @@
 # open, allocate, free and make handles without hanging, and leave by exit() and by _exit();
 # a fork must not wait for a thread that waits for an exporter's answer; and a child forked
 # while a slab's fd is on its way (held in the stand-in's import, or in the exporter's send)
-# must hold no copy of it.
+# must hold no copy of it; a thread cancelled inside an open must leave no lock held.
 # Twice: with the stand-in working in the children, and refusing to make or map memory there
 # (FAKE_CUDA_FORK_REFUSE=1), as the real driver refuses CUDA in a forked child. A hung child
 # is killed after 10 s and reported as not ok. The program comes from make (bridge.mk).
