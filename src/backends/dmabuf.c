@@ -115,7 +115,7 @@ static void export_resolve(void)
     if (v <= 0 || v > VR_DMABUF_MIN_DRIVER)
         v = VR_DMABUF_MIN_DRIVER;
     r = cu->cuGetProcAddress("cuMemGetHandleForAddressRange", &fn, v,
-                                    CU_GET_PROC_ADDRESS_DEFAULT, &st);
+                             CU_GET_PROC_ADDRESS_DEFAULT, &st);
     if (r == CUDA_SUCCESS && fn && st == CU_GET_PROC_ADDRESS_SUCCESS)
         export_entry = (export_fn)fn;
     else
