@@ -340,6 +340,50 @@ static int wait_readable(int s, uint64_t deadline)
     }
 }
 
+/* connect(2) and send(2) on a socket with SO_SNDTIMEO are never restarted after a signal
+ * handler, SA_RESTART or not (signal(7)): they fail with EINTR. connect waits while the
+ * exporter's backlog is full (many peers opening at once), and a signal the program handles
+ * then (a profiler's timer, a runtime's preemption, SIGCHLD) failed the open, where the
+ * driver's open is not failed by it. So both go on after EINTR, each wait bounded by what is
+ * left until deadline (vr_now_ns): 0, or errno (EAGAIN once the deadline has passed). */
+static int until(int s, uint64_t deadline, int (*op)(int s, const void *arg), const void *arg)
+{
+    uint64_t now, left;
+    struct timeval tv;
+
+    while (op(s, arg)) {
+        if (errno != EINTR)
+            return errno;
+        now = vr_now_ns();
+        if (now >= deadline)
+            return EAGAIN;
+        left = (deadline - now + 999) / 1000;
+        tv.tv_sec = (time_t)(left / 1000000);
+        tv.tv_usec = (suseconds_t)(left % 1000000);
+        setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
+    return 0;
+}
+
+struct to { const struct sockaddr_un *a; socklen_t alen; };
+
+static int connect_op(int s, const void *arg)
+{
+    const struct to *to = arg;
+
+    return connect(s, (const struct sockaddr *)to->a, to->alen);
+}
+
+/* The whole request or nothing (a SOCK_SEQPACKET record): -1 with errno, else 0. */
+static int send_op(int s, const void *req)
+{
+    ssize_t n = send(s, req, sizeof(struct vb_ipc_req), MSG_NOSIGNAL);
+
+    if (n >= 0 && n != (ssize_t)sizeof(struct vb_ipc_req))
+        errno = EPROTO;
+    return n == (ssize_t)sizeof(struct vb_ipc_req) ? 0 : -1;
+}
+
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd)
 {
@@ -351,6 +395,7 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     struct sockaddr_un a;
     socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
     struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
+    struct to to = { &a, alen };
     uint64_t deadline;
     int s, rc, got = -1, want = (req->flags & VB_IPC_WANT_FD) != 0;
     ssize_t n = -1;
@@ -359,8 +404,8 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
     if (s < 0)
         return errno;
     set_timeouts(s);
-    if (connect(s, (struct sockaddr *)&a, alen)) {
-        rc = errno;
+    deadline = vr_now_ns() + IO_TIMEOUT_S * 1000000000ull;
+    if ((rc = until(s, deadline, connect_op, &to))) {
         close(s);
         return rc;
     }
@@ -373,8 +418,7 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
         close(s);
         return EACCES;
     }
-    if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
-        rc = errno;
+    if ((rc = until(s, deadline, send_op, req))) {
         close(s);
         return rc;
     }

@@ -168,7 +168,7 @@ int main(int argc, char **argv)
     char bridge[PATH_MAX], shim[PATH_MAX + 32], driver[PATH_MAX], dir[PATH_MAX],
          why[4 * PATH_MAX], *path, *slash;
     const char *old, *old_bridge;
-    int i = 1;
+    int i = 1, err;
     size_t need;
 
     /* Privileges that the caller lacks (set-user-ID, set-group-ID, file capabilities such
@@ -244,6 +244,9 @@ int main(int argc, char **argv)
     }
     free(path);
     execvp(argv[i], &argv[i]);
-    fprintf(stderr, "vramio-run: cannot run '%s': %s\n", argv[i], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    /* exec's errno, kept before the message: a failed write of it (stderr closed or full)
+     * sets errno too, and made "not found" exit 126 instead of a shell's 127. */
+    err = errno;
+    fprintf(stderr, "vramio-run: cannot run '%s': %s\n", argv[i], strerror(err));
+    return err == ENOENT ? 127 : 126;
 }

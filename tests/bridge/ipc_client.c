@@ -19,9 +19,13 @@
  * importer's own memory: refused by the exporter here, and by the importer itself when the
  * exporter lies (a child of the importer that answers every request with memory of its own,
  * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
+ * An open whose exporter is behind (its listening backlog full) must wait for it through the
+ * signals that the program handles (SA_RESTART), not fail at the first one.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,8 +177,12 @@ _Static_assert(sizeof(struct vb_handle) == sizeof(CUipcMemHandle), "a handle's 6
 /* Bind the socket name of a handle of this process (nonce LIAR_NONCE) and say yes to every
  * request, with a 2 MiB memfd of the stand-in driver's kind (filled with 0xee) when asked
  * for one; as another user when started by root (CI runs the tests as root). Its uid goes
- * to ready once it listens. Ends when killed, or after 30 s. */
-static void liar(int ready)
+ * to ready once it listens. Ends when killed, or after 30 s. busy: an exporter whose server
+ * is behind (its backlog of one connection full, see busy_exporter): it listens with no
+ * backlog, accepts nothing for BUSY_MS after ready, and drops a connection that asks nothing
+ * within 300 ms. */
+#define BUSY_MS 1500
+static void liar(int ready, int busy)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     unsigned char req[128];
@@ -195,7 +203,7 @@ static void liar(int ready)
     s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
     if (mfd < 0 || ftruncate(mfd, 2u << 20) || s < 0 ||
         bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                                   (size_t)n)) || listen(s, 8))
+                                                   (size_t)n)) || listen(s, busy ? 0 : 8))
         _exit(2);
     p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (p == MAP_FAILED)
@@ -203,13 +211,47 @@ static void liar(int ready)
     memset(p, 0xee, 2u << 20);
     if (write(ready, &uid, sizeof(uid)) != (ssize_t)sizeof(uid))
         _exit(2);
+    if (busy)
+        usleep(BUSY_MS * 1000);
     while ((c = accept(s, NULL, NULL)) >= 0) {
+        struct pollfd pc = { .fd = c, .events = POLLIN };
+
+        if (busy && poll(&pc, 1, 300) != 1) {
+            close(c);
+            continue;
+        }
         n = recv(c, req, sizeof(req), 0);
         memcpy(&flags, req + REQ_FLAGS, sizeof(flags));
         fdpass_send(c, &status, sizeof(status), &mfd, n > REQ_FLAGS && (flags & 1));
         close(c);
     }
     _exit(0);
+}
+
+/* Start liar(busy) in a child: 0 with its pid and uid in *pid and *uid, or -1 (a "not ok"
+ * line for name said). */
+static int liar_start(int busy, const char *name, pid_t *pid, uint32_t *uid)
+{
+    int fds[2], st;
+
+    if (pipe(fds) || (*pid = fork()) < 0) {
+        t_fail(name, "no pipe or fork");
+        return -1;
+    }
+    if (*pid == 0) {
+        close(fds[0]);
+        liar(fds[1], busy);
+    }
+    close(fds[1]);
+    if (read(fds[0], uid, sizeof(*uid)) != (ssize_t)sizeof(*uid)) {
+        t_fail(name, "the exporter did not start");
+        kill(*pid, SIGKILL);
+        waitpid(*pid, &st, 0);
+        close(fds[0]);
+        return -1;
+    }
+    close(fds[0]);
+    return 0;
 }
 
 /* The attack against an exporter that lies (another user's, when root runs this): a block of
@@ -223,26 +265,12 @@ static void lying_exporter(void)
     CUipcMemHandle ch;
     CUdeviceptr p = 0, pf = 0;
     CUresult r, rf = CUDA_ERROR_UNKNOWN;
-    int fds[2], st;
+    int st;
     uint32_t uid = UINT32_MAX;
     pid_t pid;
 
-    if (pipe(fds) || (pid = fork()) < 0) {
-        t_fail("bridge/ipc/lying_exporter", "no pipe or fork");
+    if (liar_start(0, "bridge/ipc/lying_exporter", &pid, &uid))
         return;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        liar(fds[1]);
-    }
-    close(fds[1]);
-    if (read(fds[0], &uid, sizeof(uid)) != (ssize_t)sizeof(uid)) {
-        t_fail("bridge/ipc/lying_exporter", "the liar did not start");
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        return;
-    }
-    close(fds[0]);
     h.pid = (uint32_t)pid;
     h.uid = uid;
     if (uid != (uint32_t)geteuid())
@@ -264,6 +292,78 @@ static void lying_exporter(void)
                 (rf != CUDA_SUCCESS || cuIpcCloseMemHandle(pf) == CUDA_SUCCESS),
                 "bridge/ipc/lying_exporter_closes", "a close failed: an open count leaks");
     }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+}
+
+/* A signal the program handles (SA_RESTART), as a profiler's timer, a language runtime's
+ * preemption or SIGCHLD bring them, sent to the opening thread every 20 ms. */
+static atomic_int signals_seen, signals_stop;
+static void on_signal(int sig) { (void)sig; atomic_fetch_add(&signals_seen, 1); }
+static void *signaller(void *arg)
+{
+    pthread_t target = *(pthread_t *)arg;
+
+    while (!atomic_load(&signals_stop)) {
+        pthread_kill(target, SIGUSR1);
+        usleep(20 * 1000);
+    }
+    return NULL;
+}
+
+/* An open while the exporter's server is behind (its listening backlog full: many peers at
+ * once) and the program's signals arrive: the open waits for the exporter, as the driver's
+ * open is not failed by a signal the program handles with SA_RESTART. */
+static void busy_exporter(void)
+{
+    struct vb_handle h = { VB_MAGIC, 0, LIAR_NONCE, 0x48000000, 11, 13, 0, 4096, 0,
+                           (2u << 20) / 4096 };
+    struct sigaction sa, old;
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    CUipcMemHandle ch;
+    CUdeviceptr p = 0;
+    CUresult r = CUDA_ERROR_UNKNOWN;
+    pthread_t self = pthread_self(), th;
+    int st, filler = -1, n, have_th;
+    uint32_t uid = UINT32_MAX;
+    pid_t pid;
+
+    if (liar_start(1, "bridge/ipc/open_waits_through_signals", &pid, &uid))
+        return;
+    /* Another peer's connection, not accepted yet: the exporter's backlog is full. */
+    n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "vramio-ipc-%u-%u-%016llx",
+                 (unsigned)uid, (unsigned)pid, LIAR_NONCE);
+    filler = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (filler < 0 || connect(filler, (struct sockaddr *)&a,
+                              (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
+        t_fail("bridge/ipc/open_waits_through_signals", "cannot fill the exporter's backlog");
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return;
+    }
+    h.pid = (uint32_t)pid;
+    h.uid = uid;
+    memcpy(&ch, &h, sizeof(ch));
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &old);
+    atomic_store(&signals_seen, 0);
+    atomic_store(&signals_stop, 0);
+    have_th = pthread_create(&th, NULL, signaller, &self) == 0;
+    r = cuIpcOpenMemHandle(&p, ch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    atomic_store(&signals_stop, 1);
+    if (have_th)
+        pthread_join(th, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    t_check(have_th && atomic_load(&signals_seen) > 0 && r == CUDA_SUCCESS &&
+            all_are(p, 4096, 0xee), "bridge/ipc/open_waits_through_signals",
+            "result %d after %d signals (the exporter accepts after %d ms)", (int)r,
+            atomic_load(&signals_seen), BUSY_MS);
+    if (r == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(p);
+    close(filler);
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
 }
@@ -351,6 +451,7 @@ static void importer(void)
     t_check(fake_imports() == 2, "bridge/ipc/one_import_per_slab", "%d imports",
             fake_imports());
     lying_exporter();
+    busy_exporter();
     r2 = cuIpcOpenMemHandle(&pb2, hb, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     t_check(r2 == CUDA_SUCCESS && pb2 == pb, "bridge/ipc/second_open_same_address",
             "result %d, %#llx vs %#llx", (int)r2, (unsigned long long)pb2,

@@ -126,6 +126,11 @@ expect bad_option 2 "unknown option '--frobnicate'" "$run" --frobnicate true
 fk=(env LD_LIBRARY_PATH="$fakes")
 expect missing_program 127 "cannot run 'no-such-program-here'" "${fk[@]}" "$run" no-such-program-here
 expect not_executable 126 "cannot run '/'" "${fk[@]}" "$run" /
+# As a shell says it, whether the message could be written or not (a daemon's closed stderr).
+expect missing_program_stderr_closed 127 '' \
+    "${fk[@]}" sh -c 'exec "$@" 2>&-' sh "$run" no-such-program-here
+expect missing_program_stderr_full 127 '' \
+    "${fk[@]}" sh -c 'exec "$@" 2>/dev/full' sh "$run" no-such-program-here
 expect missing_bridge 127 'bridge library /nonexistent/libx.so cannot be read' \
     env VRAMIO_BRIDGE_LIB=/nonexistent/libx.so "$run" true
 expect exit_status_passed_on 3 '' "${fk[@]}" "$run" sh -c 'exit 3'
