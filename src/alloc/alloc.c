@@ -39,10 +39,15 @@ static int dev_attr(const struct vr_cuda *cu, CUdevice d, CUdevice_attribute a)
     return v;
 }
 
+/* Out of GPU memory is an answer to the caller, not a fault of the library: the bridge then
+ * asks the driver, a framework frees its cache and retries, as after cudaMalloc's answer,
+ * which prints nothing. So it is logged at info level (the thread's last error says it all
+ * the same); any other failure of the driver is an error. */
 static int cuda_fail(const char *what, CUresult r)
 {
-    return vr_fail_err(vr_cuda_errno(r), "vramio_alloc/free: %s failed: %s", what,
-                       vr_cuda_errstr(r));
+    return vr_fail_at(r == CUDA_ERROR_OUT_OF_MEMORY ? VR_LOG_INFO : VR_LOG_ERROR,
+                      vr_cuda_errno(r), "vramio_alloc/free: %s failed: %s", what,
+                      vr_cuda_errstr(r));
 }
 
 /* Reserve, map and open access to handle h of size bytes for the devices of access[]: the

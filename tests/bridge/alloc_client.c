@@ -23,6 +23,9 @@
  *   vmm_refused    (the driver refuses the type) the allocation is made without it
  *   retain         cuMemRetainAllocationHandle of a bridged block answers as for cuMemAlloc
  *                  memory; libgdrapi still pins the block
+ *   out_of_memory  (FAKE_CUDA_VRAM_BYTES below the request) cuMemAlloc answers
+ *                  CUDA_ERROR_OUT_OF_MEMORY as the driver does, and a small one still comes
+ *                  from the pool (test_bridge_alloc.sh checks that nothing was said on stderr)
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -443,6 +446,31 @@ static void retain(void)
     mfree(big);
 }
 
+/* ---- out of GPU memory ------------------------------------------------------------------- */
+static void out_of_memory(void)
+{
+    alloc_fn alloc = RT(alloc_fn, "cuMemAlloc");
+    free_fn mfree = RT(free_fn, "cuMemFree");
+    CUdeviceptr big = 0, small = 0;
+    CUresult r;
+
+    if (!alloc || !mfree) {
+        t_fail("setup", "no runtime functions");
+        return;
+    }
+    r = alloc(&big, 256u << 20);
+    t_check(r == CUDA_ERROR_OUT_OF_MEMORY, "answer_as_the_driver",
+            "cuMemAlloc of 256 MiB with 64 MiB of GPU memory: %d", (int)r);
+    if (r == CUDA_SUCCESS)
+        mfree(big);
+    r = alloc(&small, 4096);
+    t_check(r == CUDA_SUCCESS && in_pool(small), "small_still_bridged",
+            "cuMemAlloc of 4 KiB after it: %d, %s", (int)r,
+            in_pool(small) ? "from the pool" : "not from the pool");
+    if (r == CUDA_SUCCESS)
+        mfree(small);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -464,6 +492,8 @@ int main(int argc, char **argv)
         vmm(1);
     else if (!strcmp(mode, "retain"))
         retain();
+    else if (!strcmp(mode, "out_of_memory"))
+        out_of_memory();
     else
         t_fail("mode", "unknown mode '%s'", mode);
     return t_status();

@@ -43,4 +43,15 @@ client own_pool_refused mempool_own_refused FAKE_CUDA_POOL_FD_MAX=2
 client vmm vmm
 client vmm_fd_refused vmm_refused FAKE_CUDA_VMM_FD_REFUSE=1
 client retain retain
+# Out of GPU memory: the driver's answer, and not a line on stderr where the plain program
+# prints none (the pool's failed cuMemCreate is an answer the bridge handles, not an error).
+client out_of_memory out_of_memory FAKE_CUDA_VRAM_BYTES=$((64 << 20))
+err=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_ENABLE_LOGGING \
+      -u GDRCOPY_LOG_LEVEL LD_LIBRARY_PATH="$fakes" FAKE_CUDA_VRAM_BYTES=$((64 << 20)) \
+      timeout 60 "$run" "$dir/alloc_client" out_of_memory 2>&1 >/dev/null)
+if [ -z "$err" ]; then
+    t_ok bridge_alloc/out_of_memory/says_nothing
+else
+    t_fail bridge_alloc/out_of_memory/says_nothing "stderr: $(printf '%s' "$err" | head -c 400)"
+fi
 t_done

@@ -124,6 +124,8 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
 }
 
 /* ---- plain allocations (no allocation handle): 512-byte units of the C heap -------------- */
+static size_t vram_used(void);
+
 CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
 {
     struct fake_range r = { .size = size, .span = (size + 511) & ~(size_t)511 };
@@ -135,6 +137,11 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!d || !size)
         return CUDA_ERROR_INVALID_VALUE;
+    /* The GPU's memory (FAKE_CUDA_VRAM_BYTES) as the VMM allocations leave it: plain ones are
+     * not counted, but a request larger than what is left is refused, as the driver's is. */
+    if (getenv("FAKE_CUDA_VRAM_BYTES") &&
+        vram_used() + size > strtoull(getenv("FAKE_CUDA_VRAM_BYTES"), NULL, 0))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     r.base = (uintptr_t)aligned_alloc(512, r.span);
     if (!r.base)
         return CUDA_ERROR_OUT_OF_MEMORY;
