@@ -26,6 +26,7 @@
  *   out_of_memory  (FAKE_CUDA_VRAM_BYTES below the request) cuMemAlloc answers
  *                  CUDA_ERROR_OUT_OF_MEMORY as the driver does, and a small one still comes
  *                  from the pool (test_bridge_alloc.sh checks that nothing was said on stderr)
+ *   size_max       cuMemAlloc of SIZE_MAX answers CUDA_ERROR_OUT_OF_MEMORY
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -471,6 +472,26 @@ static void out_of_memory(void)
         mfree(small);
 }
 
+/* A request no GPU can hold: no rounding of it, the pool's or the driver's, may wrap it to a
+ * small one. */
+static void size_max(void)
+{
+    alloc_fn alloc = RT(alloc_fn, "cuMemAlloc");
+    free_fn mfree = RT(free_fn, "cuMemFree");
+    CUdeviceptr p = 0;
+    CUresult r;
+
+    if (!alloc || !mfree) {
+        t_fail("setup", "no runtime functions");
+        return;
+    }
+    r = alloc(&p, SIZE_MAX);
+    t_check(r == CUDA_ERROR_OUT_OF_MEMORY && !p, "answer_as_the_driver",
+            "cuMemAlloc of SIZE_MAX: %d, pointer %#llx", (int)r, (unsigned long long)p);
+    if (r == CUDA_SUCCESS)
+        mfree(p);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -494,6 +515,8 @@ int main(int argc, char **argv)
         retain();
     else if (!strcmp(mode, "out_of_memory"))
         out_of_memory();
+    else if (!strcmp(mode, "size_max"))
+        size_max();
     else
         t_fail("mode", "unknown mode '%s'", mode);
     return t_status();

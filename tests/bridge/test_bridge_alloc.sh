@@ -46,6 +46,7 @@ client retain retain
 # Out of GPU memory: the driver's answer, and not a line on stderr where the plain program
 # prints none (the pool's failed cuMemCreate is an answer the bridge handles, not an error).
 client out_of_memory out_of_memory FAKE_CUDA_VRAM_BYTES=$((64 << 20))
+client size_max size_max
 err=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_ENABLE_LOGGING \
       -u GDRCOPY_LOG_LEVEL LD_LIBRARY_PATH="$fakes" FAKE_CUDA_VRAM_BYTES=$((64 << 20)) \
       timeout 60 "$run" "$dir/alloc_client" out_of_memory 2>&1 >/dev/null)

@@ -137,6 +137,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t size)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!d || !size)
         return CUDA_ERROR_INVALID_VALUE;
+    if (r.span < size) /* rounded up past SIZE_MAX: more than any GPU has */
+        return CUDA_ERROR_OUT_OF_MEMORY;
     /* The GPU's memory (FAKE_CUDA_VRAM_BYTES) as the VMM allocations leave it: plain ones are
      * not counted, but a request larger than what is left is refused, as the driver's is. */
     if (getenv("FAKE_CUDA_VRAM_BYTES") &&
