@@ -10,7 +10,8 @@
 #   make uninstall the same variables: removes exactly what 'make install' put there
 #   make install-dkms / uninstall-dkms   (root, for source installs of the kernel module)
 #                  the module source in /usr/src/gdrdrv-$(VERSION) with its dkms.conf, the udev
-#                  rule and the modprobe.d file; then: dkms install gdrdrv/$(VERSION)
+#                  rule and the modprobe.d file; then: dkms install gdrdrv/$(VERSION).
+#                  uninstall-dkms (no DESTDIR) also runs dkms remove gdrdrv/$(VERSION) --all
 #
 # Every path follows the GNU names so that distribution builds can pass their own
 # (debian/rules passes libdir=/usr/lib/<multiarch>, udevrulesdir=/lib/udev/rules.d).
@@ -100,6 +101,11 @@ install-dkms: dkms-source
 	$(INSTALL) -m 644 packaging/udev/60-gdrdrv.rules $(DESTDIR)$(udevrulesdir)/
 	$(INSTALL) -m 644 packaging/modprobe/gdrdrv.conf $(DESTDIR)$(modprobedir)/
 
+# A live uninstall removes DKMS's builds of this version first, while their source is still
+# there: without it dkms can remove nothing, and the built module stays in /lib/modules.
 uninstall-dkms:
+	@if [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null 2>&1 && \
+	    [ -n "$$(dkms status -m gdrdrv -v $(VERSION) 2>/dev/null)" ]; then \
+	    echo "dkms remove gdrdrv/$(VERSION) --all"; dkms remove gdrdrv/$(VERSION) --all; fi
 	rm -rf $(DESTDIR)$(dkmssrcdir)
 	rm -f $(DESTDIR)$(udevrulesdir)/60-gdrdrv.rules $(DESTDIR)$(modprobedir)/gdrdrv.conf
