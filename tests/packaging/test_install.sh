@@ -107,4 +107,30 @@ if pmake install-dkms DESTDIR="$d" >"$work/dkms.log" 2>&1; then
 else
     t_fail install-dkms "make install-dkms failed: $(tail -n 5 "$work/dkms.log")"
 fi
+# GDRCopy's own make targets, which build scripts written for it call (e.g. 'make prefix=P
+# libdir=L lib' then 'make ... lib_install', 'make exes_install'): lib_install puts the library,
+# its links and the headers where 'make install' does, exes_install the gdrcopy_* tools, and
+# 'make uninstall' with the same variables removes both.
+d=$work/d; up_vars=(prefix=/opt/gdrcopy libdir=/opt/gdrcopy/lib64)
+if ! pmake "${up_vars[@]}" lib >"$work/up.log" 2>&1 ||
+   ! pmake "${up_vars[@]}" DESTDIR="$d" lib_install >>"$work/up.log" 2>&1; then
+    t_fail upstream-lib_install "$(tail -n 2 "$work/up.log" | tr '\n' ' ')"
+else
+    miss=""
+    for f in lib64/libgdrapi.so.$VERSION lib64/libgdrapi.so.2 lib64/libgdrapi.so include/gdrapi.h \
+             include/gdrconfig.h; do
+        [ -e "$d/opt/gdrcopy/$f" ] || miss="$miss $f"
+    done
+    [ -z "$miss" ] && t_ok upstream-lib_install || t_fail upstream-lib_install "missing:$miss"
+fi
+if ! pmake "${up_vars[@]}" DESTDIR="$d" exes_install >"$work/up-exes.log" 2>&1; then
+    t_fail upstream-exes_install "$(tail -n 2 "$work/up-exes.log" | tr '\n' ' ')"
+else
+    miss=""
+    for f in $(tool_names); do [ -x "$d/opt/gdrcopy/bin/$f" ] || miss="$miss bin/$f"; done
+    [ -z "$miss" ] && t_ok upstream-exes_install || t_fail upstream-exes_install "missing:$miss"
+fi
+pmake "${up_vars[@]}" DESTDIR="$d" uninstall >"$work/up-un.log" 2>&1
+[ -z "$(left_in "$d" 2>/dev/null)" ] && t_ok upstream-uninstall ||
+    t_fail upstream-uninstall "left: $(left_in "$d")"
 t_done

@@ -41,4 +41,31 @@ else
         t_fail "python/pip_install_from_tree" "${out:-$(tail -n 3 "$dir/pip.log")}"
     fi
 fi
+# python/README.md's offline install, as a user on Debian 12 follows it: in a virtual
+# environment (Debian's own python3 refuses 'pip install' outside one), made the way the README
+# says (plain 'python3 -m venv' where it names no other way), the README's offline command run
+# from a copy of the tree's parent, no index, and the package imports from that environment.
+sys_py=/usr/bin/python3
+if ! [ -x "$sys_py" ] || ! "$sys_py" -c 'import venv, ensurepip, setuptools, wheel' 2>/dev/null; then
+    t_skip "python/readme_offline_install" "no $sys_py with venv, ensurepip, setuptools and wheel"
+else
+    vdir=$(cd "$dir" && pwd)/readme
+    rm -rf "$vdir" && mkdir -p "$vdir" && cp -r python "$vdir/python" && rm -rf "$vdir/python/build"
+    mkvenv=$(grep -o '`python3 -m venv[^`]*`' python/README.md | head -n 1 | tr -d '`')
+    offline=$(grep -o 'offline: `[^`]*`' python/README.md | head -n 1 | sed 's/^offline: `//; s/`$//')
+    mkvenv=${mkvenv:-python3 -m venv VENV}
+    if [ -z "$offline" ]; then
+        t_fail "python/readme_offline_install" "python/README.md names no 'offline: \`COMMAND\`'"
+    elif ! (cd "$vdir" && PATH=/usr/bin:/bin && ${mkvenv//VENV/venv} && . venv/bin/activate &&
+            PIP_NO_INDEX=1 PIP_ROOT_USER_ACTION=ignore timeout 120 $offline) >"$vdir/log" 2>&1; then
+        why=$(grep -o 'error: .*' "$vdir/log" | grep -v -m1 'subprocess-exited' || tail -n 1 "$vdir/log")
+        t_fail "python/readme_offline_install" "'$mkvenv' then '$offline': $why"
+    elif ! out=$(cd / && VRAMIO_LIB="$lib" "$vdir/venv/bin/python" -c \
+                 'import vramio; print(vramio.__version__)' 2>&1) || [ "$out" != 2.6 ]; then
+        t_fail "python/readme_offline_install" "import vramio from the environment: $out"
+    else
+        t_ok "python/readme_offline_install"
+    fi
+fi
+[ "$(t_status)" = 0 ] || rc=1
 exit $rc

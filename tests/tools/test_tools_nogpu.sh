@@ -42,6 +42,13 @@ if "$BIN/gdrcopy_info" --json "$tmp" >/dev/null 2>&1 && command -v python3 >/dev
 else
     t_skip "gdrcopy_info/json" "python3 missing or --json failed"
 fi
+# '--json -' (documented: standard output) gives a parser the JSON alone, as in
+# 'gdrcopy_info --json - | jq': the report must not be mixed into it.
+if command -v python3 >/dev/null; then
+    out=$("$BIN/gdrcopy_info" --json - 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' 2>&1 | tail -n 1)
+    [ -z "$out" ] && t_ok "gdrcopy_info/json_stdout" ||
+        t_fail "gdrcopy_info/json_stdout" "standard output of --json - is no JSON: $out"
+fi
 
 if [ "$usable" -gt 0 ]; then
     t_skip "gdrcopy_sanity/no-backend" "a backend is usable here"

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -47,7 +48,29 @@ int json_open(struct json *j, const char *path)
     memset(j, 0, sizeof(*j));
     if (!path)
         return 0;
-    j->f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (strcmp(path, "-") == 0) {
+        /* '-': the JSON alone on standard output, for a parser at the other end of a pipe; the
+         * report, printed to stdout, moves to standard error (mixed in, neither would parse). */
+        int fd;
+
+        fflush(stdout);
+        fd = dup(STDOUT_FILENO);
+        if (fd < 0)
+            return errno;
+        j->f = fdopen(fd, "w");
+        if (!j->f || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+            int e = errno;
+
+            if (j->f)
+                fclose(j->f);
+            else
+                close(fd);
+            j->f = NULL;
+            return e;
+        }
+    } else {
+        j->f = fopen(path, "w");
+    }
     if (!j->f)
         return errno;
     fputc('{', j->f);
@@ -62,10 +85,7 @@ int json_close(struct json *j)
     if (!j->f)
         return 0;
     fputs("}\n", j->f);
-    if (j->f == stdout)
-        rc = fflush(stdout) ? errno : 0;
-    else
-        rc = fclose(j->f) ? errno : 0;
+    rc = fclose(j->f) ? errno : 0;
     j->f = NULL;
     return rc;
 }

@@ -24,7 +24,8 @@ struct json {
     int first[16];   /* nothing written yet at this depth (no comma needed) */
     char close[16];  /* the bracket that closes this depth */
 };
-/* Opens path ("-" for stdout) and starts the top-level object; 0 or an errno. */
+/* Opens path ("-" for stdout, and then the report goes to stderr) and starts the top-level
+ * object; 0 or an errno. */
 int json_open(struct json *j, const char *path);
 /* Ends the top-level object and closes the file; 0 or an errno (write error). */
 int json_close(struct json *j);
