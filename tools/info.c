@@ -247,6 +247,10 @@ static int gpus_section(struct json *j, int usable)
 
     printf("\nGPUs\n");
     json_arr(j, "gpus");
+    if (!rc && !cu->cuDeviceGetCount) {
+        snprintf(why, sizeof(why), "the CUDA driver lacks cuDeviceGetCount");
+        rc = ENOSYS;
+    }
     if (!rc && cu->cuDeviceGetCount(&n) != CUDA_SUCCESS)
         n = 0;
     if (rc || n == 0) {
@@ -267,11 +271,19 @@ static int gpus_section(struct json *j, int usable)
         char bdf[64];
         struct gpu_numa nu;
 
-        cu->cuDeviceGet(&dev, i);
-        cu->cuDeviceGetName(name, sizeof(name), dev);
-        cu->cuDeviceGetPCIBusId(bus, sizeof(bus), dev);
-        cu->cuDeviceTotalMem(&mem, dev);
-        cu->cuDriverGetVersion(&drv);
+        /* A function the driver lacks (NULL from the loader) leaves its field unknown: this
+         * report is what people run when something is wrong. */
+        dev = i;
+        if (cu->cuDeviceGet)
+            cu->cuDeviceGet(&dev, i);
+        if (cu->cuDeviceGetName)
+            cu->cuDeviceGetName(name, sizeof(name), dev);
+        if (cu->cuDeviceGetPCIBusId)
+            cu->cuDeviceGetPCIBusId(bus, sizeof(bus), dev);
+        if (cu->cuDeviceTotalMem)
+            cu->cuDeviceTotalMem(&mem, dev);
+        if (cu->cuDriverGetVersion)
+            cu->cuDriverGetVersion(&drv);
         bar1 = bar1_size(bus);
         printf("  GPU %d: %s, PCI %s, %.1f GiB memory, BAR1 %s", i, name, bus,
                (double)mem / (1 << 30), bar1 ? "" : "unknown");

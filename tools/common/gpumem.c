@@ -6,6 +6,7 @@
 #include "gpumem.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,6 +90,36 @@ static int dev_attr(CUdevice_attribute attr)
     return v;
 }
 
+/* The driver functions the tools call, by kind of memory: the loader leaves a name that the
+ * driver lacks NULL, and a tool must say which is missing instead of calling it. */
+struct need {
+    const char *name;
+    size_t off;
+};
+#define NEED(fn) { #fn, offsetof(struct vr_cuda, fn) }
+static const struct need base_needs[] = {
+    NEED(cuDeviceGetCount), NEED(cuDeviceGet), NEED(cuDeviceGetAttribute), NEED(cuDeviceGetName),
+    NEED(cuDevicePrimaryCtxRetain), NEED(cuCtxSetCurrent), NEED(cuCtxSynchronize),
+    NEED(cuMemAlloc), NEED(cuMemFree), NEED(cuMemcpyHtoD), NEED(cuMemcpyDtoH),
+    NEED(cuMemsetD8), NEED(cuMemAllocHost), NEED(cuMemFreeHost),
+};
+static const struct need vmm_needs[] = {
+    NEED(cuMemGetAllocationGranularity), NEED(cuMemCreate), NEED(cuMemRelease),
+    NEED(cuMemAddressReserve), NEED(cuMemAddressFree), NEED(cuMemMap), NEED(cuMemUnmap),
+    NEED(cuMemSetAccess),
+};
+
+/* 0, or ENOSYS with the first function of needs[] that the driver lacks in why. */
+static int lacks(const struct need *needs, size_t count, char *why, size_t len)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!*(void *const *)((const char *)cu + needs[i].off)) {
+            snprintf(why, len, "the CUDA driver lacks %s", needs[i].name);
+            return ENOSYS;
+        }
+    return 0;
+}
+
 static int cuda_setup(int gpu, char *why, size_t len)
 {
     int n = 0, rc;
@@ -97,6 +128,8 @@ static int cuda_setup(int gpu, char *why, size_t len)
     if (cu_ctx)
         return 0;
     rc = vr_cuda_init(&cu, why, len);
+    if (!rc)
+        rc = lacks(base_needs, sizeof(base_needs) / sizeof(base_needs[0]), why, len);
     if (rc)
         return rc;
     cr = cu->cuDeviceGetCount(&n);
@@ -121,6 +154,8 @@ static int cuda_setup(int gpu, char *why, size_t len)
 /* The device checks of each CUDA kind, once the context is set up. */
 static int vmm_check(int gpu, char *why, size_t len)
 {
+    if (lacks(vmm_needs, sizeof(vmm_needs) / sizeof(vmm_needs[0]), why, len))
+        return ENOSYS;
     if (!dev_attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
         snprintf(why, len, "GPU %d does not support CUDA VMM (cuMemCreate)", gpu);
         return EOPNOTSUPP;

@@ -121,7 +121,10 @@ int numa_bind_for_gpu(int gpu, int cpu, char *desc, size_t len)
         snprintf(desc, len, "CPU %d (-C)", cpu);
         return cpu;
     }
-    if (vr_cuda_init(&cu, NULL, 0) || cu->cuDeviceGet(&dev, gpu) != CUDA_SUCCESS ||
+    /* A driver without cuDeviceGetPCIBusId (the loader leaves a name it lacks NULL) gives no
+     * address to place the thread by: the thread stays where it is, as with no sysfs entry. */
+    if (vr_cuda_init(&cu, NULL, 0) || !cu->cuDeviceGet || !cu->cuDeviceGetPCIBusId ||
+        cu->cuDeviceGet(&dev, gpu) != CUDA_SUCCESS ||
         cu->cuDeviceGetPCIBusId(busid, sizeof(busid), dev) != CUDA_SUCCESS) {
         snprintf(desc, len, "none (the PCI address of GPU %d is unknown)", gpu);
         return -1;
