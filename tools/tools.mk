@@ -27,11 +27,14 @@ PPLAT_GEN   := $(BUILD)/gen/pplat_kernel.c
 .SECONDARY: $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/*.c))
 tools: $(TOOL_BINS) $(TOOL_STATIC)
 
-# The tools find the library beside them in the build tree ($ORIGIN/../lib).
-$(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so
+# The tools find the library beside them in the build tree and in installs ($ORIGIN/../lib),
+# and in installs whose libdir is PREFIX/lib64 (GDRCopy's own build scripts pass that one);
+# a libdir anywhere else is the loader's business (ldconfig, as for upstream's tools).
+$(BUILD)/bin/gdrcopy_%: $(BUILD)/obj/tools/%.o $(TOOL_COMMON_OBJS) $(UTIL_LIB) $(LIB_REAL) $(BUILD)/lib/libgdrapi.so \
+                       tools/tools.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(UTIL_LIB) -L$(BUILD)/lib -lgdrapi \
-	    -Wl,-rpath,'$$ORIGIN/../lib' $(TOOL_LIBS)
+	    -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/../lib64' $(TOOL_LIBS)
 
 $(BUILD)/bin/gdrcopy_sanity: $(SANITY_OBJS)
 $(BUILD)/bin/gdrcopy_pplat: $(BUILD)/obj/gen/pplat_kernel.o

@@ -129,6 +129,10 @@ else
     miss=""
     for f in $(tool_names); do [ -x "$d/opt/gdrcopy/bin/$f" ] || miss="$miss bin/$f"; done
     [ -z "$miss" ] && t_ok upstream-exes_install || t_fail upstream-exes_install "missing:$miss"
+    # Installed beside a lib64 libdir, the tools find the library with no LD_LIBRARY_PATH.
+    out=$(env -u LD_LIBRARY_PATH "$d/opt/gdrcopy/bin/gdrcopy_info" --help 2>&1); rc=$?
+    [ $rc -eq 0 ] && t_ok upstream-exes_find_lib64 ||
+        t_fail upstream-exes_find_lib64 "gdrcopy_info --help: exit $rc: $(head -n 1 <<<"$out")"
 fi
 pmake "${up_vars[@]}" DESTDIR="$d" uninstall >"$work/up-un.log" 2>&1
 [ -z "$(left_in "$d" 2>/dev/null)" ] && t_ok upstream-uninstall ||
