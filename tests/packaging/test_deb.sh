@@ -271,10 +271,11 @@ if [ -s "$work/pulled" ]; then
 fi
 
 # ---- from upstream's packages: what depended on them stays installed --------------------
-# A machine with GDRCopy's own packages (libgdrapi 2.6-1: the library and the headers) and a
-# package that depends on them (here a stand-in, gdrapi-user): installing vramio's library and
-# headers with apt replaces upstream's package and keeps the user installed, its dependency met
-# by vramio's (a drop-in replacement must not take programs with it).
+# A machine with GDRCopy's own packages (libgdrapi 2.6-1: the library and the headers;
+# gdrcopy-tests: the tools) and a package that depends on them (here a stand-in, gdrapi-user):
+# installing vramio's library, headers and tools with apt replaces upstream's packages and keeps
+# the user installed, its dependencies met by vramio's (a drop-in replacement must not take
+# programs with it).
 fake_deb() { # name version arch depends file...: a package holding empty files, built in $work
     local name=$1 ver=$2 arch=$3 dep=$4 root=$work/fake-$1 f
     shift 4
@@ -287,21 +288,25 @@ fake_deb() { # name version arch depends file...: a package holding empty files,
 }
 up_files="/usr/lib/$MA/libgdrapi.so.2.6 /usr/include/gdrapi.h /usr/include/gdrconfig.h"
 fake_deb libgdrapi 2.6-1 "$(dpkg --print-architecture)" "" $up_files
-fake_deb gdrapi-user 1.0 all "libgdrapi (>= 2.4)" /usr/share/doc/gdrapi-user/README
-if ! dpkg_locked -i "$work/libgdrapi.deb" "$work/gdrapi-user.deb" >"$work/up.log" 2>&1; then
+fake_deb gdrcopy-tests 2.6-1 "$(dpkg --print-architecture)" "libgdrapi" /usr/bin/gdrcopy_sanity \
+    /usr/bin/gdrcopy_copybw
+fake_deb gdrapi-user 1.0 all "libgdrapi (>= 2.4), gdrcopy-tests" /usr/share/doc/gdrapi-user/README
+if ! dpkg_locked -i "$work/libgdrapi.deb" "$work/gdrcopy-tests.deb" "$work/gdrapi-user.deb" \
+        >"$work/up.log" 2>&1; then
     t_fail deb-from-upstream "the stand-ins of upstream's packages did not install: $(tail -n 3 "$work/up.log")"
 else
     installed=1
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 \
-        "${debs[0]}" "${debs[1]}" >>"$work/up.log" 2>&1
+        "${debs[0]}" "${debs[1]}" "${debs[2]}" >>"$work/up.log" 2>&1
     state() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || echo not-installed; }
-    got="libgdrapi2 $(state libgdrapi2), libgdrapi-dev $(state libgdrapi-dev), gdrapi-user $(state gdrapi-user), upstream libgdrapi $(state libgdrapi)"
-    if [ "$got" = "libgdrapi2 installed, libgdrapi-dev installed, gdrapi-user installed, upstream libgdrapi not-installed" ]; then
+    got="libgdrapi2 $(state libgdrapi2), libgdrapi-dev $(state libgdrapi-dev), gdrcopy-tools $(state gdrcopy-tools), gdrapi-user $(state gdrapi-user), upstream libgdrapi $(state libgdrapi), upstream gdrcopy-tests $(state gdrcopy-tests)"
+    if [ "$got" = "libgdrapi2 installed, libgdrapi-dev installed, gdrcopy-tools installed, gdrapi-user installed, upstream libgdrapi not-installed, upstream gdrcopy-tests not-installed" ]; then
         t_ok deb-from-upstream
     else
-        t_fail deb-from-upstream "after apt-get install of libgdrapi2 and libgdrapi-dev: $got; $(grep -m2 -E '^E:|REMOVED|remov' "$work/up.log" | tr '\n' ' ')"
+        t_fail deb-from-upstream "after apt-get install of libgdrapi2, libgdrapi-dev and gdrcopy-tools: $got; $(grep -m2 -E '^E:|REMOVED|remov' "$work/up.log" | tr '\n' ' ')"
     fi
-    dpkg_locked --purge gdrapi-user libgdrapi-dev libgdrapi2 libgdrapi >/dev/null 2>&1
+    dpkg_locked --purge gdrapi-user gdrcopy-tools libgdrapi-dev libgdrapi2 gdrcopy-tests libgdrapi \
+        >/dev/null 2>&1
     installed=0
 fi
 t_done
