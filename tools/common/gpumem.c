@@ -6,7 +6,6 @@
 #include "gpumem.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,34 +90,30 @@ static int dev_attr(CUdevice_attribute attr)
 }
 
 /* The driver functions the tools call, by kind of memory: the loader leaves a name that the
- * driver lacks NULL, and a tool must say which is missing instead of calling it. */
-struct need {
-    const char *name;
-    size_t off;
-};
-#define NEED(fn) { #fn, offsetof(struct vr_cuda, fn) }
-static const struct need base_needs[] = {
-    NEED(cuDeviceGetCount), NEED(cuDeviceGet), NEED(cuDeviceGetAttribute), NEED(cuDeviceGetName),
-    NEED(cuDevicePrimaryCtxRetain), NEED(cuCtxSetCurrent), NEED(cuCtxSynchronize),
-    NEED(cuMemAlloc), NEED(cuMemFree), NEED(cuMemcpyHtoD), NEED(cuMemcpyDtoH),
-    NEED(cuMemsetD8), NEED(cuMemAllocHost), NEED(cuMemFreeHost),
-};
-static const struct need vmm_needs[] = {
-    NEED(cuMemGetAllocationGranularity), NEED(cuMemCreate), NEED(cuMemRelease),
-    NEED(cuMemAddressReserve), NEED(cuMemAddressFree), NEED(cuMemMap), NEED(cuMemUnmap),
-    NEED(cuMemSetAccess),
-};
-
-/* 0, or ENOSYS with the first function of needs[] that the driver lacks in why. */
-static int lacks(const struct need *needs, size_t count, char *why, size_t len)
+ * driver lacks NULL, and a tool must say which is missing instead of calling it (0, or ENOSYS
+ * with the first one missing in why). */
+#define GM_NEED(fn) if (!rc) rc = vr_cuda_require(cu, fn, why, len);
+static int lacks_base(char *why, size_t len)
 {
-    for (size_t i = 0; i < count; i++)
-        if (!*(void *const *)((const char *)cu + needs[i].off)) {
-            snprintf(why, len, "the CUDA driver lacks %s", needs[i].name);
-            return ENOSYS;
-        }
-    return 0;
+    int rc = 0;
+
+    GM_NEED(cuDeviceGetCount) GM_NEED(cuDeviceGet) GM_NEED(cuDeviceGetAttribute)
+    GM_NEED(cuDeviceGetName) GM_NEED(cuDevicePrimaryCtxRetain) GM_NEED(cuCtxSetCurrent)
+    GM_NEED(cuCtxSynchronize) GM_NEED(cuMemAlloc) GM_NEED(cuMemFree) GM_NEED(cuMemcpyHtoD)
+    GM_NEED(cuMemcpyDtoH) GM_NEED(cuMemsetD8) GM_NEED(cuMemAllocHost) GM_NEED(cuMemFreeHost)
+    return rc;
 }
+
+static int lacks_vmm(char *why, size_t len)
+{
+    int rc = 0;
+
+    GM_NEED(cuMemGetAllocationGranularity) GM_NEED(cuMemCreate) GM_NEED(cuMemRelease)
+    GM_NEED(cuMemAddressReserve) GM_NEED(cuMemAddressFree) GM_NEED(cuMemMap)
+    GM_NEED(cuMemUnmap) GM_NEED(cuMemSetAccess)
+    return rc;
+}
+#undef GM_NEED
 
 static int cuda_setup(int gpu, char *why, size_t len)
 {
@@ -129,7 +124,7 @@ static int cuda_setup(int gpu, char *why, size_t len)
         return 0;
     rc = vr_cuda_init(&cu, why, len);
     if (!rc)
-        rc = lacks(base_needs, sizeof(base_needs) / sizeof(base_needs[0]), why, len);
+        rc = lacks_base(why, len);
     if (rc)
         return rc;
     cr = cu->cuDeviceGetCount(&n);
@@ -154,7 +149,7 @@ static int cuda_setup(int gpu, char *why, size_t len)
 /* The device checks of each CUDA kind, once the context is set up. */
 static int vmm_check(int gpu, char *why, size_t len)
 {
-    if (lacks(vmm_needs, sizeof(vmm_needs) / sizeof(vmm_needs[0]), why, len))
+    if (lacks_vmm(why, len))
         return ENOSYS;
     if (!dev_attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
         snprintf(why, len, "GPU %d does not support CUDA VMM (cuMemCreate)", gpu);
