@@ -457,16 +457,6 @@ static void open_lock(void)
 }
 
 /* ---- cancelled --------------------------------------------------------------------------- */
-/* Join th within seconds: 0, or ETIMEDOUT with the thread left where it is. */
-static int join_within(pthread_t th, int seconds, void **ret)
-{
-    struct timespec dl;
-
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += seconds;
-    return pthread_timedjoin_np(th, ret, &dl);
-}
-
 static void *open_again(void *arg)
 {
     use_gpu();
@@ -486,7 +476,7 @@ static void cancelled(void)
     /* Held in the test's poll: its wait is a cancellation point, as the real poll's is. */
     pthread_cancel(th);
     release();
-    first_ended = join_within(th, 20, &ret) == 0;
+    first_ended = t_join_within(th, 20000, &ret) == 0;
     if (!t_check(first_ended, named("cancelled/thread_ends"),
                  "the cancelled thread was still inside the open after 20 s"))
         return;
@@ -498,7 +488,7 @@ static void cancelled(void)
         t_fail(named("cancelled/open_after"), "pthread_create failed");
         return;
     }
-    again_ended = join_within(th2, 15, NULL) == 0;
+    again_ended = t_join_within(th2, 15000, NULL) == 0;
     if (!t_check(again_ended && again, named("cancelled/open_after"),
                  again_ended ? "a later open failed"
                              : "a later open still waited after 15 s (a lock left held by the "

@@ -10,6 +10,7 @@
 #ifndef VRAMIO_TEST_T_H
 #define VRAMIO_TEST_T_H
 
+#include <pthread.h>
 #include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,9 @@ int t_wait_child(pid_t pid, unsigned seconds);
 /* sem_wait for at most seconds (EINTR does not end it): 0 when s was posted, else -1. The
  * tests that hold a thread inside the library while another forks wait with it. */
 int t_sem_wait(sem_t *s, unsigned seconds);
+/* Join th within ms milliseconds (its return value in *ret when ret is not NULL): 0, or
+ * ETIMEDOUT with the thread left where it is (a hang becomes a failure, not a lost run). */
+int t_join_within(pthread_t th, unsigned ms, void **ret);
 
 /* Make the next fork() start something in another thread during its prepare phase: that fork
  * posts go, then waits (at most 10 s) for reached, before any fork handler of the libraries

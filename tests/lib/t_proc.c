@@ -165,6 +165,20 @@ int t_sem_wait(sem_t *s, unsigned seconds)
     return 0;
 }
 
+int t_join_within(pthread_t th, unsigned ms, void **ret)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_timedjoin_np(th, ret, &ts);
+}
+
 static sigjmp_buf touch_jmp;
 static volatile sig_atomic_t touch_sig;
 

@@ -630,21 +630,6 @@ static void *second_closer(void *arg)
     return NULL;
 }
 
-/* Join t within ms milliseconds: 0, or ETIMEDOUT with the thread left running. */
-static int join_within(pthread_t t, long ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return pthread_timedjoin_np(t, NULL, &ts);
-}
-
 static void test_cancelled_close(void)
 {
     struct slow_arg a;
@@ -659,10 +644,10 @@ static void test_cancelled_close(void)
     pthread_create(&closer, NULL, cancelled_closer, shared);
     usleep(50000); /* the closer is waiting for the pin's 200 ms to end */
     pthread_cancel(closer);
-    pinner_done = join_within(pinner, 3000) == 0;
-    closer_done = join_within(closer, 3000) == 0;
+    pinner_done = t_join_within(pinner, 3000, NULL) == 0;
+    closer_done = t_join_within(closer, 3000, NULL) == 0;
     pthread_create(&again, NULL, second_closer, &rc2);
-    again_done = join_within(again, 3000) == 0;
+    again_done = t_join_within(again, 3000, NULL) == 0;
     t_check(pinner_done && closer_done && again_done, "cancelled_close_leaves_no_lock",
             "within 3 s: the slow pin %s, the cancelled closer %s, a later gdr_close %s",
             pinner_done ? "returned" : "hung", closer_done ? "ended" : "hung",
