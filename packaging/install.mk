@@ -75,7 +75,7 @@ exes_install: tools
 	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_TOOLS)) $(DESTDIR)$(man1dir)/
 
 install: all lib_install exes_install
-	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bridgedir)
+	$(INSTALL) -d $(DESTDIR)$(bridgedir)
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_RUNNERS)) $(DESTDIR)$(bindir)/
 	$(INSTALL) -m 644 $(patsubst %,packaging/man/%.1,$(INSTALL_RUNNERS)) $(DESTDIR)$(man1dir)/
 	$(INSTALL) -m 644 $(addprefix $(BUILD)/lib/,$(INSTALL_BRIDGE_LIBS)) $(DESTDIR)$(bridgedir)/
