@@ -159,6 +159,15 @@ struct vr_backend_ops {
      * Left out: the table's answers stand. */
     int (*get_attr)(void *ctx, gdr_attr_t attr, int *value);
     int (*driver_version)(void *ctx, int *major, int *minor);
+
+    /* Whether this backend pins a range that spans several VMM allocations mapped side by
+     * side in one reservation of GPU gpu (device ordinal) as one pin with one contiguous
+     * mapping: 1 or 0. vramio_alloc's pool makes its large allocations of such chunks only
+     * where a usable backend says 1 (core/pins.h, vr_pins_can_span), so that a pin inside
+     * one chunk costs that chunk alone and a pin across chunks still works. May be slow the
+     * first time (the vulkan backend asks its Vulkan device); cached after.
+     * Left out: 0. */
+    int (*spans)(int gpu);
 };
 
 /*

@@ -62,6 +62,13 @@ static int never_invalidated(void *ctx, void *pin, int *flag)
     return 0;
 }
 
+/* A pin lies in one allocation. */
+static int spans_nothing(int gpu)
+{
+    (void)gpu;
+    return 0;
+}
+
 /* The table's answers, which the core has put in the outputs, stand. */
 static int table_attr(void *ctx, gdr_attr_t attr, int *value)
 {
@@ -96,6 +103,7 @@ void vr_backend_merge(struct vr_backend_ops *out, const struct vr_backend_ops *i
     VR_DEFAULT(callback_flag, never_invalidated);
     VR_DEFAULT(get_attr, table_attr);
     VR_DEFAULT(driver_version, table_version);
+    VR_DEFAULT(spans, spans_nothing);
 }
 
 int vr_backend_forced(const struct vr_backend_ops *ops)

@@ -101,6 +101,8 @@ int vr_instance_attribute(gdr_t g, gdr_attr_t attr, int *v);
 int vr_instance_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
 int vr_backends_probe(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT],
                       vramio_backend_t backend, char *reason, size_t len);
+/* vr_pins_can_span (pins.h) for a table of backends. */
+int vr_backends_span(const struct vr_backend_ops *const table[VRAMIO_BACKEND_COUNT], int gpu);
 
 /*
  * ---- pin.c: the pins of a gdr_t ----

@@ -97,6 +97,11 @@ VR_EXPORT int vramio_backend_probe(vramio_backend_t backend, char *reason, size_
     return rc ? rc : VR_NOCANCEL(vr_backends_probe(backends, backend, reason, len));
 }
 
+int vr_pins_can_span(int gpu)
+{
+    return VR_NOCANCEL(vr_backends_span(backends, gpu));
+}
+
 VR_EXPORT const char *vramio_copy_kernel(void)
 {
     return vr_copy_kernel_name();

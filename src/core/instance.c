@@ -419,3 +419,20 @@ int vr_backends_probe(const struct vr_backend_ops *const backends[VRAMIO_BACKEND
     free(probe);
     return rc;
 }
+
+int vr_backends_span(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_COUNT], int gpu)
+{
+    struct vr_gdr *probe = calloc(1, sizeof(*probe));
+    char off[VR_REASON_LEN];
+    int b, yes = 0;
+
+    /* The backends gdr_open would use (a pin falls through to the next when one refuses
+     * memory it does not serve, so one that spans is enough). */
+    if (!probe)
+        return 0;
+    if (vr_choose_backends(backends, probe, 0, off, sizeof(off)) == 0)
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && !yes; b++)
+            yes = probe->status[b] == 0 && probe->ops[b].spans(gpu) == 1;
+    free(probe);
+    return yes;
+}

@@ -17,6 +17,11 @@
  * engine is never used for them again; their mappings still reach the pinned pages. */
 void vr_pins_gpu_released(uint64_t base, uint64_t size);
 
+/* 1 when a backend that gdr_open would use here pins a range spanning several VMM
+ * allocations mapped side by side in one reservation of GPU gpu (backend.h, spans), else 0:
+ * what lets vramio_alloc's pool make a large allocation of chunks. */
+int vr_pins_can_span(int gpu);
+
 /* A pin's copy-engine device: not looked up yet, or the copy engine unusable for this pin
  * (BAR only); otherwise the CUDA device ordinal whose copy engine serves it. */
 #define VR_DMA_DEV_UNKNOWN (-1)
