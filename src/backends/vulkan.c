@@ -28,7 +28,6 @@
 #include "backend.h"
 #include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "process/fds.h"
 #include "process/fork.h"
 #include "process/log.h"
 #include "vulkan_device.h"
@@ -36,6 +35,7 @@
 #include "vulkan_loader.h"
 #include "vulkan_export.h"
 #include "vulkan_pool.h"
+#include "vulkan_span.h"
 
 struct vk_ctx {
     struct vr_icache cache;
@@ -181,115 +181,34 @@ static void vulkan_close(void *ctx)
     free(c);
 }
 
-/* The properties of the CUDA allocation behind e, in *prop: 0 when it is device memory that
- * can be exported as a POSIX fd, else an errno and why not. */
-static int exportable_allocation(const struct vr_cuda *cu, const struct vr_import *e,
-                                 CUmemAllocationProp *prop, char *why, size_t len)
-{
-    CUresult cr;
-
-    memset(prop, 0, sizeof(*prop));
-    cr = cu->cuMemGetAllocationPropertiesFromHandle(prop,
-                                                    (CUmemGenericAllocationHandle)e->key.handle);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "cannot read the properties of the CUDA allocation at 0x%llx: %s",
-                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return vr_cuda_errno(cr);
-    }
-    if (!(prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-        snprintf(why, len, "the CUDA VMM allocation at 0x%llx was created without "
-                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (its handle types: %#x; PyTorch's "
-                 "expandable segments, XLA's and TensorRT's VMM allocators can make such "
-                 "memory), so it cannot be exported to Vulkan: add that handle type to "
-                 "cuMemCreate, allocate with vramio_alloc(), or run the program under vramio-run "
-                 "(which adds it)", (unsigned long long)e->key.base,
-                 (unsigned)prop->requestedHandleTypes);
-        return ENOTSUP;
-    }
-    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-        snprintf(why, len, "the CUDA VMM allocation at 0x%llx is not device memory",
-                 (unsigned long long)e->key.base);
-        return ENOTSUP;
-    }
-    return 0;
-}
-
-/* Import fd (the exported allocation of e) into gpu's Vulkan device and map all of it: 0 with
- * the memory and the CPU address, else an errno and why. The fd is the import's from the
- * call on, closed here when the import fails. */
-static int import_and_map(const struct vr_vk_gpu *gpu, const struct vr_import *e, int fd,
-                          VkDeviceMemory *mem, void **cpu, char *why, size_t len)
-{
-    VkImportMemoryFdInfoKHR imp = {
-        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
-        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-        .fd = fd,
-    };
-    VkMemoryAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .pNext = &imp,
-        .allocationSize = e->key.size,
-        .memoryTypeIndex = gpu->memtype,
-    };
-    VkResult vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, mem);
-
-    if (vr != VK_SUCCESS) {
-        close(fd); /* a successful import owns the fd; a failed one leaves it to us */
-        snprintf(why, len, "Vulkan import of the %llu-byte CUDA allocation at 0x%llx failed: %s%s",
-                 (unsigned long long)e->key.size, (unsigned long long)e->key.base,
-                 vr_vk_result_name(vr),
-                 e->key.size > gpu->heap_size ? " (larger than the host-visible heap: BAR1)" : "");
-        return vr_vk_errno(vr);
-    }
-    *cpu = NULL;
-    vr = gpu->fn.vkMapMemory(gpu->dev, *mem, 0, VK_WHOLE_SIZE, 0, cpu);
-    if (vr != VK_SUCCESS || !*cpu) {
-        gpu->fn.vkFreeMemory(gpu->dev, *mem, NULL);
-        snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
-                 (unsigned long long)e->key.base, vr_vk_result_name(vr));
-        return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
-    }
-    return 0;
-}
-
-/* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
+/* Import the allocation of a pending entry: export, import, map all of it. Fills e; 0 or an
+ * errno. */
 static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
 {
+    const CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)e->key.handle;
     CUmemAllocationProp prop;
     const struct vr_vk_gpu *gpu;
     VkDeviceMemory mem;
+    VkResult vr;
     void *cpu = NULL;
-    CUresult cr;
-    int fd = -1, rc;
+    int rc;
 
-    rc = exportable_allocation(cu, e, &prop, why, len);
+    rc = vr_vk_exportable(cu, h, e->key.base, &prop, why, len);
     if (rc)
         return rc;
     e->device = prop.location.id;
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
+    if (!rc)
+        rc = vr_vk_export_import(cu, gpu, h, e->key.base, e->key.size, &mem, why, len);
     if (rc)
         return rc;
-    cr = vr_vk_export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
-    if (cr != CUDA_SUCCESS) {
-        /* The export is a descriptor: at the process's limit the driver says only that some
-         * call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). */
-        int fde = vr_fds_exhausted();
-
-        if (fde)
-            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
-                     "%s: the %s is out of file descriptors (%s; the import to Vulkan needs one "
-                     "for a moment, the limit is %llu: raise it with ulimit -n)",
-                     (unsigned long long)e->key.base, vr_cuda_errstr(cr),
-                     fde == EMFILE ? "process" : "system", fde == EMFILE ? "EMFILE" : "ENFILE",
-                     vr_fds_limit());
-        else
-            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx "
-                     "failed: %s", (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return fde ? fde : vr_cuda_errno(cr);
+    vr = gpu->fn.vkMapMemory(gpu->dev, mem, 0, VK_WHOLE_SIZE, 0, &cpu);
+    if (vr != VK_SUCCESS || !cpu) {
+        gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
+        snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
+                 (unsigned long long)e->key.base, vr_vk_result_name(vr));
+        return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
     }
-    rc = import_and_map(gpu, e, fd, &mem, &cpu, why, len);
-    if (rc)
-        return rc;
     /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
      * so that a forked child faults on it instead of reaching the parent's memory. */
     vr_fork_dontfork(cpu, (size_t)e->key.size);
@@ -598,6 +517,19 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     return 0;
 }
 
+/* backend.h's spans: the vulkan backend pins a range across allocations side by side where
+ * GPU gpu's Vulkan device offers placed maps and the check of them passed (vulkan_span.c).
+ * 0 where CUDA or Vulkan cannot start: what cannot be checked is not relied on. */
+static int vulkan_spans(int gpu)
+{
+    const struct vr_cuda *cu;
+    char why[256];
+
+    if (vr_cuda_init(&cu, why, sizeof(why)) || cuda_has_vmm(cu, why, sizeof(why)))
+        return 0;
+    return vr_vk_spans(cu, gpu, NULL, 0);
+}
+
 const struct vr_backend_ops vr_backend_vulkan = {
     .id = VRAMIO_BACKEND_VULKAN,
     .name = "vulkan",
@@ -620,4 +552,5 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .map = vulkan_map,
     /* .unmap left out: the window stays valid until the last pin of the allocation goes. */
     .callback_flag = vulkan_cb_flag,
+    .spans = vulkan_spans,
 };
