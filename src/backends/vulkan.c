@@ -42,7 +42,8 @@ struct vk_ctx {
 };
 
 struct vk_pin {
-    struct vr_import *imp;
+    struct vr_import *imp;      /* a pin inside one allocation: the shared import */
+    struct vr_span *span;       /* a pin across several: its own imports and window */
     uint64_t va;                /* the pinned range's start, a GPU page */
 };
 
@@ -312,7 +313,7 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
  * VMM mapping that cuMemGetAddressRange gives, or for stream-ordered memory (which that call
  * answers with the block alone) the pool's allocation around it. */
 static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_import_key *key,
-                           char *why, size_t len)
+                           int *pooled, char *why, size_t len)
 {
     CUmemGenericAllocationHandle h;
     CUdeviceptr base = 0;
@@ -340,6 +341,7 @@ static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_im
     key->handle = (uint64_t)h;
     key->base = (uint64_t)base;
     key->size = (uint64_t)size;
+    *pooled = pool != NULL;
     return 0;
 }
 
@@ -384,13 +386,85 @@ static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req 
  * say so, since the numbers of the import alone point at the wrong cause (a 1 MiB pin inside
  * JAX's one allocation of most of the GPU's memory fails this way).
  */
-static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size)
+static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size, unsigned n)
 {
-    size_t n = strlen(why);
+    size_t used = strlen(why);
 
-    if (n + 1 < len)
-        snprintf(why + n, len - n, " (a pin imports all of its allocation: %llu of %llu bytes "
-                 "were asked for)", (unsigned long long)plen, (unsigned long long)size);
+    if (used + 1 >= len)
+        return;
+    if (n == 1)
+        snprintf(why + used, len - used, " (a pin imports all of its allocation: %llu of %llu "
+                 "bytes were asked for)", (unsigned long long)plen, (unsigned long long)size);
+    else
+        snprintf(why + used, len - used, " (a pin imports all of each allocation it touches: "
+                 "%llu of %llu bytes were asked for)", (unsigned long long)plen,
+                 (unsigned long long)size);
+}
+
+/* The span of allocations from key's on that covers [va, va + plen): walked with a context of
+ * the allocations' GPU current, once that GPU is known to map spans right. key's handle
+ * reference is the span's, or released. 0 with *out, else an errno and why. */
+static int span_find(const struct vr_cuda *cu, const struct vr_import_key *key, int pooled,
+                     uint64_t end, struct vr_span **out, char *why, size_t len)
+{
+    const CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)key->handle;
+    struct vr_cuda_ctx_guard guard;
+    CUmemAllocationProp prop;
+    char one[256];
+    int rc = 0;
+
+    if (pooled) {
+        snprintf(why, len, "it is stream-ordered memory, and a pin does not run past the "
+                 "pool's allocation");
+        rc = EINVAL;
+    }
+    if (!rc)
+        rc = vr_vk_exportable(cu, h, key->base, &prop, why, len);
+    if (!rc && !vr_vk_spans(cu, prop.location.id, one, sizeof(one))) {
+        snprintf(why, len, "a pin across several allocations needs placed maps that work: %s",
+                 one);
+        rc = ENOTSUP;
+    }
+    if (!rc)
+        rc = vr_cuda_ctx_enter_device(cu, prop.location.id, NULL, &guard, why, len);
+    if (rc) {
+        cu->cuMemRelease(h);
+        return rc;
+    }
+    rc = vr_vk_span_walk(cu, key, prop.location.id, end, out, why, len);
+    vr_cuda_ctx_leave(cu, &guard);
+    return rc;
+}
+
+/* A pin whose GPU pages run past the allocation at its address (key, retained): one span of
+ * the allocations side by side that cover them, each imported on its own and mapped into one
+ * window (vulkan_span.c). 0 with *out, else an errno and why. */
+static int pin_span(const struct vr_cuda *cu, const struct vr_pin_req *req,
+                    const struct vr_import_key *key, int pooled, struct vr_span **out,
+                    char *why, size_t len)
+{
+    char one[512];
+    unsigned n;
+    int rc;
+
+    /* The reasons are long (the import's names its allocation): the prefixes are short. */
+    rc = span_find(cu, key, pooled, req->va + req->len, out, one, sizeof(one));
+    if (rc) {
+        snprintf(why, len, "the range 0x%llx + %llu runs past its CUDA allocation 0x%llx + "
+                 "%llu: %s", (unsigned long long)req->addr, (unsigned long long)req->size,
+                 (unsigned long long)key->base, (unsigned long long)key->size, one);
+        return rc;
+    }
+    n = (*out)->n;
+    rc = vr_vk_span_map(cu, *out, one, sizeof(one));
+    if (rc == ENOMEM)
+        note_whole_import(one, sizeof(one), req->len, (*out)->size, n);
+    if (rc) {
+        vr_vk_span_free(cu, *out);
+        snprintf(why, len, "the pin 0x%llx + %llu spans %u allocations: %s",
+                 (unsigned long long)req->addr, (unsigned long long)req->size, n, one);
+    }
+    return rc;
 }
 
 static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
@@ -400,10 +474,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     const struct vr_cuda *cu;
     struct vr_cuda_ctx_guard guard;
     struct vr_import_key key;
-    struct vr_import *e;
+    struct vr_import *e = NULL;
+    struct vr_span *span = NULL;
     struct vk_pin *p;
     uint64_t va = req->va, plen = req->len;
-    int rc, created;
+    int rc, created, pooled = 0;
 
     /* The legacy p2p tokens only matter to the kernel module's non-persistent mode. */
     rc = vr_cuda_init(&cu, why, len);
@@ -414,7 +489,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);
     if (rc)
         return rc;
-    rc = find_allocation(cu, req->addr, &key, why, len);
+    rc = find_allocation(cu, req->addr, &key, &pooled, why, len);
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
@@ -424,13 +499,18 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         return rc;
     }
     if (!vr_range_inside(va, plen, key.base, key.size)) {
-        snprintf(why, len, "the range 0x%llx + %llu (GPU pages 0x%llx + %llu) does not lie "
-                 "inside its CUDA allocation 0x%llx + %llu", (unsigned long long)req->addr,
-                 (unsigned long long)req->size, (unsigned long long)va,
-                 (unsigned long long)plen, (unsigned long long)key.base,
-                 (unsigned long long)key.size);
-        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
-        return EINVAL;
+        /* Our reference on the handle moves to the span. */
+        rc = pin_span(cu, req, &key, pooled, &span, why, len);
+        if (rc)
+            return rc;
+        p = calloc(1, sizeof(*p));
+        if (!p) {
+            vr_vk_span_free(cu, span);
+            snprintf(why, len, "out of memory");
+            return ENOMEM;
+        }
+        p->span = span;
+        goto pinned;
     }
     p = calloc(1, sizeof(*p));
     if (!p) {
@@ -443,7 +523,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         /* Our reference on the handle moves to the entry, for as long as it lives. */
         rc = import_allocation(cu, e, why, len);
         if (rc == ENOMEM && plen < key.size)
-            note_whole_import(why, len, plen, key.size);
+            note_whole_import(why, len, plen, key.size, 1);
         vr_icache_publish(&c->cache, e, rc);
         if (rc)
             cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
@@ -459,6 +539,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         return rc;
     }
     p->imp = e;
+pinned:
     p->va = va;
     /* tm_cycles left 0: the core times the pin. */
     *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
@@ -474,6 +555,12 @@ static int vulkan_unpin(void *ctx, void *pin)
     struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
 
+    if (p->span) {
+        /* The library loaded CUDA to make the span: vr_cuda_load only finds it. */
+        vr_vk_span_free(vr_cuda_load(NULL, 0), p->span);
+        free(p);
+        return 0;
+    }
     if (vr_icache_release(&c->cache, p->imp)) {
         /* A pin of the allocation made meanwhile waits until this import is gone. */
         import_release(p->imp);
@@ -490,8 +577,12 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     struct vk_pin *p = pin;
 
     /* The core checked size against mapped_size, and want against the table's map_types.
-     * The allocation is mapped whole once, at import; a pin's mapping is its window. */
-    *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
+     * The allocation is mapped whole once, at import (a span's allocations side by side, at
+     * its pin); a pin's mapping is its window. */
+    if (p->span)
+        *ptr = p->span->cpu + (p->va - p->span->base);
+    else
+        *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
     return 0;
 }
@@ -508,6 +599,10 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
     *flag = 0;
     if (!cu)
         return 0;
+    if (p->span) {
+        *flag = vr_vk_span_moved(cu, p->span);
+        return 0;
+    }
     if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
         *flag = 1;
         return 0;

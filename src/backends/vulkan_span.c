@@ -237,6 +237,13 @@ int vr_vk_span_map(const struct vr_cuda *cu, struct vr_span *s, char *why, size_
         rc = placed_missing(s->gpu, s->device, why, len);
     if (rc)
         return rc;
+    /* Every import would be made and BAR1 still not hold them all: say so before any. */
+    if (s->size > s->gpu->heap_size) {
+        snprintf(why, len, "its %u CUDA allocations, %llu bytes, are larger than the "
+                 "host-visible heap (BAR1: %llu bytes)", s->n, (unsigned long long)s->size,
+                 (unsigned long long)s->gpu->heap_size);
+        return ENOMEM;
+    }
     s->cpu = reserve(s->size, s->gpu->placed_align);
     if (!s->cpu) {
         snprintf(why, len, "no %llu bytes of address space are left for the span's window",

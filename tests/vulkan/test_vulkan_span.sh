@@ -19,6 +19,7 @@ go() {
     shift
     out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u GDRCOPY_USE_DMABUF_MMAP \
           -u GDRCOPY_ENABLE_LOGGING -u FAKE_VK_NO_PLACED -u FAKE_VK_PLACED_BROKEN \
+          -u FAKE_VK_BAR_BYTES -u FAKE_VK_PLACED_FAIL_AT -u FAKE_VK_BAR_MB \
           LD_LIBRARY_PATH="$fake" GDRCOPY_BACKEND=vulkan "$@" timeout 60 "$client" "$mode" 2>&1)
     rc=$?
     t_relay "vulkan/span/$mode/exit" $rc "$out"
@@ -27,4 +28,17 @@ go() {
 go spans
 go spans_none FAKE_VK_NO_PLACED=1
 go spans_broken FAKE_VK_PLACED_BROKEN=1
+go span3
+go inside
+go neighbours FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
+go no_placed FAKE_VK_NO_PLACED=1
+go free_while_pinned
+go threads
+go fork
+# BAR1 holds the check's two 2 MiB imports, and two of the run's three (2, 4, 2 MiB) but
+# not the third; the third placed map of the pin fails (the check's are the first two).
+go oom FAKE_VK_BAR_BYTES=$((6 << 20))
+go place_fail FAKE_VK_PLACED_FAIL_AT=5
+go bar_precheck FAKE_VK_BAR_MB=32768
+go too_many
 t_done
