@@ -13,7 +13,8 @@ t_make vulkan/span/build vulkan-span-progs || exit 1
 client=$B/tests/vulkan/span_client
 fake=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 
-# go MODE [VAR=VALUE...]: the client's result lines in a clean environment.
+# go MODE [VAR=VALUE...]: the client's result lines in a clean environment (under LABEL/ when
+# LABEL is set).
 go() {
     local mode=$1 out rc
     shift
@@ -22,9 +23,10 @@ go() {
           -u FAKE_VK_BAR_BYTES -u FAKE_VK_PLACED_FAIL_AT -u FAKE_VK_BAR_MB \
           LD_LIBRARY_PATH="$fake" GDRCOPY_BACKEND=vulkan "$@" timeout 60 "$client" "$mode" 2>&1)
     rc=$?
-    t_relay "vulkan/span/$mode/exit" $rc "$out"
+    t_relay "vulkan/span/${LABEL:+$LABEL/}$mode/exit" $rc "$out" "${LABEL:+$LABEL/}"
 }
 
+run_modes() {
 go spans
 go spans_none FAKE_VK_NO_PLACED=1
 go spans_broken FAKE_VK_PLACED_BROKEN=1
@@ -41,4 +43,12 @@ go oom FAKE_VK_BAR_BYTES=$((6 << 20))
 go place_fail FAKE_VK_PLACED_FAIL_AT=5
 go bar_precheck FAKE_VK_BAR_MB=32768
 go too_many
+}
+
+LABEL= run_modes
+# The same client against the ASan+UBSan library ('make check' has built it).
+if [ -e "$B/asan/lib/libgdrapi.so" ] && t_make vulkan/span/asan/build BUILD="$B/asan" \
+       SANITIZE=asan "$B/asan/tests/vulkan/span_client"; then
+    client=$B/asan/tests/vulkan/span_client LABEL=asan run_modes
+fi
 t_done
