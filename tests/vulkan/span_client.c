@@ -350,6 +350,41 @@ static int mode_inside(void)
     return 0;
 }
 
+/* mixed: a pin inside the second allocation (the import cache's whole mapping of it) and a
+ * spanning pin over all three (an import of its own) live together: what one writes, the
+ * other shows, and each goes on its own. */
+static int mode_mixed(void)
+{
+    gdr_t g = opened("mixed");
+    struct held before;
+    struct pin one, span;
+    struct run r;
+    char a[4096], b[4096];
+    int rc;
+
+    run_make(&r, 3, three, -1, 0, 0, 0);
+    before = held_now();
+    rc = pin_map(g, r.base + r.at[1], r.len[1], &one);
+    if (!t_check(rc == 0, "mixed/pin_inside", "rc %d: %s", rc, vramio_last_error()))
+        return 1;
+    rc = pin_map(g, r.base, r.size, &span);
+    if (!t_check(rc == 0, "mixed/pin_span_over_it", "rc %d: %s", rc, vramio_last_error()))
+        return 1;
+    t_pattern(a, sizeof(a), 31);
+    gdr_copy_to_mapping(span.mh, span.map + r.at[1] + 8192, a, sizeof(a));
+    gdr_copy_from_mapping(one.mh, b, one.map + 8192, sizeof(b));
+    t_check(memcmp(a, b, sizeof(a)) == 0, "mixed/span_write_seen_by_single_pin",
+            "the bytes differ");
+    unpin(g, &span);
+    gdr_copy_from_mapping(one.mh, b, one.map + 8192, sizeof(b));
+    t_check(memcmp(a, b, sizeof(a)) == 0, "mixed/single_pin_outlives_span", "the bytes differ");
+    unpin(g, &one);
+    nothing_left(&before, "mixed/nothing_left");
+    run_free(&r);
+    gdr_close(g);
+    return 0;
+}
+
 /* A pin of [a, a + n) is refused with want (or works: 0) and a reason that holds reason;
  * nothing is left of the try, and it made imports imports (-1: not counted). */
 static void refused_after(gdr_t g, CUdeviceptr a, size_t n, int want, const char *reason,
@@ -651,7 +686,7 @@ int main(int argc, char **argv)
         { "no_placed", mode_no_placed }, { "free_while_pinned", mode_free_while_pinned },
         { "threads", mode_threads }, { "fork", mode_fork }, { "oom", mode_oom },
         { "place_fail", mode_place_fail }, { "bar_precheck", mode_bar_precheck },
-        { "too_many", mode_too_many },
+        { "too_many", mode_too_many }, { "mixed", mode_mixed },
     };
     size_t i;
 

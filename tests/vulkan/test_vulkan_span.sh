@@ -32,6 +32,7 @@ go spans_none FAKE_VK_NO_PLACED=1
 go spans_broken FAKE_VK_PLACED_BROKEN=1
 go span3
 go inside
+go mixed
 go neighbours FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
 go no_placed FAKE_VK_NO_PLACED=1
 go free_while_pinned
