@@ -350,6 +350,30 @@ static int mode_inside(void)
     return 0;
 }
 
+/* one_moved: only the last allocation of a span is unmapped by CUDA: the callback flag is 1
+ * already (the pin's memory is not all where it was). */
+static int mode_one_moved(void)
+{
+    gdr_t g = opened("one_moved");
+    struct pin p;
+    struct run r;
+    int rc, flag = -1;
+
+    run_make(&r, 3, three, -1, 0, 0, 0);
+    rc = pin_map(g, r.base, r.size, &p);
+    if (!t_check(rc == 0, "one_moved/pin", "rc %d: %s", rc, vramio_last_error()))
+        return 1;
+    CU_MUST(cuMemUnmap(r.base + r.at[2], r.len[2]));
+    gdr_get_callback_flag(g, p.mh, &flag);
+    t_check(flag == 1, "one_moved/callback_flag_1_when_the_last_is_unmapped", "flag %d", flag);
+    unpin(g, &p);
+    /* run_free unmaps it again: map it back first. */
+    CU_MUST(cuMemMap(r.base + r.at[2], r.len[2], 0, r.h[2], 0));
+    run_free(&r);
+    gdr_close(g);
+    return 0;
+}
+
 /* mixed: a pin inside the second allocation (the import cache's whole mapping of it) and a
  * spanning pin over all three (an import of its own) live together: what one writes, the
  * other shows, and each goes on its own. */
@@ -687,6 +711,7 @@ int main(int argc, char **argv)
         { "threads", mode_threads }, { "fork", mode_fork }, { "oom", mode_oom },
         { "place_fail", mode_place_fail }, { "bar_precheck", mode_bar_precheck },
         { "too_many", mode_too_many }, { "mixed", mode_mixed },
+        { "one_moved", mode_one_moved },
     };
     size_t i;
 

@@ -36,6 +36,7 @@ go mixed
 go neighbours FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2
 go no_placed FAKE_VK_NO_PLACED=1
 go free_while_pinned
+go one_moved
 go threads
 go fork
 # BAR1 holds the check's two 2 MiB imports, and two of the run's three (2, 4, 2 MiB) but
