@@ -588,27 +588,34 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
 }
 
 /* 1 once the pinned address no longer belongs to the allocation we imported (CUDA unmapped
- * or freed it). The pages stay valid for us either way; this only tells the caller. Our
- * reference keeps the handle value from being reused, so comparing it is sound. */
+ * or freed it). Our reference keeps the handle value from being reused, so comparing it is
+ * sound. */
+static int import_moved(const struct vr_cuda *cu, const struct vk_pin *p)
+{
+    CUmemGenericAllocationHandle h;
+    int moved;
+
+    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS)
+        return 1;
+    moved = (uint64_t)h != p->imp->key.handle;
+    cu->cuMemRelease(h);
+    return moved;
+}
+
+/* 1 once the memory under the pin is no longer all where it was: the allocation of a pin
+ * inside one, any of a span's. The pages stay valid for us either way; this only tells the
+ * caller. */
 static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 {
     struct vk_pin *p = pin;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
-    CUmemGenericAllocationHandle h;
+    int moved = 0;
 
-    *flag = 0;
-    if (!cu)
-        return 0;
-    if (p->span) {
-        *flag = vr_vk_span_moved(cu, p->span);
-        return 0;
-    }
-    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
-        *flag = 1;
-        return 0;
-    }
-    *flag = (uint64_t)h != p->imp->key.handle;
-    cu->cuMemRelease(h);
+    if (cu && p->span)
+        moved = vr_vk_span_moved(cu, p->span);
+    else if (cu)
+        moved = import_moved(cu, p);
+    *flag = moved;
     return 0;
 }
 
