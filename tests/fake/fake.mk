@@ -40,7 +40,7 @@ $(FAKE_MMAP): SO_FLAGS = -ldl
 $(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c tests/fake/fake_cuda_pool.c \
     tests/fake/fake_cuda_vmm.h $(FAKE_CUDA_BASE)
 $(FAKE_CUDA_VMM): SO_FLAGS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic
-$(FAKE_VULKAN): tests/fake/fake_vulkan.c src/backends/vulkan_ext.h
+$(FAKE_VULKAN): tests/fake/fake_vulkan.c
 $(FAKE_VULKAN): SO_FLAGS = -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs -lpthread
 
 $(FAKE_LIBS): tests/fake/fake_gpu.h | $(BUILD_PREREQS)

@@ -2,15 +2,15 @@
 # SPDX-License-Identifier: MIT
 # tests/vulkan/test_vulkan_span.sh - pins across several CUDA allocations side by side (the
 # vulkan backend's spans op and spanning pins, docs/large-allocations.md), without a GPU:
-# span_client.c against the stand-in CUDA driver and Vulkan loader of tests/fake/, one mode per
-# process, the backend chosen by name. The stand-in Vulkan offers placed maps unless
+# wb_span_client.c against the stand-in CUDA driver and Vulkan loader of tests/fake/, one mode
+# per process, the backend chosen by name. The stand-in Vulkan offers placed maps unless
 # FAKE_VK_NO_PLACED=1; FAKE_VK_PLACED_BROKEN=1 makes them map other memory (the backend's own
 # check must catch it). One result line per check.
 set -u
 . "$(dirname "$0")/../lib/t.sh"
 B=${BUILD:-build}
 t_make vulkan/span/build vulkan-span-progs || exit 1
-client=$B/tests/vulkan/span_client
+client=$B/tests/vulkan/wb_span_client
 fake=$B/tests/fake/cuda-vmm:$B/tests/fake/vulkan
 
 # go MODE [VAR=VALUE...]: the client's result lines in a clean environment (under LABEL/ when
@@ -50,7 +50,7 @@ go too_many
 LABEL= run_modes
 # The same client against the ASan+UBSan library ('make check' has built it).
 if [ -e "$B/asan/lib/libgdrapi.so" ] && t_make vulkan/span/asan/build BUILD="$B/asan" \
-       SANITIZE=asan "$B/asan/tests/vulkan/span_client"; then
-    client=$B/asan/tests/vulkan/span_client LABEL=asan run_modes
+       SANITIZE=asan "$B/asan/tests/vulkan/wb_span_client"; then
+    client=$B/asan/tests/vulkan/wb_span_client LABEL=asan run_modes
 fi
 t_done

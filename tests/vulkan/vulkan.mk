@@ -18,14 +18,14 @@ SCRIPT_ASAN_PROGS += $(VULKAN_CLIENT)
 
 # The spanning pins' client: the static library (it asks what the pool asks, core/pins.h) and
 # the VMM stand-in, run by test_vulkan_span.sh.
-VULKAN_SPAN_CLIENT := $(BUILD)/tests/vulkan/span_client
-$(VULKAN_SPAN_CLIENT): tests/vulkan/span_client.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) $(LIB_STATIC) \
-        $(FAKE_DIR)/cuda-vmm/libcuda.so
+VULKAN_WB_SPAN_CLIENT := $(BUILD)/tests/vulkan/wb_span_client
+$(VULKAN_WB_SPAN_CLIENT): tests/vulkan/wb_span_client.c $(TEST_KIT_SRCS) $(TEST_KIT_HDRS) \
+        $(LIB_STATIC) $(FAKE_DIR)/cuda-vmm/libcuda.so
 	@mkdir -p $(dir $@)
 	$(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) -Isrc,$< $(TEST_KIT_SRCS) \
 	    $(LIB_STATIC) $(FAKE_CUDA_VMM_LINK) -ldl)
 
 .PHONY: vulkan-span-progs
-vulkan-span-progs: $(VULKAN_SPAN_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
-SCRIPT_PROGS      += $(VULKAN_SPAN_CLIENT)
-SCRIPT_ASAN_PROGS += $(VULKAN_SPAN_CLIENT)
+vulkan-span-progs: $(VULKAN_WB_SPAN_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
+SCRIPT_PROGS      += $(VULKAN_WB_SPAN_CLIENT)
+SCRIPT_ASAN_PROGS += $(VULKAN_WB_SPAN_CLIENT)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * span_client.c - pins across several CUDA allocations mapped side by side in one reservation
- * (the vulkan backend's spans op and spanning pins, src/backends/vulkan_span.c), against the
- * stand-in CUDA driver and Vulkan loader of tests/fake/: run by test_vulkan_span.sh, one mode
- * per process, with the backend chosen by name. Linked with the static library, so that it can
- * ask what vramio_alloc's pool asks (core/pins.h, vr_pins_can_span); every pin goes through
- * the public API. The stand-ins' records (fake_vk_*, fake_vmm_live) say what was imported,
+ * wb_span_client.c - pins across several CUDA allocations mapped side by side in one
+ * reservation (the vulkan backend's spans op and spanning pins, src/backends/vulkan_span.c),
+ * against the stand-in CUDA driver and Vulkan loader of tests/fake/: run by
+ * test_vulkan_span.sh, one mode per process, with the backend chosen by name. Linked with
+ * the static library, so that it can ask what vramio_alloc's pool asks (core/pins.h,
+ * vr_pins_can_span); every pin goes through the public API. The stand-ins' records (fake_vk_*, fake_vmm_live) say what was imported,
  * mapped and kept; /proc/self/maps what is mapped.
  */
 #include <cuda.h>
@@ -223,6 +223,35 @@ static gdr_t opened(const char *mode)
     return g;
 }
 
+/* What the stand-in Vulkan has imported and placed so far. */
+struct made { int imports, placed; unsigned long long bytes; };
+
+static struct made made_now(void)
+{
+    return (struct made){ vk_imports(), vk_placed(), vk_import_bytes() };
+}
+
+/* Since m: n imports of bytes in all, and placed placed maps: name's result. */
+static void made_since(const struct made *m, int n, unsigned long long bytes, int placed,
+                       const char *name)
+{
+    struct made now = made_now();
+
+    t_check(now.imports - m->imports == n && now.bytes - m->bytes == bytes &&
+            now.placed - m->placed == placed, name,
+            "%d imports of %llu bytes, %d placed maps (%d of %llu bytes, %d expected)",
+            now.imports - m->imports, now.bytes - m->bytes, now.placed - m->placed, n, bytes,
+            placed);
+}
+
+/* The end of a mode: its run freed, its gdr_t closed. */
+static int finish(gdr_t g, struct run *r)
+{
+    run_free(r);
+    gdr_close(g);
+    return 0;
+}
+
 /* ---- modes -------------------------------------------------------------------------- */
 
 /* spans: what the pool asks, and what the check left behind (nothing). want: 1 or 0. */
@@ -260,8 +289,8 @@ static int mode_span3(void)
     struct run r;
     struct pin p;
     char why[256] = "";
-    int imports, placed, rc;
-    unsigned long long bytes;
+    struct made m;
+    int rc;
     /* From 1 MiB + 100 into the first to 512 KiB before the end of the third. */
     CUdeviceptr a;
     size_t n;
@@ -272,16 +301,11 @@ static int mode_span3(void)
     a = r.base + MIB + 100;
     n = r.size - MIB - 100 - MIB / 2;
     before = held_now();
-    imports = vk_imports();
-    placed = vk_placed();
-    bytes = vk_import_bytes();
+    m = made_now();
     rc = pin_map(g, a, n, &p);
     if (!t_check(rc == 0, "span3/pin_across_both_seams", "rc %d: %s", rc, vramio_last_error()))
         return 1;
-    t_check(vk_imports() - imports == 3 && vk_import_bytes() - bytes == r.size &&
-            vk_placed() - placed == 3, "span3/imports_each_allocation_once",
-            "%d imports of %llu bytes, %d placed maps (3 of %zu bytes expected)",
-            vk_imports() - imports, vk_import_bytes() - bytes, vk_placed() - placed, r.size);
+    made_since(&m, 3, r.size, 3, "span3/imports_each_allocation_once");
     t_check(both_ways(&p, p.map, a, n, 3, why, sizeof(why)), "span3/data_across_both_seams",
             "%s", why);
     /* Right at each seam, a few bytes each way (the copies above cover them too). */
@@ -326,28 +350,21 @@ static int mode_inside(void)
     struct run r;
     struct pin p;
     char why[256] = "";
-    int imports, placed, rc;
-    unsigned long long bytes;
+    struct made m;
+    int rc;
 
     run_make(&r, 3, three, -1, 0, 0, 0);
     before = held_now();
-    imports = vk_imports();
-    placed = vk_placed();
-    bytes = vk_import_bytes();
+    m = made_now();
     rc = pin_map(g, r.base + r.at[2] + 4096, MIB, &p);
     if (!t_check(rc == 0, "inside/pin_in_third", "rc %d: %s", rc, vramio_last_error()))
         return 1;
-    t_check(vk_imports() - imports == 1 && vk_import_bytes() - bytes == r.len[2] &&
-            vk_placed() == placed, "inside/imports_that_allocation_alone",
-            "%d imports of %llu bytes, %d placed maps (1 of %zu, none expected)",
-            vk_imports() - imports, vk_import_bytes() - bytes, vk_placed() - placed, r.len[2]);
+    made_since(&m, 1, r.len[2], 0, "inside/imports_that_allocation_alone");
     t_check(both_ways(&p, p.map, r.base + r.at[2] + 4096, MIB, 9, why, sizeof(why)),
             "inside/data", "%s", why);
     unpin(g, &p);
     nothing_left(&before, "inside/unpin_leaves_nothing");
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* one_moved: only the last allocation of a span is unmapped by CUDA: the callback flag is 1
@@ -369,9 +386,7 @@ static int mode_one_moved(void)
     unpin(g, &p);
     /* run_free unmaps it again: map it back first. */
     CU_MUST(cuMemMap(r.base + r.at[2], r.len[2], 0, r.h[2], 0));
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* mixed: a pin inside the second allocation (the import cache's whole mapping of it) and a
@@ -404,9 +419,7 @@ static int mode_mixed(void)
     t_check(memcmp(a, b, sizeof(a)) == 0, "mixed/single_pin_outlives_span", "the bytes differ");
     unpin(g, &one);
     nothing_left(&before, "mixed/nothing_left");
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* A pin of [a, a + n) is refused with want (or works: 0) and a reason that holds reason;
@@ -470,9 +483,7 @@ static int mode_neighbours(void)
     CU_MUST(host == MAP_FAILED ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS);
     refused(g, r.base + MIB, CHUNK, EINVAL, "right after it, is not CUDA memory",
             "neighbours/plain_memory_after_refused");
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* no_placed (FAKE_VK_NO_PLACED=1): spans 0, a spanning pin refused with the reason, a pin
@@ -495,9 +506,7 @@ static int mode_no_placed(void)
                 "no_placed/single_pin_data", "%s", why);
         unpin(g, &p);
     }
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* free_while_pinned: CUDA frees the run under a spanning pin: the callback flag says so, the
@@ -621,9 +630,7 @@ static int mode_fork(void)
         t_check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork/child_faults_on_the_window",
                 "child status %#x (3: it read the parent's window)", status);
     unpin(g, &p);
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* A pin from the middle of the first to the middle of the last of three allocations of
@@ -636,9 +643,7 @@ static int run3_refused(const int *sizes, int want, const char *reason, int impo
 
     run_make(&r, 3, sizes, -1, 0, 0, 0);
     refused_after(g, r.base + MIB, r.size - 2 * MIB, want, reason, imports, name);
-    run_free(&r);
-    gdr_close(g);
-    return 0;
+    return finish(g, &r);
 }
 
 /* oom (FAKE_VK_BAR_BYTES below the run's size): the import that BAR1 does not hold fails
