@@ -11,6 +11,11 @@
  * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
  * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
  *
+ * A pin whose pages run past its allocation into allocations mapped right after it in the same
+ * reservation (vramio_alloc's chunked large allocations) imports each of them on its own and
+ * maps them side by side into one CPU window with placed maps, where the device offers them
+ * and their check passed (vulkan_span.c; the spans op says so to the pool).
+ *
  * Stream-ordered memory of a pool with a POSIX-fd handle type is found in the pool's
  * allocation that holds it, once the driver is known to put it there (vulkan_pool.c).
  * Plain cudaMalloc memory has no exportable handle (and the NVIDIA driver has no
