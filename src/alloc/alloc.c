@@ -111,7 +111,7 @@ static void pools_lock_take(void)
     pthread_mutex_lock(&pools_lock);
 }
 
-static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie)
+static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie, unsigned *pieces)
 {
     struct gpu_pool *gp = ctx;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
@@ -143,7 +143,7 @@ static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie)
     return 0;
 }
 
-static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
+static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie, unsigned pieces)
 {
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUresult r1, r2, r3;
