@@ -21,6 +21,12 @@
  * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
  * An open whose exporter is behind (its listening backlog full) must wait for it through the
  * signals that the program handles (SA_RESTART), not fail at the first one.
+ *
+ * With "chunks" after FAKE_DIR (and VRAMIO_POOL_CHUNK_MB=4, the library of
+ * $(BUILD)/tests/bridge/spans/ first on the path: its pool chunks), a 9 MiB block is made of
+ * chunks (CHUNKS_EXPECTED of the stand-in's allocations: 3, or 1 where chunks are off): its
+ * range and pointer attributes from an address in every chunk are the block's, as for one
+ * allocation, and its free leaves nothing.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -558,6 +564,84 @@ static void exporter(const char *fake_dir)
     cuMemFree(e);
 }
 
+/* ---- a block of chunks ------------------------------------------------------------------- */
+#define CHUNKED (9u << 20)            /* 10 MiB rounded: chunks of 4, 4 and 2 MiB */
+#define CHUNKED_SPAN (10u << 20)
+#define SEAM (4u << 20)               /* the first chunk's end */
+
+/* What the bridge answers at p for the block at c (its range, its attributes, no handle of
+ * its own): the same from every chunk, as from one allocation. */
+static int block_answers(CUdeviceptr c, CUdeviceptr p, unsigned long long id0, char *why,
+                         size_t len)
+{
+    CUpointer_attribute attrs[3] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                     CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                     CU_POINTER_ATTRIBUTE_BUFFER_ID };
+    CUdeviceptr base = 0, start = 0, start3 = 0;
+    size_t size = 0, rsize = 0, size3 = 0;
+    unsigned long long id = 0, id3 = 0;
+    void *data[3] = { &start3, &size3, &id3 };
+    CUmemGenericAllocationHandle h;
+    CUcontext cur = NULL, ctx = NULL;
+    int cap = 0;
+    CUresult rr;
+
+    cuCtxGetCurrent(&cur);
+    rr = cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p);
+    if (cuMemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && base == c &&
+        size == CHUNKED_SPAN &&
+        !cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) && start == c &&
+        !cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) &&
+        rsize == CHUNKED_SPAN &&
+        !cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p) && id == id0 &&
+        !cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p) && ctx == cur &&
+        !cuPointerGetAttribute(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p) &&
+        cap == 1 && !cuPointerGetAttributes(3, attrs, data, p) && start3 == c &&
+        size3 == CHUNKED_SPAN && id3 == id0 && rr != CUDA_SUCCESS)
+        return 1;
+    snprintf(why, len, "at +%#llx: range +%#llx %zu, attrs +%#llx %zu id %s ctx %s cap %d, "
+             "three +%#llx %zu, retain %d", (unsigned long long)(p - c),
+             (unsigned long long)(base - c), size, (unsigned long long)(start - c), rsize,
+             id == id0 ? "same" : "other", ctx == cur ? "current" : "other", cap,
+             (unsigned long long)(start3 - c), size3, (int)rr);
+    return 0;
+}
+
+/* The exporter of a block of chunks (see the top). */
+static void chunks_exporter(void)
+{
+    static const unsigned long long at[] = { 0, SEAM - 1, SEAM, SEAM + 12345, 2 * SEAM,
+                                             CHUNKED_SPAN - 1 };
+    char why[200];
+    CUdeviceptr a = 0, c = 0, base = 0;
+    unsigned long long id0 = 0;
+    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1;
+    size_t i;
+
+    if (cuMemAlloc(&a, SMALL)) {
+        t_fail("bridge/ipc/chunks/alloc", "cuMemAlloc failed");
+        return;
+    }
+    live0 = fake_vmm_live();
+    if (!t_check(!cuMemAlloc(&c, CHUNKED) && !vramio_alloc_range(c, NULL, NULL),
+                 "bridge/ipc/chunks/alloc", "not bridged"))
+        return;
+    t_check(fake_vmm_live() - live0 == expected, "bridge/ipc/chunks/allocations",
+            "%d of the driver's allocations for the block, %d expected", fake_vmm_live() - live0,
+            expected);
+    cuPointerGetAttribute(&id0, CU_POINTER_ATTRIBUTE_BUFFER_ID, c);
+    for (i = 0; i < sizeof(at) / sizeof(at[0]) && ok; i++)
+        ok = block_answers(c, c + at[i], id0, why, sizeof(why));
+    t_check(ok, "bridge/ipc/chunks/answers_of_every_chunk_are_the_blocks", "%s", why);
+    t_check(cuMemFree(c + SEAM) != CUDA_SUCCESS && cuMemFree(c) == CUDA_SUCCESS &&
+            fake_vmm_live() == live0, "bridge/ipc/chunks/free_leaves_nothing",
+            "%d allocations held", fake_vmm_live() - live0);
+    t_check(cuMemGetAddressRange(&base, NULL, c + SEAM + 1) == CUDA_ERROR_NOT_FOUND,
+            "bridge/ipc/chunks/freed_block_not_found", "found at %#llx",
+            (unsigned long long)base);
+    cuMemFree(a);
+}
+
 int main(int argc, char **argv)
 {
     const char *child = t_child_mode(argc, argv);
@@ -566,6 +650,8 @@ int main(int argc, char **argv)
         importer();
     else if (child && !strcmp(child, "import_plain"))
         importer_plain();
+    else if (argc > 2 && !strcmp(argv[2], "chunks"))
+        chunks_exporter();
     else if (argc > 1)
         exporter(argv[1]);
     else
