@@ -26,7 +26,10 @@
  * $(BUILD)/tests/bridge/spans/ first on the path: its pool chunks), a 9 MiB block is made of
  * chunks (CHUNKS_EXPECTED of the stand-in's allocations: 3, or 1 where chunks are off): its
  * range and pointer attributes from an address in every chunk are the block's, as for one
- * allocation, and its free leaves nothing.
+ * allocation; its handle, opened by the importer, reads each chunk's bytes, takes a write
+ * across a chunk seam that the exporter then reads, and closes with nothing left in either
+ * process; handles forged to name other chunks (the block's handle as a slab's, a slab's as
+ * a block of chunks, the block's reservation claimed larger) open nothing.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -568,6 +571,7 @@ static void exporter(const char *fake_dir)
 #define CHUNKED (9u << 20)            /* 10 MiB rounded: chunks of 4, 4 and 2 MiB */
 #define CHUNKED_SPAN (10u << 20)
 #define SEAM (4u << 20)               /* the first chunk's end */
+#define VB_MAGIC_CHUNKS 0x56524332u
 
 /* What the bridge answers at p for the block at c (its range, its attributes, no handle of
  * its own): the same from every chunk, as from one allocation. */
@@ -607,15 +611,73 @@ static int block_answers(CUdeviceptr c, CUdeviceptr p, unsigned long long id0, c
     return 0;
 }
 
+/* The importer of the block of chunks: its handle in IPC_C, the exporter's small block's
+ * (one slab) in IPC_A. */
+static void chunks_importer(void)
+{
+    CUipcMemHandle hc, ha, f;
+    struct vb_handle v;
+    CUdeviceptr p = 0, q = 0;
+    CUresult r;
+    char why[160];
+    int live0 = fake_vmm_live(), expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3");
+
+    alarm(30);
+    if (handle_env("IPC_C", &hc) || handle_env("IPC_A", &ha)) {
+        t_fail("bridge/ipc/chunks/handles_passed", "no handles in the environment");
+        return;
+    }
+    /* Forged: the block's handle as a slab's, a slab's as a block of chunks, and the block's
+     * reservation claimed twice its size. */
+    memcpy(&v, &hc, sizeof(v));
+    v.magic = expected > 1 ? VB_MAGIC : VB_MAGIC_CHUNKS;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/chunks/other_kind_refused",
+            "result %d", (int)r);
+    memcpy(&v, &ha, sizeof(v));
+    v.magic = VB_MAGIC_CHUNKS;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/chunks/slab_as_chunks_refused",
+            "result %d", (int)r);
+    memcpy(&v, &hc, sizeof(v));
+    v.slab_units *= 2;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE && fake_vmm_live() == live0,
+            "bridge/ipc/chunks/reservation_claimed_larger_refused", "result %d, %d allocations "
+            "held", (int)r, fake_vmm_live() - live0);
+    r = cuIpcOpenMemHandle(&p, hc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (!t_check(r == CUDA_SUCCESS, "bridge/ipc/chunks/open", "result %d", (int)r))
+        return;
+    t_check(fake_imports() == expected && fake_vmm_live() - live0 == expected,
+            "bridge/ipc/chunks/one_import_per_chunk", "%d imports, %d allocations held",
+            fake_imports(), fake_vmm_live() - live0);
+    t_check(range_is(p, CHUNKED_SPAN, why, sizeof(why)), "bridge/ipc/chunks/range_is_the_blocks",
+            "%s", why);
+    t_check(all_are(p, SEAM, 0x11) && all_are(p + SEAM, SEAM, 0x22) &&
+            all_are(p + 2 * SEAM, CHUNKED_SPAN - 2 * SEAM, 0x33),
+            "bridge/ipc/chunks/each_chunk_reads_its_bytes", "%d %d %d", all_are(p, SEAM, 0x11),
+            all_are(p + SEAM, SEAM, 0x22), all_are(p + 2 * SEAM, CHUNKED_SPAN - 2 * SEAM, 0x33));
+    memset((void *)(uintptr_t)(p + SEAM - 64), 0x5a, 128); /* across the first seam */
+    r = cuIpcCloseMemHandle(p);
+    t_check(r == CUDA_SUCCESS && fake_vmm_live() == live0, "bridge/ipc/chunks/close_leaves_nothing",
+            "result %d, %d allocations held", (int)r, fake_vmm_live() - live0);
+}
+
 /* The exporter of a block of chunks (see the top). */
 static void chunks_exporter(void)
 {
     static const unsigned long long at[] = { 0, SEAM - 1, SEAM, SEAM + 12345, 2 * SEAM,
                                              CHUNKED_SPAN - 1 };
-    char why[200];
+    char va[160], vc[160], out[8192], why[200];
+    const char *env[4];
+    CUipcMemHandle ha, hc;
+    struct vb_handle v;
     CUdeviceptr a = 0, c = 0, base = 0;
     unsigned long long id0 = 0;
-    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1;
+    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1, sig = 0, st;
     size_t i;
 
     if (cuMemAlloc(&a, SMALL)) {
@@ -633,6 +695,27 @@ static void chunks_exporter(void)
     for (i = 0; i < sizeof(at) / sizeof(at[0]) && ok; i++)
         ok = block_answers(c, c + at[i], id0, why, sizeof(why));
     t_check(ok, "bridge/ipc/chunks/answers_of_every_chunk_are_the_blocks", "%s", why);
+    memset((void *)(uintptr_t)c, 0x11, SEAM);
+    memset((void *)(uintptr_t)(c + SEAM), 0x22, SEAM);
+    memset((void *)(uintptr_t)(c + 2 * SEAM), 0x33, CHUNKED_SPAN - 2 * SEAM);
+    if (!t_check(!cuIpcGetMemHandle(&hc, c + 5 * 1048576) && !cuIpcGetMemHandle(&ha, a),
+                 "bridge/ipc/chunks/get_handle", "cuIpcGetMemHandle failed"))
+        return;
+    memcpy(&v, &hc, sizeof(v));
+    t_check(v.magic == (expected > 1 ? VB_MAGIC_CHUNKS : VB_MAGIC) && v.offset == 0 &&
+            v.size == CHUNKED_SPAN && (uint64_t)v.slab_units * 4096 == CHUNKED_SPAN,
+            "bridge/ipc/chunks/handle_names_the_block", "magic %#x offset %llu size %llu",
+            v.magic, (unsigned long long)v.offset, (unsigned long long)v.size);
+    memcpy(va, "IPC_A=", 6), to_hex(&ha, sizeof(ha), va + 6);
+    memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
+    env[0] = va, env[1] = vc, env[2] = NULL;
+    st = t_run_self("chunks_import", env, out, sizeof(out), &sig);
+    fputs(out, stdout);
+    t_check(st == 0, "bridge/ipc/chunks/importer_ran", "status %d signal %d", st, sig);
+    t_check(all_are(c + SEAM - 64, 128, 0x5a) && all_are(c, SEAM - 64, 0x11) &&
+            all_are(c + SEAM + 64, SEAM - 64, 0x22), "bridge/ipc/chunks/write_across_seam_seen",
+            "before %#x after %#x", ((unsigned char *)(uintptr_t)c)[SEAM - 1],
+            ((unsigned char *)(uintptr_t)c)[SEAM]);
     t_check(cuMemFree(c + SEAM) != CUDA_SUCCESS && cuMemFree(c) == CUDA_SUCCESS &&
             fake_vmm_live() == live0, "bridge/ipc/chunks/free_leaves_nothing",
             "%d allocations held", fake_vmm_live() - live0);
@@ -650,6 +733,8 @@ int main(int argc, char **argv)
         importer();
     else if (child && !strcmp(child, "import_plain"))
         importer_plain();
+    else if (child && !strcmp(child, "chunks_import"))
+        chunks_importer();
     else if (argc > 2 && !strcmp(argv[2], "chunks"))
         chunks_exporter();
     else if (argc > 1)
