@@ -11,6 +11,11 @@
  * physical pages alive, and we keep a reference on the CUDA allocation handle, so freeing
  * the memory in CUDA while it is pinned neither crashes nor lets the pages be reused.
  *
+ * A pin whose pages run past its allocation into allocations mapped right after it in the same
+ * reservation (vramio_alloc's chunked large allocations) imports each of them on its own and
+ * maps them side by side into one CPU window with placed maps, where the device offers them
+ * and their check passed (vulkan_span.c; the spans op says so to the pool).
+ *
  * Stream-ordered memory of a pool with a POSIX-fd handle type is found in the pool's
  * allocation that holds it, once the driver is known to put it there (vulkan_pool.c).
  * Plain cudaMalloc memory has no exportable handle (and the NVIDIA driver has no
@@ -28,7 +33,6 @@
 #include "backend.h"
 #include "process/cuda_ctx.h"
 #include "cuda_loader.h"
-#include "process/fds.h"
 #include "process/fork.h"
 #include "process/log.h"
 #include "vulkan_device.h"
@@ -36,13 +40,15 @@
 #include "vulkan_loader.h"
 #include "vulkan_export.h"
 #include "vulkan_pool.h"
+#include "vulkan_span.h"
 
 struct vk_ctx {
     struct vr_icache cache;
 };
 
 struct vk_pin {
-    struct vr_import *imp;
+    struct vr_import *imp;      /* a pin inside one allocation: the shared import */
+    struct vr_span *span;       /* a pin across several: its own imports and window */
     uint64_t va;                /* the pinned range's start, a GPU page */
 };
 
@@ -181,115 +187,34 @@ static void vulkan_close(void *ctx)
     free(c);
 }
 
-/* The properties of the CUDA allocation behind e, in *prop: 0 when it is device memory that
- * can be exported as a POSIX fd, else an errno and why not. */
-static int exportable_allocation(const struct vr_cuda *cu, const struct vr_import *e,
-                                 CUmemAllocationProp *prop, char *why, size_t len)
-{
-    CUresult cr;
-
-    memset(prop, 0, sizeof(*prop));
-    cr = cu->cuMemGetAllocationPropertiesFromHandle(prop,
-                                                    (CUmemGenericAllocationHandle)e->key.handle);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "cannot read the properties of the CUDA allocation at 0x%llx: %s",
-                 (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return vr_cuda_errno(cr);
-    }
-    if (!(prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-        snprintf(why, len, "the CUDA VMM allocation at 0x%llx was created without "
-                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (its handle types: %#x; PyTorch's "
-                 "expandable segments, XLA's and TensorRT's VMM allocators can make such "
-                 "memory), so it cannot be exported to Vulkan: add that handle type to "
-                 "cuMemCreate, allocate with vramio_alloc(), or run the program under vramio-run "
-                 "(which adds it)", (unsigned long long)e->key.base,
-                 (unsigned)prop->requestedHandleTypes);
-        return ENOTSUP;
-    }
-    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-        snprintf(why, len, "the CUDA VMM allocation at 0x%llx is not device memory",
-                 (unsigned long long)e->key.base);
-        return ENOTSUP;
-    }
-    return 0;
-}
-
-/* Import fd (the exported allocation of e) into gpu's Vulkan device and map all of it: 0 with
- * the memory and the CPU address, else an errno and why. The fd is the import's from the
- * call on, closed here when the import fails. */
-static int import_and_map(const struct vr_vk_gpu *gpu, const struct vr_import *e, int fd,
-                          VkDeviceMemory *mem, void **cpu, char *why, size_t len)
-{
-    VkImportMemoryFdInfoKHR imp = {
-        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
-        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-        .fd = fd,
-    };
-    VkMemoryAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .pNext = &imp,
-        .allocationSize = e->key.size,
-        .memoryTypeIndex = gpu->memtype,
-    };
-    VkResult vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, mem);
-
-    if (vr != VK_SUCCESS) {
-        close(fd); /* a successful import owns the fd; a failed one leaves it to us */
-        snprintf(why, len, "Vulkan import of the %llu-byte CUDA allocation at 0x%llx failed: %s%s",
-                 (unsigned long long)e->key.size, (unsigned long long)e->key.base,
-                 vr_vk_result_name(vr),
-                 e->key.size > gpu->heap_size ? " (larger than the host-visible heap: BAR1)" : "");
-        return vr_vk_errno(vr);
-    }
-    *cpu = NULL;
-    vr = gpu->fn.vkMapMemory(gpu->dev, *mem, 0, VK_WHOLE_SIZE, 0, cpu);
-    if (vr != VK_SUCCESS || !*cpu) {
-        gpu->fn.vkFreeMemory(gpu->dev, *mem, NULL);
-        snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
-                 (unsigned long long)e->key.base, vr_vk_result_name(vr));
-        return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
-    }
-    return 0;
-}
-
-/* Import the allocation of a pending entry: export, import, map. Fills e; 0 or an errno. */
+/* Import the allocation of a pending entry: export, import, map all of it. Fills e; 0 or an
+ * errno. */
 static int import_allocation(const struct vr_cuda *cu, struct vr_import *e, char *why, size_t len)
 {
+    const CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)e->key.handle;
     CUmemAllocationProp prop;
     const struct vr_vk_gpu *gpu;
     VkDeviceMemory mem;
+    VkResult vr;
     void *cpu = NULL;
-    CUresult cr;
-    int fd = -1, rc;
+    int rc;
 
-    rc = exportable_allocation(cu, e, &prop, why, len);
+    rc = vr_vk_exportable(cu, h, e->key.base, &prop, why, len);
     if (rc)
         return rc;
     e->device = prop.location.id;
     rc = vr_vk_gpu_get(cu, e->device, &gpu, why, len);
+    if (!rc)
+        rc = vr_vk_export_import(cu, gpu, h, e->key.base, e->key.size, &mem, why, len);
     if (rc)
         return rc;
-    cr = vr_vk_export_fd(cu, (CUmemGenericAllocationHandle)e->key.handle, &fd);
-    if (cr != CUDA_SUCCESS) {
-        /* The export is a descriptor: at the process's limit the driver says only that some
-         * call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). */
-        int fde = vr_fds_exhausted();
-
-        if (fde)
-            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
-                     "%s: the %s is out of file descriptors (%s; the import to Vulkan needs one "
-                     "for a moment, the limit is %llu: raise it with ulimit -n)",
-                     (unsigned long long)e->key.base, vr_cuda_errstr(cr),
-                     fde == EMFILE ? "process" : "system", fde == EMFILE ? "EMFILE" : "ENFILE",
-                     vr_fds_limit());
-        else
-            snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx "
-                     "failed: %s", (unsigned long long)e->key.base, vr_cuda_errstr(cr));
-        return fde ? fde : vr_cuda_errno(cr);
+    vr = gpu->fn.vkMapMemory(gpu->dev, mem, 0, VK_WHOLE_SIZE, 0, &cpu);
+    if (vr != VK_SUCCESS || !cpu) {
+        gpu->fn.vkFreeMemory(gpu->dev, mem, NULL);
+        snprintf(why, len, "vkMapMemory of the CUDA allocation at 0x%llx failed: %s",
+                 (unsigned long long)e->key.base, vr_vk_result_name(vr));
+        return vr != VK_SUCCESS ? vr_vk_errno(vr) : EIO;
     }
-    rc = import_and_map(gpu, e, fd, &mem, &cpu, why, len);
-    if (rc)
-        return rc;
     /* The NVIDIA driver's BAR mapping would be copied by fork (gdrdrv's is not): mark it
      * so that a forked child faults on it instead of reaching the parent's memory. */
     vr_fork_dontfork(cpu, (size_t)e->key.size);
@@ -393,7 +318,7 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
  * VMM mapping that cuMemGetAddressRange gives, or for stream-ordered memory (which that call
  * answers with the block alone) the pool's allocation around it. */
 static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_import_key *key,
-                           char *why, size_t len)
+                           int *pooled, char *why, size_t len)
 {
     CUmemGenericAllocationHandle h;
     CUdeviceptr base = 0;
@@ -421,6 +346,7 @@ static int find_allocation(const struct vr_cuda *cu, uint64_t addr, struct vr_im
     key->handle = (uint64_t)h;
     key->base = (uint64_t)base;
     key->size = (uint64_t)size;
+    *pooled = pool != NULL;
     return 0;
 }
 
@@ -465,13 +391,85 @@ static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req 
  * say so, since the numbers of the import alone point at the wrong cause (a 1 MiB pin inside
  * JAX's one allocation of most of the GPU's memory fails this way).
  */
-static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size)
+static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size, unsigned n)
 {
-    size_t n = strlen(why);
+    size_t used = strlen(why);
 
-    if (n + 1 < len)
-        snprintf(why + n, len - n, " (a pin imports all of its allocation: %llu of %llu bytes "
-                 "were asked for)", (unsigned long long)plen, (unsigned long long)size);
+    if (used + 1 >= len)
+        return;
+    if (n == 1)
+        snprintf(why + used, len - used, " (a pin imports all of its allocation: %llu of %llu "
+                 "bytes were asked for)", (unsigned long long)plen, (unsigned long long)size);
+    else
+        snprintf(why + used, len - used, " (a pin imports all of each allocation it touches: "
+                 "%llu of %llu bytes were asked for)", (unsigned long long)plen,
+                 (unsigned long long)size);
+}
+
+/* The span of allocations from key's on that covers [va, va + plen): walked with a context of
+ * the allocations' GPU current, once that GPU is known to map spans right. key's handle
+ * reference is the span's, or released. 0 with *out, else an errno and why. */
+static int span_find(const struct vr_cuda *cu, const struct vr_import_key *key, int pooled,
+                     uint64_t end, struct vr_span **out, char *why, size_t len)
+{
+    const CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)key->handle;
+    struct vr_cuda_ctx_guard guard;
+    CUmemAllocationProp prop;
+    char one[256];
+    int rc = 0;
+
+    if (pooled) {
+        snprintf(why, len, "it is stream-ordered memory, and a pin does not run past the "
+                 "pool's allocation");
+        rc = EINVAL;
+    }
+    if (!rc)
+        rc = vr_vk_exportable(cu, h, key->base, &prop, why, len);
+    if (!rc && !vr_vk_spans(cu, prop.location.id, one, sizeof(one))) {
+        snprintf(why, len, "a pin across several allocations needs placed maps that work: %s",
+                 one);
+        rc = ENOTSUP;
+    }
+    if (!rc)
+        rc = vr_cuda_ctx_enter_device(cu, prop.location.id, NULL, &guard, why, len);
+    if (rc) {
+        cu->cuMemRelease(h);
+        return rc;
+    }
+    rc = vr_vk_span_walk(cu, key, prop.location.id, end, out, why, len);
+    vr_cuda_ctx_leave(cu, &guard);
+    return rc;
+}
+
+/* A pin whose GPU pages run past the allocation at its address (key, retained): one span of
+ * the allocations side by side that cover them, each imported on its own and mapped into one
+ * window (vulkan_span.c). 0 with *out, else an errno and why. */
+static int pin_span(const struct vr_cuda *cu, const struct vr_pin_req *req,
+                    const struct vr_import_key *key, int pooled, struct vr_span **out,
+                    char *why, size_t len)
+{
+    char one[512];
+    unsigned n;
+    int rc;
+
+    /* The reasons are long (the import's names its allocation): the prefixes are short. */
+    rc = span_find(cu, key, pooled, req->va + req->len, out, one, sizeof(one));
+    if (rc) {
+        snprintf(why, len, "the range 0x%llx + %llu runs past its CUDA allocation 0x%llx + "
+                 "%llu: %s", (unsigned long long)req->addr, (unsigned long long)req->size,
+                 (unsigned long long)key->base, (unsigned long long)key->size, one);
+        return rc;
+    }
+    n = (*out)->n;
+    rc = vr_vk_span_map(cu, *out, one, sizeof(one));
+    if (rc == ENOMEM)
+        note_whole_import(one, sizeof(one), req->len, (*out)->size, n);
+    if (rc) {
+        vr_vk_span_free(cu, *out);
+        snprintf(why, len, "the pin 0x%llx + %llu spans %u allocations: %s",
+                 (unsigned long long)req->addr, (unsigned long long)req->size, n, one);
+    }
+    return rc;
 }
 
 static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
@@ -481,10 +479,11 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     const struct vr_cuda *cu;
     struct vr_cuda_ctx_guard guard;
     struct vr_import_key key;
-    struct vr_import *e;
+    struct vr_import *e = NULL;
+    struct vr_span *span = NULL;
     struct vk_pin *p;
     uint64_t va = req->va, plen = req->len;
-    int rc, created;
+    int rc, created, pooled = 0;
 
     /* The legacy p2p tokens only matter to the kernel module's non-persistent mode. */
     rc = vr_cuda_init(&cu, why, len);
@@ -495,7 +494,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
     rc = vr_cuda_ctx_enter(cu, 0, &guard, why, len);
     if (rc)
         return rc;
-    rc = find_allocation(cu, req->addr, &key, why, len);
+    rc = find_allocation(cu, req->addr, &key, &pooled, why, len);
     vr_cuda_ctx_leave(cu, &guard);
     if (rc)
         return rc;
@@ -505,13 +504,18 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         return rc;
     }
     if (!vr_range_inside(va, plen, key.base, key.size)) {
-        snprintf(why, len, "the range 0x%llx + %llu (GPU pages 0x%llx + %llu) does not lie "
-                 "inside its CUDA allocation 0x%llx + %llu", (unsigned long long)req->addr,
-                 (unsigned long long)req->size, (unsigned long long)va,
-                 (unsigned long long)plen, (unsigned long long)key.base,
-                 (unsigned long long)key.size);
-        cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
-        return EINVAL;
+        /* Our reference on the handle moves to the span. */
+        rc = pin_span(cu, req, &key, pooled, &span, why, len);
+        if (rc)
+            return rc;
+        p = calloc(1, sizeof(*p));
+        if (!p) {
+            vr_vk_span_free(cu, span);
+            snprintf(why, len, "out of memory");
+            return ENOMEM;
+        }
+        p->span = span;
+        goto pinned;
     }
     p = calloc(1, sizeof(*p));
     if (!p) {
@@ -524,7 +528,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         /* Our reference on the handle moves to the entry, for as long as it lives. */
         rc = import_allocation(cu, e, why, len);
         if (rc == ENOMEM && plen < key.size)
-            note_whole_import(why, len, plen, key.size);
+            note_whole_import(why, len, plen, key.size, 1);
         vr_icache_publish(&c->cache, e, rc);
         if (rc)
             cu->cuMemRelease((CUmemGenericAllocationHandle)key.handle);
@@ -540,6 +544,7 @@ static int vulkan_pin(void *ctx, const struct vr_pin_req *req, void **pin,
         return rc;
     }
     p->imp = e;
+pinned:
     p->va = va;
     /* tm_cycles left 0: the core times the pin. */
     *info = (struct vr_pin_info){ .va = va, .mapped_size = plen,
@@ -555,6 +560,12 @@ static int vulkan_unpin(void *ctx, void *pin)
     struct vk_ctx *c = ctx;
     struct vk_pin *p = pin;
 
+    if (p->span) {
+        /* The library loaded CUDA to make the span: vr_cuda_load only finds it. */
+        vr_vk_span_free(vr_cuda_load(NULL, 0), p->span);
+        free(p);
+        return 0;
+    }
     if (vr_icache_release(&c->cache, p->imp)) {
         /* A pin of the allocation made meanwhile waits until this import is gone. */
         import_release(p->imp);
@@ -571,31 +582,59 @@ static int vulkan_map(void *ctx, void *pin, size_t size, gdr_mapping_type_t want
     struct vk_pin *p = pin;
 
     /* The core checked size against mapped_size, and want against the table's map_types.
-     * The allocation is mapped whole once, at import; a pin's mapping is its window. */
-    *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
+     * The allocation is mapped whole once, at import (a span's allocations side by side, at
+     * its pin); a pin's mapping is its window. */
+    if (p->span)
+        *ptr = p->span->cpu + (p->va - p->span->base);
+    else
+        *ptr = (char *)p->imp->cpu + (p->va - p->imp->key.base);
     *granted = GDR_MAPPING_TYPE_WC;
     return 0;
 }
 
 /* 1 once the pinned address no longer belongs to the allocation we imported (CUDA unmapped
- * or freed it). The pages stay valid for us either way; this only tells the caller. Our
- * reference keeps the handle value from being reused, so comparing it is sound. */
+ * or freed it). Our reference keeps the handle value from being reused, so comparing it is
+ * sound. */
+static int import_moved(const struct vr_cuda *cu, const struct vk_pin *p)
+{
+    CUmemGenericAllocationHandle h;
+    int moved;
+
+    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS)
+        return 1;
+    moved = (uint64_t)h != p->imp->key.handle;
+    cu->cuMemRelease(h);
+    return moved;
+}
+
+/* 1 once the memory under the pin is no longer all where it was: the allocation of a pin
+ * inside one, any of a span's. The pages stay valid for us either way; this only tells the
+ * caller. */
 static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 {
     struct vk_pin *p = pin;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
-    CUmemGenericAllocationHandle h;
+    int moved = 0;
 
-    *flag = 0;
-    if (!cu)
-        return 0;
-    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p->va) != CUDA_SUCCESS) {
-        *flag = 1;
-        return 0;
-    }
-    *flag = (uint64_t)h != p->imp->key.handle;
-    cu->cuMemRelease(h);
+    if (cu && p->span)
+        moved = vr_vk_span_moved(cu, p->span);
+    else if (cu)
+        moved = import_moved(cu, p);
+    *flag = moved;
     return 0;
+}
+
+/* backend.h's spans: the vulkan backend pins a range across allocations side by side where
+ * GPU gpu's Vulkan device offers placed maps and the check of them passed (vulkan_span.c).
+ * 0 where CUDA or Vulkan cannot start: what cannot be checked is not relied on. */
+static int vulkan_spans(int gpu)
+{
+    const struct vr_cuda *cu;
+    char why[256];
+
+    if (vr_cuda_init(&cu, why, sizeof(why)) || cuda_has_vmm(cu, why, sizeof(why)))
+        return 0;
+    return vr_vk_spans(cu, gpu, NULL, 0);
 }
 
 const struct vr_backend_ops vr_backend_vulkan = {
@@ -620,4 +659,5 @@ const struct vr_backend_ops vr_backend_vulkan = {
     .map = vulkan_map,
     /* .unmap left out: the window stays valid until the last pin of the allocation goes. */
     .callback_flag = vulkan_cb_flag,
+    .spans = vulkan_spans,
 };

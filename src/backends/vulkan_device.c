@@ -22,6 +22,7 @@ struct gpu_slot {
     int err;
     char why[256];
     VkPhysicalDevice pd;    /* from SLOT_FOUND */
+    int placed_offered;     /* from SLOT_FOUND: placed_offered() */
     struct vr_vk_gpu gpu;   /* memtype and heap_size from SLOT_FOUND, the rest SLOT_READY */
 };
 
@@ -150,6 +151,36 @@ static int has_device_ext(VkPhysicalDevice pd, const char *name)
     return found;
 }
 
+/*
+ * Whether pd offers placed maps: both extensions, and the feature memoryMapPlaced (a device
+ * may list the extension with the feature off). Fills *align with its
+ * minPlacedMemoryMapAlignment. Asked once per GPU, at gpu_find.
+ */
+static int placed_offered(VkPhysicalDevice pd, VkDeviceSize *align)
+{
+    VkPhysicalDeviceMapMemoryPlacedFeaturesEXT pf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT };
+    VkPhysicalDeviceFeatures2 f2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &pf };
+    VkPhysicalDeviceMapMemoryPlacedPropertiesEXT pp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_PROPERTIES_EXT };
+    VkPhysicalDeviceProperties2 p2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &pp };
+
+    if (!has_device_ext(pd, VK_KHR_MAP_MEMORY_2_EXTENSION_NAME) ||
+        !has_device_ext(pd, VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME))
+        return 0;
+    vk.vkGetPhysicalDeviceFeatures2(pd, &f2);
+    if (!pf.memoryMapPlaced)
+        return 0;
+    vk.vkGetPhysicalDeviceProperties2(pd, &p2);
+    /* The alignment is a power of two by the spec; a page at least, as mmap needs. */
+    *align = pp.minPlacedMemoryMapAlignment;
+    if (*align < 4096 || (*align & (*align - 1)))
+        return 0;
+    return 1;
+}
+
 /* The physical device with this UUID, or VK_NULL_HANDLE; *index and *count say which of how
  * many (for the log: on a host with several GPUs, which one serves which CUDA device). */
 static VkPhysicalDevice find_by_uuid(const uint8_t uuid[16], uint32_t *index, uint32_t *count)
@@ -266,28 +297,57 @@ static int gpu_find(const struct vr_cuda *cu, int cuda_dev, struct gpu_slot *s,
                  (unsigned long long)(total >> 20));
         return ENOSPC;
     }
+    s->placed_offered = placed_offered(pd, &s->gpu.placed_align);
+    vr_dbg("vulkan: the Vulkan device of CUDA device %d %s placed maps (VK_EXT_map_memory_placed)",
+           cuda_dev, s->placed_offered ? "offers" : "does not offer");
     s->pd = pd;
     return 0;
 }
 
-/* Make the VkDevice of a slot that gpu_find accepted. 0 or an errno with the reason in why. */
-static int gpu_create(int cuda_dev, struct gpu_slot *s, char *why, size_t len)
+/* vkCreateDevice with the external-memory extension, and with placed maps (both extensions
+ * and the feature) when placed is 1. */
+static VkResult device_create(VkPhysicalDevice pd, int placed, VkDevice *dev)
 {
-    const char *ext_name = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+    const char *ext_names[] = { VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+                                VK_KHR_MAP_MEMORY_2_EXTENSION_NAME,
+                                VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME };
     const float prio = 1.0f;
+    VkPhysicalDeviceMapMemoryPlacedFeaturesEXT pf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT,
+        .memoryMapPlaced = VK_TRUE,
+    };
     VkDeviceQueueCreateInfo q = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
         .queueFamilyIndex = 0, .queueCount = 1, .pQueuePriorities = &prio,
     };
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = placed ? &pf : NULL,
         .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
-        .enabledExtensionCount = 1, .ppEnabledExtensionNames = &ext_name,
+        .enabledExtensionCount = placed ? 3 : 1, .ppEnabledExtensionNames = ext_names,
     };
-    struct vr_vk_gpu *g = &s->gpu;
-    VkResult r;
 
-    r = vk.vkCreateDevice(s->pd, &dci, NULL, &g->dev);
+    return vk.vkCreateDevice(pd, &dci, NULL, dev);
+}
+
+/* Make the VkDevice of a slot that gpu_find accepted. 0 or an errno with the reason in why. */
+static int gpu_create(int cuda_dev, struct gpu_slot *s, char *why, size_t len)
+{
+    struct vr_vk_gpu *g = &s->gpu;
+    VkResult r = VK_ERROR_FEATURE_NOT_PRESENT;
+
+    if (s->placed_offered)
+        r = device_create(s->pd, 1, &g->dev);
+    /* A device that lists placed maps but will not make a device with them still pins as
+     * before: spanning pins alone are refused there (g->placed stays 0). */
+    if (r != VK_SUCCESS) {
+        if (s->placed_offered)
+            vr_info("vulkan: the Vulkan device of CUDA device %d offers placed maps, but "
+                    "vkCreateDevice with them failed (%s): made without", cuda_dev,
+                    vr_vk_result_name(r));
+        s->placed_offered = 0;
+        r = device_create(s->pd, 0, &g->dev);
+    }
     if (r != VK_SUCCESS) {
         snprintf(why, len, "vkCreateDevice for CUDA device %d failed: %s", cuda_dev,
                  vr_vk_result_name(r));
@@ -298,6 +358,10 @@ static int gpu_create(int cuda_dev, struct gpu_slot *s, char *why, size_t len)
             g->fn.vkDestroyDevice(g->dev, NULL);
         return ENOSYS;
     }
+    if (s->placed_offered)
+        g->vkMapMemory2KHR = (PFN_vkMapMemory2KHR)vk.vkGetDeviceProcAddr(g->dev,
+                                                                          "vkMapMemory2KHR");
+    g->placed = g->vkMapMemory2KHR != NULL;
     g->cuda_dev = cuda_dev;
     return 0;
 }

@@ -24,6 +24,13 @@ struct vr_vk_gpu {
     struct vr_vk_device fn;
     uint32_t memtype;       /* DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT */
     VkDeviceSize heap_size; /* of that type's heap: what BAR1 can show */
+    /* Placed maps (VK_KHR_map_memory2 and VK_EXT_map_memory_placed with memoryMapPlaced),
+     * enabled at device creation where the device offers them: what lets a pin that spans
+     * several CUDA allocations map their imports side by side (vulkan_span.c). 0 and NULL
+     * where not offered; then nothing else about the device changes. */
+    int placed;
+    VkDeviceSize placed_align;             /* minPlacedMemoryMapAlignment */
+    PFN_vkMapMemory2KHR vkMapMemory2KHR;
 };
 
 /* The Vulkan device of CUDA device ordinal cuda_dev (CUDA already initialised). 0, or a

@@ -11,6 +11,7 @@
 #define VK_NO_PROTOTYPES
 #include <stddef.h>
 #include <vulkan/vulkan.h>
+#include "vulkan_ext.h"
 
 #define VR_VK_GLOBAL_FUNCS(X) \
     X(vkCreateInstance)       \
@@ -21,6 +22,7 @@
     X(vkEnumeratePhysicalDevices)               \
     X(vkGetPhysicalDeviceProperties)            \
     X(vkGetPhysicalDeviceProperties2)           \
+    X(vkGetPhysicalDeviceFeatures2)             \
     X(vkGetPhysicalDeviceMemoryProperties)      \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
     X(vkEnumerateDeviceExtensionProperties)     \

@@ -27,13 +27,25 @@
  * of another GPU, or a software one, and none of the CUDA devices'), FAKE_VK_NO_BAR=1 (no
  * device-local host-visible memory type), FAKE_VK_BAR_MB=N (that type on a heap of its own of
  * N MiB, as a GPU without resizable BAR shows a 256 MiB window).
+ * Placed maps (VK_KHR_map_memory2 and VK_EXT_map_memory_placed with memoryMapPlaced, as the
+ * NVIDIA driver offers them): offered unless FAKE_VK_NO_PLACED=1, and usable only on a device
+ * made with both extensions and the feature enabled; vkMapMemory2KHR with
+ * VK_MEMORY_MAP_PLACED_BIT_EXT maps the whole memory (memoryMapRangePlaced is not offered) with
+ * mmap MAP_FIXED of its memfd at the place asked, which must be aligned to
+ * minPlacedMemoryMapAlignment (FAKE_VK_PLACED_ALIGN bytes, default 64 KiB). A failed placed map
+ * leaves the memory unmapped and the place as it was. FAKE_VK_PLACED_FAIL_AT=N (the Nth placed
+ * map of the process fails with VK_ERROR_MEMORY_MAP_FAILED), FAKE_VK_PLACED_BROKEN=1 (a placed
+ * map succeeds but puts fresh anonymous memory at the place, not the imported memory: a
+ * driver whose placed maps cannot be trusted, which the backend's own check must catch).
  * Like the NVIDIA driver, the first vkCreateInstance registers an exit handler that cannot
  * run in a forked child: there it aborts, naming itself.
  * Exported for the tests: fake_vk_served_by(p, uuid) (the UUID of the physical device whose
  * VkDevice imported the memory mapped at p; the CUDA ordinal it mirrors, or -1 when p is in
  * no mapping), fake_vk_imports(), fake_vk_refused(), fake_vk_live() (counts),
  * fake_vk_starting() (1 while a vkCreateInstance is under way), fake_vk_instances()
- * (vkCreateInstance calls that made an instance).
+ * (vkCreateInstance calls that made an instance), fake_vk_import_bytes() (bytes of all the
+ * imports made), fake_vk_live_bytes() (of the live ones), fake_vk_placed() (placed maps made),
+ * fake_vk_mapped() (live CPU mappings, placed or not).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -45,10 +57,28 @@
 #include <vulkan/vulkan.h>
 #include "fake_gpu.h"
 
+/* VK_KHR_map_memory2 (extension 272) and VK_EXT_map_memory_placed (273): the registry's names
+ * and values, under names of the stand-in's own (the system's headers may predate them, or
+ * declare them: either way these do not clash). */
+#define EXT_MAP2                 "VK_KHR_map_memory2"
+#define EXT_PLACED               "VK_EXT_map_memory_placed"
+#define ST_MAP_INFO              ((VkStructureType)1000271000)
+#define ST_PLACED_FEATURES       ((VkStructureType)1000272000)
+#define ST_PLACED_PROPERTIES     ((VkStructureType)1000272001)
+#define ST_PLACED_INFO           ((VkStructureType)1000272002)
+#define MAP_PLACED_BIT           0x1u
+struct map_info { VkStructureType sType; const void *pNext; VkFlags flags; VkDeviceMemory memory;
+                  VkDeviceSize offset, size; };
+struct placed_info { VkStructureType sType; const void *pNext; void *pPlacedAddress; };
+struct placed_features { VkStructureType sType; void *pNext; VkBool32 memoryMapPlaced,
+                         memoryMapRangePlaced, memoryUnmapReserve; };
+struct placed_properties { VkStructureType sType; void *pNext;
+                           VkDeviceSize minPlacedMemoryMapAlignment; };
+
 #define FAKE_VK_EXPORT __attribute__((visibility("default")))
 
 struct fake_phys { int gpu; };              /* the CUDA ordinal it mirrors */
-struct fake_dev { int magic; int phys; };
+struct fake_dev { int magic; int phys; int placed; /* both extensions and the feature */ };
 struct fake_mem {
     struct fake_mem *next;
     struct fake_dev *dev;
@@ -64,7 +94,8 @@ static struct fake_phys phys[FAKE_GPU_MAX];
 static int instance_dummy;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_mem *mems;
-static int n_imports, n_refused, n_live;
+static int n_imports, n_refused, n_live, n_placed, n_placed_calls;
+static unsigned long long import_bytes;
 static VkDeviceSize live_bytes;       /* the live imports', against FAKE_VK_BAR_BYTES */
 
 static int env_int(const char *name, int dflt)
@@ -79,6 +110,18 @@ static int nphys(void)
     int n = env_int("FAKE_VK_GPUS", 1);
 
     return n < 0 ? 0 : n > FAKE_GPU_MAX ? FAKE_GPU_MAX : n;
+}
+
+static int placed_offered(void)
+{
+    return env_int("FAKE_VK_NO_PLACED", 0) != 1;
+}
+
+static VkDeviceSize placed_align(void)
+{
+    const char *e = getenv("FAKE_VK_PLACED_ALIGN");
+
+    return e && *e ? strtoull(e, NULL, 0) : 64u << 10;
 }
 
 static int phys_index(VkPhysicalDevice pd)
@@ -190,6 +233,28 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
             fake_gpu_uuid(phys[phys_index(pd)].gpu + env_int("FAKE_VK_UUID_OFFSET", 0),
                           id->deviceUUID);
         }
+        if (s->sType == ST_PLACED_PROPERTIES &&
+            placed_offered())
+            ((struct placed_properties *)s)->minPlacedMemoryMapAlignment =
+                placed_align();
+    }
+}
+
+static void VKAPI_CALL fake_GetPhysicalDeviceFeatures2(VkPhysicalDevice pd,
+                                                       VkPhysicalDeviceFeatures2 *f2)
+{
+    VkBaseOutStructure *s;
+
+    memset(&f2->features, 0, sizeof(f2->features));
+    for (s = f2->pNext; s; s = s->pNext) {
+        if (s->sType == ST_PLACED_FEATURES) {
+            struct placed_features *pf =
+                (struct placed_features *)s;
+
+            pf->memoryMapPlaced = placed_offered() ? VK_TRUE : VK_FALSE;
+            pf->memoryMapRangePlaced = VK_FALSE;
+            pf->memoryUnmapReserve = VK_FALSE;
+        }
     }
 }
 
@@ -235,13 +300,30 @@ static void VKAPI_CALL fake_GetPhysicalDeviceQueueFamilyProperties(VkPhysicalDev
 
 static const char *const dev_exts[] = {
     VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
+    EXT_MAP2, EXT_PLACED,
 };
+
+/* The extensions offered: the placed-map pair (last) only where placed maps are. */
+static uint32_t n_dev_exts(void)
+{
+    return sizeof(dev_exts) / sizeof(dev_exts[0]) - (placed_offered() ? 0 : 2);
+}
+
+static int ext_offered(const char *name)
+{
+    uint32_t i;
+
+    for (i = 0; i < n_dev_exts(); i++)
+        if (strcmp(name, dev_exts[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static VkResult VKAPI_CALL fake_EnumerateDeviceExtensionProperties(VkPhysicalDevice pd,
                                                                    const char *layer, uint32_t *n,
                                                                    VkExtensionProperties *out)
 {
-    uint32_t i, have = sizeof(dev_exts) / sizeof(dev_exts[0]);
+    uint32_t i, have = n_dev_exts();
 
     if (layer)
         return VK_ERROR_LAYER_NOT_PRESENT;
@@ -261,21 +343,35 @@ static VkResult VKAPI_CALL fake_EnumerateDeviceExtensionProperties(VkPhysicalDev
 static VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
                                              const VkAllocationCallbacks *a, VkDevice *out)
 {
+    const VkBaseInStructure *s;
     struct fake_dev *d;
-    int p = phys_index(pd), fdext = 0;
+    int p = phys_index(pd), fdext = 0, map2 = 0, placed_ext = 0, feature = 0;
     uint32_t i;
 
     if (p < 0 || !ci || ci->sType != VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO)
         return VK_ERROR_INITIALIZATION_FAILED;
-    for (i = 0; i < ci->enabledExtensionCount; i++)
-        fdext |= strcmp(ci->ppEnabledExtensionNames[i], VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) == 0;
+    for (i = 0; i < ci->enabledExtensionCount; i++) {
+        const char *e = ci->ppEnabledExtensionNames[i];
+
+        if (!ext_offered(e))
+            return VK_ERROR_EXTENSION_NOT_PRESENT;
+        fdext |= strcmp(e, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) == 0;
+        map2 |= strcmp(e, EXT_MAP2) == 0;
+        placed_ext |= strcmp(e, EXT_PLACED) == 0;
+    }
+    for (s = ci->pNext; s; s = s->pNext)
+        if (s->sType == ST_PLACED_FEATURES)
+            feature = ((const struct placed_features *)s)->memoryMapPlaced;
     if (!fdext)
         return VK_ERROR_FEATURE_NOT_PRESENT; /* imports need the extension enabled */
+    if ((feature && !placed_offered()) || (placed_ext && !map2))
+        return VK_ERROR_FEATURE_NOT_PRESENT; /* the feature needs its extensions */
     d = calloc(1, sizeof(*d));
     if (!d)
         return VK_ERROR_OUT_OF_HOST_MEMORY;
     d->magic = DEV_MAGIC;
     d->phys = p;
+    d->placed = map2 && placed_ext && feature;
     *out = (VkDevice)d;
     return VK_SUCCESS;
 }
@@ -336,6 +432,7 @@ static VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev, const VkMemoryAlloc
     mems = m;
     n_imports++;
     n_live++;
+    import_bytes += ai->allocationSize;
     pthread_mutex_unlock(&lock);
     *out = (VkDeviceMemory)m;
     return VK_SUCCESS;
@@ -379,6 +476,55 @@ static VkResult VKAPI_CALL fake_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDe
     return VK_SUCCESS;
 }
 
+/* A placed map at info's place: the checks a real driver's validation makes, then mmap
+ * MAP_FIXED of the memfd there (FAKE_VK_PLACED_BROKEN: anonymous memory instead). */
+static VkResult map_placed(struct fake_dev *d, struct fake_mem *m, const struct map_info *mi,
+                           void **out)
+{
+    const struct placed_info *pi = NULL;
+    const VkBaseInStructure *s;
+    int fail_at = env_int("FAKE_VK_PLACED_FAIL_AT", 0), n;
+    void *p;
+
+    for (s = mi->pNext; s; s = s->pNext)
+        if (s->sType == ST_PLACED_INFO)
+            pi = (const struct placed_info *)s;
+    if (!d->placed || !pi || !pi->pPlacedAddress || mi->offset || mi->size != VK_WHOLE_SIZE ||
+        (uintptr_t)pi->pPlacedAddress % placed_align())
+        return VK_ERROR_MEMORY_MAP_FAILED;  /* the spec's validity rules, broken */
+    n = __atomic_add_fetch(&n_placed_calls, 1, __ATOMIC_RELAXED);
+    if (fail_at > 0 && n == fail_at)
+        return VK_ERROR_MEMORY_MAP_FAILED;
+    if (getenv("FAKE_VK_PLACED_BROKEN"))
+        p = mmap(pi->pPlacedAddress, (size_t)m->size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    else
+        p = mmap(pi->pPlacedAddress, (size_t)m->size, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, m->fd, 0);
+    if (p == MAP_FAILED)
+        return VK_ERROR_MEMORY_MAP_FAILED;
+    m->map = p;
+    *out = p;
+    __atomic_add_fetch(&n_placed, 1, __ATOMIC_RELAXED);
+    return VK_SUCCESS;
+}
+
+static VkResult VKAPI_CALL fake_MapMemory2KHR(VkDevice dev, const struct map_info *mi,
+                                              void **out)
+{
+    struct fake_dev *d = dev_of(dev);
+    struct fake_mem *m;
+
+    if (!d || !mi || mi->sType != ST_MAP_INFO || !mi->memory)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    m = (struct fake_mem *)mi->memory;
+    if (m->map)
+        return VK_ERROR_MEMORY_MAP_FAILED;  /* mapped already: a memory maps once */
+    if (mi->flags & MAP_PLACED_BIT)
+        return map_placed(d, m, mi, out);
+    return fake_MapMemory(dev, mi->memory, mi->offset, mi->size, 0, out);
+}
+
 static void VKAPI_CALL fake_UnmapMemory(VkDevice dev, VkDeviceMemory mem)
 {
     struct fake_mem *m = (struct fake_mem *)mem;
@@ -396,7 +542,7 @@ static void VKAPI_CALL fake_UnmapMemory(VkDevice dev, VkDeviceMemory mem)
     X(GetPhysicalDeviceProperties2) X(GetPhysicalDeviceMemoryProperties)             \
     X(GetPhysicalDeviceQueueFamilyProperties) X(EnumerateDeviceExtensionProperties)  \
     X(CreateDevice) X(DestroyDevice) X(AllocateMemory) X(FreeMemory) X(MapMemory)    \
-    X(UnmapMemory)
+    X(UnmapMemory) X(GetPhysicalDeviceFeatures2) X(MapMemory2KHR)
 
 FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice d, const char *name);
 
@@ -423,6 +569,9 @@ FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance i,
 
 FAKE_VK_EXPORT PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice d, const char *name)
 {
+    /* As the real loader: an extension's function only from a device that enabled it. */
+    if (dev_of(d) && name && strcmp(name, "vkMapMemory2KHR") == 0 && !dev_of(d)->placed)
+        return NULL;
     return dev_of(d) && name ? lookup(name) : NULL;
 }
 
@@ -449,6 +598,26 @@ FAKE_VK_EXPORT int fake_vk_imports(void) { return __atomic_load_n(&n_imports, __
 FAKE_VK_EXPORT int fake_vk_refused(void) { return __atomic_load_n(&n_refused, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }
 FAKE_VK_EXPORT int fake_vk_starting(void) { return __atomic_load_n(&starting, __ATOMIC_ACQUIRE); }
+FAKE_VK_EXPORT unsigned long long fake_vk_import_bytes(void)
+{
+    return __atomic_load_n(&import_bytes, __ATOMIC_RELAXED);
+}
+FAKE_VK_EXPORT unsigned long long fake_vk_live_bytes(void)
+{
+    return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+}
+FAKE_VK_EXPORT int fake_vk_placed(void) { return __atomic_load_n(&n_placed, __ATOMIC_RELAXED); }
+FAKE_VK_EXPORT int fake_vk_mapped(void)
+{
+    struct fake_mem *m;
+    int n = 0;
+
+    pthread_mutex_lock(&lock);
+    for (m = mems; m; m = m->next)
+        n += m->map != NULL;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 FAKE_VK_EXPORT int fake_vk_instances(void)
 {
     return __atomic_load_n(&n_instances, __ATOMIC_RELAXED);
