@@ -16,8 +16,6 @@
 #                         replacements answer at once (unwind_bridge.c)
 #   make fork-progs       tests/bridge/test_bridge_fork.sh's: fork_client.c
 #   make mpi-progs        tests/bridge/test_bridge_mpi.sh's: mpi_client.c, by the MPI compiler wrapper
-#   make bridge-progs     also the copy of libgdrapi.so.2 whose pool chunks wherever it may
-#                         ($(BUILD)/tests/bridge/spans/: spans_yes.c), for the chunked blocks
 
 BRIDGE_CLIENT := $(BUILD)/tests/bridge/bridge_client $(BUILD)/tests/bridge/ipc_client \
                  $(BUILD)/tests/bridge/alloc_client
@@ -137,23 +135,13 @@ $(MPI_CLIENT): tests/bridge/mpi_client.c $(SCRIPT_CLIENT_DEPS) $(FAKE_DIR)/cuda-
 	$(MPICC) $(PROG_CFLAGS) $(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) -Itests/fake -o $@ $< \
 	    $(TEST_KIT_SRCS) $(FAKE_CUDA_VMM_LINK) $(LINK_LIBGDRAPI) -ldl $(ALL_LDFLAGS)
 
-# libgdrapi.so.2 with the backends' answer to vr_pins_can_span made yes (spans_yes.c): its
-# pool makes large requests of chunks under vramio-run with the stand-ins. First on a client's
-# LD_LIBRARY_PATH, it is the one the bridge and the client load (both have it by RUNPATH).
-BRIDGE_SPANS_LIB := $(BUILD)/tests/bridge/spans/$(LIB_SONAME)
-$(BRIDGE_SPANS_LIB): tests/bridge/spans_yes.c $(LIB_OBJS) $(LIB_MAP)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=$(LIB_MAP) \
-	    -Wl,--wrap=vr_pins_can_span -Wl,-z,nodelete $(ALL_LDFLAGS) -o $@ $< $(LIB_OBJS) -ldl -lpthread
-
 .PHONY: bridge-progs interpose-progs users-progs shim-progs fuzz-ipc fork-progs mpi-progs
 mpi-progs: $(MPI_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fork-progs: $(FORK_CLIENT) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 fuzz-ipc: $(FUZZ_IPC) $(FAKE_CUDA_VMM)
 users-progs: $(USERS_CLIENT) $(USERS_EVIL) $(FAKE_CUDA_VMM)
 shim-progs: $(SHIM_CLIENT) $(SHIM_UNWIND) $(FAKE_CUDA_VMM)
-bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(BRIDGE_SPANS_LIB) $(FAKE_CUDA_VMM) \
-    $(FAKE_VULKAN)
+bridge-progs: $(BRIDGE_CLIENT) $(BRIDGE_RUNTIME_HERE) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 interpose-progs: $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
-SCRIPT_PROGS += $(BRIDGE_CLIENT) $(BRIDGE_SPANS_LIB) $(FORK_CLIENT) $(BRIDGE_RUNTIME_HERE) \
-                $(INTERPOSE_PROGS) $(INTERPOSE_LIBS) $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)
+SCRIPT_PROGS += $(BRIDGE_CLIENT) $(FORK_CLIENT) $(BRIDGE_RUNTIME_HERE) $(INTERPOSE_PROGS) \
+                $(INTERPOSE_LIBS) $(USERS_CLIENT) $(USERS_EVIL) $(SHIM_CLIENT) $(SHIM_UNWIND)

@@ -22,9 +22,9 @@
  * An open whose exporter is behind (its listening backlog full) must wait for it through the
  * signals that the program handles (SA_RESTART), not fail at the first one.
  *
- * With "chunks" after FAKE_DIR (and VRAMIO_POOL_CHUNK_MB=4, the library of
- * $(BUILD)/tests/bridge/spans/ first on the path: its pool chunks), a 9 MiB block is made of
- * chunks (CHUNKS_EXPECTED of the stand-in's allocations: 3, or 1 where chunks are off): its
+ * With "chunks" after FAKE_DIR (and VRAMIO_POOL_CHUNK_MB=4: the stand-in Vulkan offers placed
+ * maps, so the pool chunks), a 9 MiB block is made of chunks (CHUNKS_EXPECTED of the
+ * stand-in's allocations: 3, or 1 where chunks are off): its
  * range and pointer attributes from an address in every chunk are the block's, as for one
  * allocation; its handle, opened by the importer, reads each chunk's bytes, takes a write
  * across a chunk seam that the exporter then reads, and closes with nothing left in either
