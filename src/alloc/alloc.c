@@ -13,6 +13,13 @@
  * pin inside a block finds the slab's allocation (cuMemRetainAllocationHandle), so the vulkan
  * backend imports each slab once however many blocks are pinned. The pools know every
  * address they handed out, so vramio_free of anything else is a clean EINVAL.
+ *
+ * A request above the chunk size (VRAMIO_POOL_CHUNK_MB, 1 GiB) is made of chunks: one
+ * allocation per chunk, mapped side by side in one reservation, so that a pin inside it
+ * imports the chunk it touches, not the whole block (docs/large-allocations.md: a 1 MiB pin in
+ * a 59 GiB allocation could not be imported at all). Only where a backend that gdr_open would
+ * use pins across chunks (vr_pins_can_span, asked once per GPU) and the driver describes a
+ * chunk as its own allocation (checked on the first chunked block); else one allocation.
  */
 #include <errno.h>
 #include <pthread.h>
