@@ -7,7 +7,8 @@
  * (the stand-in's count of live handles: a mapping holds its handle, so a leaked mapping
  * shows too), a failure in the third chunk that leaves nothing (handles, mappings, the
  * reservation), and one allocation where chunks are off (VRAMIO_POOL_CHUNK_MB=0, a value
- * that is no multiple of the granularity, a GPU whose backends cannot pin across chunks).
+ * that is no multiple of the granularity, a GPU whose backends cannot pin across chunks, a
+ * driver that does not describe a chunk as an allocation of its own: the pool's check).
  *
  * Whether the backends can pin across chunks is the core's answer (vr_pins_can_span): wrapped
  * here (-Wl,--wrap), answered from WB_SPANS (default 1) and counted, so the pool's side is
@@ -184,6 +185,11 @@ static void mode_one(void)
             "asked %d times", span_calls);
     t_check(vramio_free(d) == 0 && live_handles() == before, "freed", "%d handles more",
             live_handles() - before);
+    /* The pool's decision stands: the next request is one allocation too, nothing asked. */
+    t_check(vramio_alloc(0, 9 * MIB, &d) == 0 && live_handles() - before == 1 &&
+            span_calls == (asked ? atoi(asked) : 0) && vramio_free(d) == 0 &&
+            live_handles() == before, "decision_kept", "%d handles, asked %d times",
+            live_handles() - before, span_calls);
 }
 
 /* Two GPUs: each pool asks once for its own GPU. */
@@ -219,6 +225,11 @@ static const struct child cases[] = {
     { "chunks/off_not_a_number", mode_one, { "VRAMIO_POOL_CHUNK_MB=4x" } },
     { "chunks/off_cannot_span", mode_one, { "VRAMIO_POOL_CHUNK_MB=4", "WB_SPANS=0",
                                             "WB_EXPECT_ASKED=1" } },
+    /* A driver that gives the first chunk's handle for an address in the second: the first
+     * chunked block fails the pool's check, is undone and made as one allocation. */
+    { "chunks/driver_not_per_chunk", mode_one, { "VRAMIO_POOL_CHUNK_MB=4",
+                                                 "FAKE_CUDA_RETAIN_FIRST=1",
+                                                 "WB_EXPECT_ASKED=1" } },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
