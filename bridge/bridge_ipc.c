@@ -285,9 +285,10 @@ static int export_fd(const struct vb_ipc_req *req, struct vb_ipc_fds *out)
 
 /* The slab a handle names for the block [bbase, bbase + bsize): the driver's allocation
  * around it, or, for a block the pool made of chunks (the driver's allocation at its start
- * is smaller than the block), the block itself. */
+ * is smaller than the block), the block itself; *chunks: how many chunks of the first one's
+ * size it takes (1 for a slab). */
 static CUresult slab_of(const struct vr_cuda *t, CUdeviceptr bbase, size_t bsize,
-                        struct vb_ipc_req *slab, int *chunked)
+                        struct vb_ipc_req *slab, int *chunked, size_t *chunks)
 {
     unsigned long long id = 0;
     CUdeviceptr sbase = 0;
@@ -300,6 +301,7 @@ static CUresult slab_of(const struct vr_cuda *t, CUdeviceptr bbase, size_t bsize
     if (r != CUDA_SUCCESS)
         return r;
     *chunked = sbase == bbase && ssize < bsize;
+    *chunks = *chunked ? (bsize + ssize - 1) / ssize : 1;
     memset(slab, 0, sizeof(*slab));
     slab->base = sbase;
     slab->id = id;
@@ -313,7 +315,7 @@ static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
     unsigned long long bbase = 0, block_id = 0;
     struct vb_ipc_handle h;
     struct vb_ipc_req slab;
-    size_t bsize = 0;
+    size_t bsize = 0, chunks = 1;
     CUcontext ctx = NULL;
     uint64_t nonce;
     int chunked = 0;
@@ -323,15 +325,20 @@ static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!out || !dptr || vramio_alloc_range(dptr, &bbase, &bsize))
         return t->cuIpcGetMemHandle(out, dptr);
-    r = slab_of(t, (CUdeviceptr)bbase, bsize, &slab, &chunked);
+    r = slab_of(t, (CUdeviceptr)bbase, bsize, &slab, &chunked, &chunks);
     if (r == CUDA_SUCCESS)
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB):
-     * the driver's answer for VMM memory. */
-    if (slab.size % VB_IPC_UNIT || slab.size / VB_IPC_UNIT > UINT32_MAX)
+    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB), or
+     * a block of more chunks than one answer carries (VB_IPC_MAX_CHUNKS: 240 GiB at the
+     * default chunk size): the driver's answer for VMM memory, not a handle no open takes. */
+    if (slab.size % VB_IPC_UNIT || slab.size / VB_IPC_UNIT > UINT32_MAX ||
+        chunks > VB_IPC_MAX_CHUNKS) {
+        vb_log("ipc: block 0x%llx (%zu bytes, %zu chunks): no handle of the bridge's", bbase,
+               bsize, chunks);
         return t->cuIpcGetMemHandle(out, dptr);
+    }
     if (!vb_block_id((CUdeviceptr)bbase, 1, &block_id))
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (vb_ipc_server_start(export_fd, &nonce) || remember(&slab, ctx, chunked))

@@ -29,7 +29,9 @@
  * allocation; its handle, opened by the importer, reads each chunk's bytes, takes a write
  * across a chunk seam that the exporter then reads, and closes with nothing left in either
  * process; handles forged to name other chunks (the block's handle as a slab's, a slab's as
- * a block of chunks, the block's reservation claimed larger) open nothing.
+ * a block of chunks, the block's reservation claimed larger) open nothing. With "many"
+ * (VRAMIO_POOL_CHUNK_MB=2), a block of as many chunks as one answer carries is opened whole,
+ * and one of a chunk more gets no handle.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -725,6 +727,67 @@ static void chunks_exporter(void)
     cuMemFree(a);
 }
 
+/* ---- a block of as many chunks as one answer carries, and one more ------------------------ */
+#define MAX_CHUNKS 240u                /* bridge/bridge.h, VB_IPC_MAX_CHUNKS */
+#define CHUNK2 (2u << 20)              /* VRAMIO_POOL_CHUNK_MB=2 */
+
+/* The importer of the block of MAX_CHUNKS chunks (IPC_C): its last chunk reads 0x6d. */
+static void many_importer(void)
+{
+    CUipcMemHandle hc;
+    CUdeviceptr p = 0;
+    CUresult r;
+    char why[160];
+    int live0 = fake_vmm_live();
+
+    alarm(60);
+    if (handle_env("IPC_C", &hc)) {
+        t_fail("bridge/ipc/many/handle_passed", "no handle in the environment");
+        return;
+    }
+    r = cuIpcOpenMemHandle(&p, hc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (!t_check(r == CUDA_SUCCESS, "bridge/ipc/many/open", "result %d", (int)r))
+        return;
+    t_check(fake_imports() == (int)MAX_CHUNKS &&
+            range_is(p, (size_t)MAX_CHUNKS * CHUNK2, why, sizeof(why)) &&
+            all_are(p + (MAX_CHUNKS - 1) * (CUdeviceptr)CHUNK2, 64, 0x6d),
+            "bridge/ipc/many/opened_whole", "%d imports; %s", fake_imports(), why);
+    r = cuIpcCloseMemHandle(p);
+    t_check(r == CUDA_SUCCESS && fake_vmm_live() == live0, "bridge/ipc/many/closed",
+            "result %d, %d allocations held", (int)r, fake_vmm_live() - live0);
+}
+
+/* A block of MAX_CHUNKS chunks shared whole; one of a chunk more gets no handle (the driver's
+ * answer for VMM memory) rather than one that no open could take. */
+static void many_exporter(void)
+{
+    char vc[160], out[8192];
+    const char *env[2];
+    CUipcMemHandle hc;
+    CUdeviceptr c = 0, more = 0;
+    int live0 = fake_vmm_live(), sig = 0, st;
+    CUresult r;
+
+    if (!t_check(!cuMemAlloc(&c, (size_t)MAX_CHUNKS * CHUNK2) &&
+                 fake_vmm_live() - live0 == (int)MAX_CHUNKS, "bridge/ipc/many/alloc",
+                 "%d allocations", fake_vmm_live() - live0))
+        return;
+    memset((void *)(uintptr_t)(c + (MAX_CHUNKS - 1) * (CUdeviceptr)CHUNK2), 0x6d, 64);
+    if (!t_check(!cuIpcGetMemHandle(&hc, c), "bridge/ipc/many/handle", "refused"))
+        return;
+    memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
+    env[0] = vc, env[1] = NULL;
+    st = t_run_self("many_import", env, out, sizeof(out), &sig);
+    fputs(out, stdout);
+    t_check(st == 0, "bridge/ipc/many/importer_ran", "status %d signal %d", st, sig);
+    r = cuMemAlloc(&more, (size_t)(MAX_CHUNKS + 1) * CHUNK2);
+    t_check(r == CUDA_SUCCESS && cuIpcGetMemHandle(&hc, more) != CUDA_SUCCESS,
+            "bridge/ipc/many/one_chunk_more_no_handle", "alloc %d, a handle made", (int)r);
+    t_check(!cuMemFree(c) && !cuMemFree(more) && fake_vmm_live() == live0,
+            "bridge/ipc/many/free_leaves_nothing", "%d allocations held",
+            fake_vmm_live() - live0);
+}
+
 int main(int argc, char **argv)
 {
     const char *child = t_child_mode(argc, argv);
@@ -735,8 +798,12 @@ int main(int argc, char **argv)
         importer_plain();
     else if (child && !strcmp(child, "chunks_import"))
         chunks_importer();
+    else if (child && !strcmp(child, "many_import"))
+        many_importer();
     else if (argc > 2 && !strcmp(argv[2], "chunks"))
         chunks_exporter();
+    else if (argc > 2 && !strcmp(argv[2], "many"))
+        many_exporter();
     else if (argc > 1)
         exporter(argv[1]);
     else

@@ -58,6 +58,9 @@ out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
       VRAMIO_POOL_CHUNK_MB=4 CHUNKS_EXPECTED=3 timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" \
       chunks 2>&1)
 t_relay bridge/ipc/chunks/exit $? "$out"
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
+      VRAMIO_POOL_CHUNK_MB=2 timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" many 2>&1)
+t_relay bridge/ipc/many/exit $? "$out"
 for off in chunks_off:VRAMIO_POOL_CHUNK_MB=0 chunks_no_placed:FAKE_VK_NO_PLACED=1; do
     out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
           VRAMIO_POOL_CHUNK_MB=4 "${off#*:}" CHUNKS_EXPECTED=1 timeout 90 "$run" \
