@@ -63,18 +63,36 @@ int vb_block_id(CUdeviceptr base, int make, unsigned long long *id);
 /* bridge_ipc_server.c: an importer asks the exporting process whether a block it has a
  * handle of is still that block, and for its slab's POSIX fd when it has not mapped the slab
  * yet. The request's bytes, as sent (both ends are one build of the bridge: a request of
- * another size is refused). */
+ * another size is refused). A slab that is a pool block of several chunks (alloc.c: VMM
+ * allocations side by side in one reservation) is asked about with VB_IPC_CHUNKS: its answer
+ * is a struct vb_ipc_chunks_reply with one fd per chunk, where a slab's is a status alone. */
 struct vb_ipc_req {
     uint64_t base, id, size;  /* the slab: its address, the driver's BUFFER_ID for it, size */
     uint64_t offset, bsize;   /* the block: from the slab's start, its size */
     uint64_t block_id;        /* and its identity (vb_block_id) */
-    uint32_t flags;           /* VB_IPC_WANT_FD, or 0: only whether the block is still there */
+    uint32_t flags;           /* VB_IPC_WANT_FD, VB_IPC_CHUNKS, or 0 */
     uint32_t zero;            /* 0 */
 };
 #define VB_IPC_WANT_FD 1u
-/* The exporter's answer to a request: 0 (with a new fd of the slab in *fd when the request
- * wants one, listed by vb_ipc_fd_list_locked, else *fd untouched) or a positive errno. */
-typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, int *fd);
+#define VB_IPC_CHUNKS  2u
+/* Chunks of one block that one answer carries: the kernel passes at most 253 descriptors in
+ * one message (SCM_MAX_FD); 240 GiB at the pool's default chunk of 1 GiB. */
+#define VB_IPC_MAX_CHUNKS 240u
+struct vb_ipc_chunks_reply {
+    int32_t status;           /* 0 or a positive errno */
+    uint32_t nfd;             /* the fds that come with it: one per chunk, in address order */
+    uint64_t chunk;           /* each chunk's size but the last's, which is the rest */
+};
+/* What the exporter gives: n new fds (each listed by vb_ipc_fd_list_locked), the chunk size
+ * when they are a block's chunks. */
+struct vb_ipc_fds {
+    int fd[VB_IPC_MAX_CHUNKS];
+    unsigned n;
+    uint64_t chunk;
+};
+/* The exporter's answer to a request: 0 (with the slab's new fds in *out when the request
+ * wants them: one for a slab, one per chunk with VB_IPC_CHUNKS) or a positive errno. */
+typedef int (*vb_ipc_export_fn)(const struct vb_ipc_req *req, struct vb_ipc_fds *out);
 /* Start this process's server (once; again in a forked child): 0 with its nonce, or errno. */
 int vb_ipc_server_start(vb_ipc_export_fn export_fd, uint64_t *nonce);
 /* Answer one connection c (a request, then the reply) with the started server's export
@@ -87,6 +105,11 @@ int vb_ipc_is_self(uint32_t pid, uint64_t nonce);
  * one, listed), or a positive errno (the server's, or of the exchange). */
 int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
                  int *fd);
+/* The same for a block of chunks (req has VB_IPC_CHUNKS): 0 with, when req wants them, the
+ * chunks' fds (each listed) and the chunk size in *out, or a positive errno. Only the shape of
+ * the answer is checked here: its sizes are the exporter's word. */
+int vb_ipc_fetch_chunks(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                        struct vb_ipc_fds *out);
 /* The slabs' fds on their way between processes, listed so that a fork's child closes them
  * (bridge_ipc_server.c says why): made and listed under vb_ipc_fds_take (the list's lock,
  * never held while waiting for another process; vb_ipc_fd_list_locked: 0, or errno with fd

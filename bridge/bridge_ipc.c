@@ -16,6 +16,12 @@
  * the handle's offset, with its size and identity. The slab's POSIX fd goes with the answer
  * when the opener has not mapped the slab yet. Every other handle is the driver's business.
  *
+ * A large block that the pool made of chunks (alloc.c) is its own slab: the handle names its
+ * reservation (bridge_ipc.h, VB_IPC_MAGIC_CHUNKS), and the answer carries one POSIX fd per
+ * chunk with the chunk size, the chunks found as the driver describes them (each its own
+ * allocation, one after the other from the block's start), so the opener maps them side by
+ * side as the pool did.
+ *
  * A handle opened in a process that does not run under vramio-run reaches the real driver,
  * which refuses it with an error (CUDA_ERROR_INVALID_VALUE): a program sees a clean failure.
  */
@@ -37,6 +43,7 @@ struct exported {
     struct exported *next;
     struct vb_ipc_req slab;
     CUcontext ctx;
+    int chunked;             /* a pool block of chunks, its own slab */
 };
 static struct exported *exports;
 static unsigned n_exports;
@@ -71,22 +78,35 @@ static void forget_locked(struct exported **pp)
     n_exports--;
 }
 
-/* Whether a slab is still the one its handle named: same address, size and id. */
-static int still_there(const struct vr_cuda *t, const struct vb_ipc_req *slab, CUcontext ctx)
+/* Whether a slab is still the one its handle named: same address, size and id (ctx pushed).
+ * A block of chunks: the pool's block at its address, of its size, and the driver's BUFFER_ID
+ * of its first chunk, whose own range the driver answers there (a chunk, not the block). */
+static int same_slab(const struct vr_cuda *t, const struct vb_ipc_req *slab, int chunked)
 {
-    unsigned long long id = 0;
+    unsigned long long id = 0, pbase = 0;
     CUdeviceptr base = 0;
-    size_t size = 0;
+    size_t size = 0, psize = 0;
+
+    if (t->cuMemGetAddressRange(&base, &size, (CUdeviceptr)slab->base) != CUDA_SUCCESS ||
+        base != slab->base ||
+        t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 (CUdeviceptr)slab->base) != CUDA_SUCCESS || id != slab->id)
+        return 0;
+    if (!chunked)
+        return size == slab->size;
+    return size < slab->size && !vramio_alloc_range(slab->base, &pbase, &psize) &&
+           pbase == slab->base && psize == slab->size;
+}
+
+static int still_there(const struct vr_cuda *t, const struct vb_ipc_req *slab, CUcontext ctx,
+                       int chunked)
+{
     CUcontext popped;
     int same;
 
     if (!ctx || t->cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
         return 0;
-    same = t->cuMemGetAddressRange(&base, &size, (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
-           base == slab->base && size == slab->size &&
-           t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                    (CUdeviceptr)slab->base) == CUDA_SUCCESS &&
-           id == slab->id;
+    same = same_slab(t, slab, chunked);
     t->cuCtxPopCurrent(&popped);
     return same;
 }
@@ -101,7 +121,7 @@ static void prune_locked(const struct vr_cuda *t)
     struct exported **pp = &exports;
 
     while (*pp) {
-        if (still_there(t, &(*pp)->slab, (*pp)->ctx))
+        if (still_there(t, &(*pp)->slab, (*pp)->ctx, (*pp)->chunked))
             pp = &(*pp)->next;
         else
             forget_locked(pp);
@@ -109,7 +129,7 @@ static void prune_locked(const struct vr_cuda *t)
     prune_at = n_exports + PRUNE_AT; /* amortized: a full walk per PRUNE_AT new slabs */
 }
 
-static int remember(const struct vb_ipc_req *slab, CUcontext ctx)
+static int remember(const struct vb_ipc_req *slab, CUcontext ctx, int chunked)
 {
     struct exported *e;
 
@@ -121,6 +141,7 @@ static int remember(const struct vb_ipc_req *slab, CUcontext ctx)
         n_exports++;
         e->slab = *slab;
         e->ctx = ctx;
+        e->chunked = chunked;
         e->next = exports;
         exports = e;
     }
@@ -140,46 +161,13 @@ static int block_still_there(const struct vb_ipc_req *req)
            vb_block_id((CUdeviceptr)base, 0, &id) && id == req->block_id;
 }
 
-/* The server's question: whether req's block is still there (0 or ENOENT) and, when req
- * wants it, a new POSIX fd of its slab in *fd. */
-static int export_fd(const struct vb_ipc_req *req, int *fd)
+/* A new POSIX fd of the allocation at a, listed (see bridge_ipc_server.c): 0 or ENOENT/EIO. */
+static int export_one(const struct vr_cuda *t, CUdeviceptr a, int *fd)
 {
-    const struct vr_cuda *t = vb_real();
     CUmemGenericAllocationHandle h;
-    struct exported *e;
-    CUcontext ctx = NULL;
     CUresult r;
 
-    if (!t)
-        return ENODEV;
-    if (!req->size || !req->bsize || req->offset >= req->size ||
-        req->bsize > req->size - req->offset)
-        return EINVAL;
-    lock_take();
-    e = *exported_link(req->id);
-    if (e && e->slab.base == req->base && e->slab.size == req->size)
-        ctx = e->ctx;
-    lock_drop();
-    if (!ctx)
-        return ENOENT;
-    if (!still_there(t, req, ctx)) {
-        struct exported **pp;
-
-        lock_take(); /* freed since: forget it */
-        pp = exported_link(req->id);
-        if (*pp)
-            forget_locked(pp);
-        lock_drop();
-        return ENOENT;
-    }
-    if (!block_still_there(req)) {
-        vb_log("ipc: block 0x%llx for a peer: not the block of its handle (freed since)",
-               (unsigned long long)(req->base + req->offset));
-        return ENOENT;
-    }
-    if (!(req->flags & VB_IPC_WANT_FD))
-        return 0;
-    if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)req->base) != CUDA_SUCCESS)
+    if (t->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)a) != CUDA_SUCCESS)
         return ENOENT;
     /* Made and listed in one hold of the lock that a fork takes: a fork by another thread
      * finds the fd not made yet or listed, and its child closes it (bridge_ipc_server.c).
@@ -197,60 +185,179 @@ static int export_fd(const struct vb_ipc_req *req, int *fd)
     }
     vb_ipc_fds_drop();
     t->cuMemRelease(h);
-    vb_log("ipc: slab 0x%llx for a peer: %s", (unsigned long long)req->base,
-           r == CUDA_SUCCESS ? "fd sent" : "export failed");
     return r == CUDA_SUCCESS ? 0 : EIO;
+}
+
+/* One fd per chunk of the block of chunks req names, in out (ctx pushed): the chunks as the
+ * driver describes them, one after the other from the block's start, all of one size but the
+ * last (the pool's layout; any other is refused). */
+static int export_chunks(const struct vr_cuda *t, const struct vb_ipc_req *req,
+                         struct vb_ipc_fds *out)
+{
+    CUdeviceptr at = (CUdeviceptr)req->base, end = at + req->size, cb = 0;
+    size_t cs = 0;
+    int rc = 0;
+
+    out->chunk = 0;
+    while (at < end && !rc) {
+        if (t->cuMemGetAddressRange(&cb, &cs, at) != CUDA_SUCCESS || cb != at || !cs ||
+            cs > end - at || (out->chunk && cs != out->chunk && at + cs != end) ||
+            (out->chunk && cs > out->chunk) || out->n == VB_IPC_MAX_CHUNKS) {
+            rc = out->n == VB_IPC_MAX_CHUNKS ? E2BIG : ENOENT;
+            break;
+        }
+        if (!out->chunk)
+            out->chunk = cs;
+        rc = export_one(t, at, &out->fd[out->n]);
+        if (!rc)
+            out->n++;
+        at += cs;
+    }
+    if (!rc && out->n < 2)
+        rc = ENOENT;
+    if (rc)
+        while (out->n)
+            vb_ipc_fd_close(out->fd[--out->n]);
+    return rc;
+}
+
+static int export_chunks_in(const struct vr_cuda *t, const struct vb_ipc_req *req, CUcontext ctx,
+                            struct vb_ipc_fds *out)
+{
+    CUcontext popped;
+    int rc;
+
+    if (t->cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
+        return ENOENT;
+    rc = export_chunks(t, req, out);
+    t->cuCtxPopCurrent(&popped);
+    return rc;
+}
+
+/* The server's question: whether req's block is still there (0 or ENOENT) and, when req
+ * wants them, new POSIX fds of its slab (one) or of its chunks in *out. */
+static int export_fd(const struct vb_ipc_req *req, struct vb_ipc_fds *out)
+{
+    const struct vr_cuda *t = vb_real();
+    struct exported *e;
+    CUcontext ctx = NULL;
+    int chunked = (req->flags & VB_IPC_CHUNKS) != 0, rc;
+
+    if (!t)
+        return ENODEV;
+    if (!req->size || !req->bsize || req->offset >= req->size ||
+        req->bsize > req->size - req->offset)
+        return EINVAL;
+    lock_take();
+    e = *exported_link(req->id);
+    /* A slab is asked about as it was exported: a block of chunks with VB_IPC_CHUNKS. */
+    if (e && e->slab.base == req->base && e->slab.size == req->size && e->chunked == chunked)
+        ctx = e->ctx;
+    lock_drop();
+    if (!ctx)
+        return ENOENT;
+    if (!still_there(t, req, ctx, chunked)) {
+        struct exported **pp;
+
+        lock_take(); /* freed since: forget it */
+        pp = exported_link(req->id);
+        if (*pp)
+            forget_locked(pp);
+        lock_drop();
+        return ENOENT;
+    }
+    if (!block_still_there(req)) {
+        vb_log("ipc: block 0x%llx for a peer: not the block of its handle (freed since)",
+               (unsigned long long)(req->base + req->offset));
+        return ENOENT;
+    }
+    if (!(req->flags & VB_IPC_WANT_FD))
+        return 0;
+    rc = chunked ? export_chunks_in(t, req, ctx, out) : export_one(t, (CUdeviceptr)req->base,
+                                                                   &out->fd[0]);
+    if (!rc && !chunked)
+        out->n = 1;
+    vb_log("ipc: %s 0x%llx for a peer: %s", chunked ? "block of chunks" : "slab",
+           (unsigned long long)req->base,
+           rc ? "export failed" : chunked ? "fds sent" : "fd sent");
+    return rc;
+}
+
+/* The slab a handle names for the block [bbase, bbase + bsize): the driver's allocation
+ * around it, or, for a block the pool made of chunks (the driver's allocation at its start
+ * is smaller than the block), the block itself; *chunks: how many chunks of the first one's
+ * size it takes (1 for a slab). */
+static CUresult slab_of(const struct vr_cuda *t, CUdeviceptr bbase, size_t bsize,
+                        struct vb_ipc_req *slab, int *chunked, size_t *chunks)
+{
+    unsigned long long id = 0;
+    CUdeviceptr sbase = 0;
+    size_t ssize = 0;
+    CUresult r;
+
+    r = t->cuMemGetAddressRange(&sbase, &ssize, bbase);
+    if (r == CUDA_SUCCESS)
+        r = t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, sbase);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *chunked = sbase == bbase && ssize < bsize;
+    *chunks = *chunked ? (bsize + ssize - 1) / ssize : 1;
+    memset(slab, 0, sizeof(*slab));
+    slab->base = sbase;
+    slab->id = id;
+    slab->size = *chunked ? bsize : ssize;
+    return CUDA_SUCCESS;
 }
 
 static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
     const struct vr_cuda *t = vb_real();
-    unsigned long long bbase = 0, id = 0, block_id = 0;
+    unsigned long long bbase = 0, block_id = 0;
     struct vb_ipc_handle h;
     struct vb_ipc_req slab;
-    CUdeviceptr sbase = 0;
-    size_t bsize = 0, slab_size = 0;
+    size_t bsize = 0, chunks = 1;
     CUcontext ctx = NULL;
     uint64_t nonce;
+    int chunked = 0;
     CUresult r;
 
     if (!t || !t->cuIpcGetMemHandle)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!out || !dptr || vramio_alloc_range(dptr, &bbase, &bsize))
         return t->cuIpcGetMemHandle(out, dptr);
-    r = t->cuMemGetAddressRange(&sbase, &slab_size, (CUdeviceptr)bbase);
-    if (r == CUDA_SUCCESS)
-        r = t->cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, sbase);
+    r = slab_of(t, (CUdeviceptr)bbase, bsize, &slab, &chunked, &chunks);
     if (r == CUDA_SUCCESS)
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB):
-     * the driver's answer for VMM memory. */
-    if (slab_size % VB_IPC_UNIT || slab_size / VB_IPC_UNIT > UINT32_MAX)
+    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB), or
+     * a block of more chunks than one answer carries (VB_IPC_MAX_CHUNKS: 240 GiB at the
+     * default chunk size): the driver's answer for VMM memory, not a handle no open takes. */
+    if (slab.size % VB_IPC_UNIT || slab.size / VB_IPC_UNIT > UINT32_MAX ||
+        chunks > VB_IPC_MAX_CHUNKS) {
+        vb_log("ipc: block 0x%llx (%zu bytes, %zu chunks): no handle of the bridge's", bbase,
+               bsize, chunks);
         return t->cuIpcGetMemHandle(out, dptr);
+    }
     if (!vb_block_id((CUdeviceptr)bbase, 1, &block_id))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    memset(&slab, 0, sizeof(slab));
-    slab.base = sbase;
-    slab.id = id;
-    slab.size = slab_size;
-    if (vb_ipc_server_start(export_fd, &nonce) || remember(&slab, ctx))
+    if (vb_ipc_server_start(export_fd, &nonce) || remember(&slab, ctx, chunked))
         return CUDA_ERROR_OPERATING_SYSTEM;
     memset(&h, 0, sizeof(h));
-    h.magic = VB_IPC_MAGIC;
+    h.magic = chunked ? VB_IPC_MAGIC_CHUNKS : VB_IPC_MAGIC;
     h.pid = (uint32_t)getpid();
     h.uid = (uint32_t)geteuid();
     h.nonce = nonce;
-    h.slab_base = sbase;
-    h.slab_id = id;
-    h.slab_units = (uint32_t)(slab_size / VB_IPC_UNIT);
+    h.slab_base = slab.base;
+    h.slab_id = slab.id;
+    h.slab_units = (uint32_t)(slab.size / VB_IPC_UNIT);
     h.block_id = block_id;
-    h.offset = bbase - sbase;
+    h.offset = bbase - slab.base;
     h.size = bsize;
     memcpy(out, &h, sizeof(h));
-    vb_log("ipc: handle of block 0x%llx (%zu bytes, slab 0x%llx + %llu)", bbase, bsize,
-           (unsigned long long)sbase, (unsigned long long)h.offset);
+    vb_log("ipc: handle of block 0x%llx (%zu bytes, %s 0x%llx + %llu)", bbase, bsize,
+           chunked ? "its own chunks at" : "slab", (unsigned long long)slab.base,
+           (unsigned long long)h.offset);
     return CUDA_SUCCESS;
 }
 

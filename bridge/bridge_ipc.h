@@ -10,6 +10,13 @@
  * since names no live block, even when another lies in its place). Every field is the
  * exporter's word, and the exporter may be another user: the opener bounds what it returns
  * by what it mapped itself, never by what the handle claims.
+ *
+ * A pool block made of chunks (alloc.c: several VMM allocations side by side in one
+ * reservation) has a handle of its own magic, VB_IPC_MAGIC_CHUNKS, with the same fields: its
+ * slab is the block's reservation (its address, the driver's BUFFER_ID of its first chunk, its
+ * size), the block at offset 0 of it. Its opener asks with VB_IPC_CHUNKS and maps one fd per
+ * chunk side by side in a reservation of the slab's size: again what it returns is bounded
+ * by that reservation, every byte of which it mapped itself.
  */
 #ifndef VRAMIO_BRIDGE_IPC_H
 #define VRAMIO_BRIDGE_IPC_H
@@ -21,6 +28,8 @@
 /* "VRI2": the second layout (the first, "VRIP", had no block identity; its handles go to
  * the driver, which refuses them). */
 #define VB_IPC_MAGIC 0x56524932u
+/* "VRC2": a handle of a block of chunks. */
+#define VB_IPC_MAGIC_CHUNKS 0x56524332u
 /* The slab's size travels in these units: 32 bits of them reach 16 TiB, and VMM sizes are
  * whole multiples of the allocation granularity (2 MiB on NVIDIA's GPUs). */
 #define VB_IPC_UNIT 4096u
@@ -49,7 +58,14 @@ static inline int vb_ipc_handle_sane(const struct vb_ipc_handle *h)
     return h->pid && h->slab_units && h->size && h->offset < n && h->size <= n - h->offset;
 }
 
-/* The request that asks the exporter about h's block (flags: VB_IPC_WANT_FD or 0). */
+/* Whether h names a block of chunks (else a block in a slab). */
+static inline int vb_ipc_handle_chunked(const struct vb_ipc_handle *h)
+{
+    return h->magic == VB_IPC_MAGIC_CHUNKS;
+}
+
+/* The request that asks the exporter about h's block (flags: VB_IPC_WANT_FD or 0;
+ * VB_IPC_CHUNKS is added for a block of chunks). */
 static inline void vb_ipc_request_of(const struct vb_ipc_handle *h, uint32_t flags,
                                      struct vb_ipc_req *req)
 {
@@ -60,7 +76,7 @@ static inline void vb_ipc_request_of(const struct vb_ipc_handle *h, uint32_t fla
     req->offset = h->offset;
     req->bsize = h->size;
     req->block_id = h->block_id;
-    req->flags = flags;
+    req->flags = flags | (vb_ipc_handle_chunked(h) ? VB_IPC_CHUNKS : 0);
 }
 
 #endif /* VRAMIO_BRIDGE_IPC_H */

@@ -21,6 +21,12 @@
  *
  * The mapping holds the slab's memory: a block freed by its owner while another process has
  * it open stays readable there (the driver calls that undefined; here it is safe).
+ *
+ * A block the exporter's pool made of chunks (bridge_ipc.h, VB_IPC_MAGIC_CHUNKS) comes as one
+ * fd per chunk with the chunk size: a reservation of the slab's size (what the handle names)
+ * is made here and each chunk mapped at its place in it, the driver refusing a chunk claimed
+ * larger than its allocation; an answer whose chunks do not fill the reservation exactly is
+ * refused. So the block returned still lies in memory mapped here, every byte of it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -46,6 +52,8 @@ struct import {
     struct vb_ipc_req slab;  /* base, id and size: the slab as its handles name it */
     CUdevice dev;
     CUdeviceptr va;          /* where it is mapped here, for slab.size bytes */
+    unsigned nchunks;        /* of a block of chunks (their size: chunk), else 0 */
+    uint64_t chunk;
     struct opened *blocks;
     unsigned nblocks, cap;
 };
@@ -96,7 +104,7 @@ static struct import *import_find(const struct vb_ipc_handle *h, CUdevice dev)
     for (m = imports; m; m = m->next)
         if (m->pid == h->pid && m->uid == h->uid && m->nonce == h->nonce &&
             m->slab.base == h->slab_base && m->slab.id == h->slab_id && m->slab.size == size &&
-            m->dev == dev)
+            m->dev == dev && (m->nchunks != 0) == vb_ipc_handle_chunked(h))
             return m;
     return NULL;
 }
@@ -147,20 +155,33 @@ static CUresult opened_at(struct import *m, const struct vb_ipc_handle *h, CUcon
     return CUDA_SUCCESS;
 }
 
-static void slab_unmap(const struct vr_cuda *t, CUdeviceptr va, size_t size)
+/* The size of chunk i of n chunks of chunk bytes that fill size bytes. */
+static size_t piece_size(uint64_t chunk, unsigned i, unsigned n, size_t size)
 {
-    t->cuMemUnmap(va, size);
+    return i + 1 < n ? (size_t)chunk : size - (size_t)chunk * (n - 1);
+}
+
+/* Unmap the slab at va of size bytes (its first mapped chunks of chunk bytes, or the slab
+ * whole when nchunks is 0) and free the reservation. */
+static void slab_unmap(const struct vr_cuda *t, CUdeviceptr va, size_t size, unsigned nchunks,
+                       uint64_t chunk, unsigned mapped)
+{
+    unsigned i;
+
+    if (!nchunks)
+        t->cuMemUnmap(va, size);
+    for (i = 0; i < mapped; i++)
+        t->cuMemUnmap(va + (CUdeviceptr)(chunk * i), piece_size(chunk, i, nchunks, size));
     t->cuMemAddressFree(va, size);
 }
 
-/* Map the slab of size bytes from fd (vb_ipc_fetch's, listed: unlisted and closed here) on
- * device dev. */
-static CUresult import_map(const struct vr_cuda *t, int fd, size_t size, CUdevice dev,
-                           CUdeviceptr *va)
+/* Import fd (vb_ipc_fetch's, listed: unlisted and closed here) and map size bytes of it at p
+ * (reserved) for device dev. */
+static CUresult map_fd_at(const struct vr_cuda *t, int fd, CUdeviceptr p, size_t size,
+                          CUdevice dev)
 {
     CUmemAccessDesc access;
     CUmemGenericAllocationHandle mh;
-    CUdeviceptr p = 0;
     CUresult r;
 
     r = t->cuMemImportFromShareableHandle(&mh, (void *)(uintptr_t)fd,
@@ -168,36 +189,99 @@ static CUresult import_map(const struct vr_cuda *t, int fd, size_t size, CUdevic
     vb_ipc_fd_close(fd);
     if (r != CUDA_SUCCESS)
         return r;
-    r = t->cuMemAddressReserve(&p, size, 0, 0, 0);
+    /* The driver maps no more than the allocation holds. */
+    r = t->cuMemMap(p, size, 0, mh, 0);
     if (r == CUDA_SUCCESS) {
-        /* The driver maps no more than the allocation holds: the slab is that size. */
-        r = t->cuMemMap(p, size, 0, mh, 0);
-        if (r == CUDA_SUCCESS) {
-            memset(&access, 0, sizeof(access));
-            access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            access.location.id = dev;
-            access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            r = t->cuMemSetAccess(p, size, &access, 1);
-            if (r != CUDA_SUCCESS)
-                t->cuMemUnmap(p, size);
-        }
+        memset(&access, 0, sizeof(access));
+        access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access.location.id = dev;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        r = t->cuMemSetAccess(p, size, &access, 1);
         if (r != CUDA_SUCCESS)
-            t->cuMemAddressFree(p, size);
+            t->cuMemUnmap(p, size);
     }
     t->cuMemRelease(mh); /* the mapping holds the memory */
-    if (r == CUDA_SUCCESS)
+    return r;
+}
+
+/* Map the slab of size bytes from fd (vb_ipc_fetch's, listed: unlisted and closed here) on
+ * device dev. */
+static CUresult import_map(const struct vr_cuda *t, int fd, size_t size, CUdevice dev,
+                           CUdeviceptr *va)
+{
+    CUdeviceptr p = 0;
+    CUresult r;
+
+    r = t->cuMemAddressReserve(&p, size, 0, 0, 0);
+    if (r != CUDA_SUCCESS) {
+        vb_ipc_fd_close(fd);
+        return r;
+    }
+    /* The slab is the size of the allocation the exporter sent. */
+    r = map_fd_at(t, fd, p, size, dev);
+    if (r != CUDA_SUCCESS)
+        t->cuMemAddressFree(p, size);
+    else
         *va = p;
     return r;
 }
 
-/* Ask h's exporter about its block (and for the slab's fd with want): 0 or errno. */
-static int ask(const struct vb_ipc_handle *h, int want, int *fd)
+/* Whether f's chunks fill size bytes exactly: all of f->chunk bytes but the last, which holds
+ * the rest (at least one byte, at most a chunk). */
+static int chunks_fill(const struct vb_ipc_fds *f, size_t size)
+{
+    uint64_t before;
+
+    if (f->n < 2 || f->n > VB_IPC_MAX_CHUNKS || !f->chunk || f->chunk >= size)
+        return 0;
+    before = f->chunk * (f->n - 1); /* no overflow: chunk < size, n <= VB_IPC_MAX_CHUNKS */
+    return before / (f->n - 1) == f->chunk && before < size && size - before <= f->chunk;
+}
+
+/* Map the block of chunks of size bytes from f's fds (listed: unlisted and closed here), side
+ * by side in one reservation at *va, on device dev. */
+static CUresult import_map_chunks(const struct vr_cuda *t, struct vb_ipc_fds *f, size_t size,
+                                  CUdevice dev, CUdeviceptr *va)
+{
+    CUdeviceptr p = 0;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    unsigned i = 0, mapped = 0;
+
+    if (chunks_fill(f, size))
+        r = t->cuMemAddressReserve(&p, size, 0, 0, 0);
+    while (r == CUDA_SUCCESS && i < f->n) {
+        r = map_fd_at(t, f->fd[i], p + (CUdeviceptr)(f->chunk * i),
+                      piece_size(f->chunk, i, f->n, size), dev);
+        i++; /* its fd is closed, mapped or not */
+        if (r == CUDA_SUCCESS)
+            mapped = i;
+    }
+    if (r != CUDA_SUCCESS) {
+        while (i < f->n)
+            vb_ipc_fd_close(f->fd[i++]);
+        if (p)
+            slab_unmap(t, p, size, f->n, f->chunk, mapped);
+        return r;
+    }
+    *va = p;
+    return CUDA_SUCCESS;
+}
+
+/* Ask h's exporter about its block (and, with want, for the slab's fd, or its chunks' fds
+ * for a block of chunks, in *f): 0 or errno. */
+static int ask(const struct vb_ipc_handle *h, int want, struct vb_ipc_fds *f)
 {
     struct vb_ipc_req req;
     int rc;
 
+    f->n = 0;
     vb_ipc_request_of(h, want ? VB_IPC_WANT_FD : 0, &req);
-    rc = vb_ipc_fetch(h->uid, h->pid, h->nonce, &req, fd);
+    if (vb_ipc_handle_chunked(h)) {
+        rc = vb_ipc_fetch_chunks(h->uid, h->pid, h->nonce, &req, f);
+    } else {
+        rc = vb_ipc_fetch(h->uid, h->pid, h->nonce, &req, &f->fd[0]);
+        f->n = !rc && want;
+    }
     if (rc)
         vb_log("ipc: process %u refused the block (slab 0x%llx + %llu): %s", h->pid,
                (unsigned long long)h->slab_base, (unsigned long long)h->offset, strerror(rc));
@@ -217,27 +301,31 @@ static void import_unlink(struct import *m)
 
 static void import_free(const struct vr_cuda *t, struct import *m)
 {
-    slab_unmap(t, m->va, m->slab.size);
+    slab_unmap(t, m->va, m->slab.size, m->nchunks, m->chunk, m->nchunks);
     free(m->blocks);
     free(m);
 }
 
-/* A new mapping of h's slab from fd (closed here), linked, with h's block counted. */
-static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *h, int fd,
-                           CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
+/* A new mapping of h's slab from f's fds (closed here), linked, with h's block counted. */
+static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *h,
+                           struct vb_ipc_fds *f, CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
 {
     size_t size = (size_t)h->slab_units * VB_IPC_UNIT;
+    unsigned nchunks = vb_ipc_handle_chunked(h) ? f->n : 0;
     struct import *m;
     CUdeviceptr va = 0;
-    CUresult r = import_map(t, fd, size, dev, &va);
+    CUresult r = nchunks ? import_map_chunks(t, f, size, dev, &va) :
+                           import_map(t, f->fd[0], size, dev, &va);
 
     if (r != CUDA_SUCCESS)
         return r;
     m = calloc(1, sizeof(*m));
     if (!m) {
-        slab_unmap(t, va, size);
+        slab_unmap(t, va, size, nchunks, f->chunk, nchunks);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    m->nchunks = nchunks;
+    m->chunk = f->chunk;
     m->pid = h->pid;
     m->uid = h->uid;
     m->nonce = h->nonce;
@@ -257,13 +345,14 @@ static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *
     return r;
 }
 
-/* One more open of h's block on dev (open_lock held). */
-static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle *h,
-                            CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
+/* One more open of h's block on dev (open_lock held), with room for the exporter's fds in f. */
+static CUresult open_rounds(const struct vr_cuda *t, const struct vb_ipc_handle *h,
+                            CUdevice dev, CUcontext ctx, struct vb_ipc_fds *f,
+                            CUdeviceptr *pdptr)
 {
     struct import *m;
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    int round, known, fd = -1;
+    int round, known;
 
     /* Two rounds at most: a close may unmap the slab while its exporter is asked (closes do
      * not wait on open_lock), and then the second round asks for the fd. */
@@ -276,10 +365,10 @@ static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle 
         lock_drop();
         if (known)
             return r; /* open here already: counted again */
-        if (ask(h, !m, &fd))
+        if (ask(h, !m, f))
             return CUDA_ERROR_INVALID_VALUE;
         if (!m)
-            return import_new(t, h, fd, dev, ctx, pdptr);
+            return import_new(t, h, f, dev, ctx, pdptr);
         lock_take();
         m = import_find(h, dev);
         if (m)
@@ -289,6 +378,20 @@ static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle 
             return r;
     }
     return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The same, with that room from the heap. */
+static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle *h,
+                            CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
+{
+    struct vb_ipc_fds *f = malloc(sizeof(*f)); /* a kilobyte: not on the program's stack */
+    CUresult r;
+
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r = open_rounds(t, h, dev, ctx, f, pdptr);
+    free(f);
+    return r;
 }
 
 static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
@@ -302,7 +405,7 @@ static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
     if (!t || !t->cuIpcOpenMemHandle)
         return CUDA_ERROR_NOT_INITIALIZED;
     memcpy(&h, &handle, sizeof(h));
-    if (h.magic != VB_IPC_MAGIC)
+    if (h.magic != VB_IPC_MAGIC && h.magic != VB_IPC_MAGIC_CHUNKS)
         return t->cuIpcOpenMemHandle(pdptr, handle, flags);
     if (!vb_ipc_handle_sane(&h) || !pdptr ||
         (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))

@@ -77,8 +77,8 @@ void vb_ipc_server_fork(enum vb_fork_phase phase)
 }
 
 /* The slabs' fds on their way (see above). One import at a time per process (open_lock),
- * and one export (the server's thread): a few slots are plenty. */
-#define FD_SLOTS 8
+ * and one export (the server's thread), each of a slab or of a block's chunks. */
+#define FD_SLOTS (2 * VB_IPC_MAX_CHUNKS + 8)
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fd_listed[FD_SLOTS];
 static unsigned n_listed;
@@ -141,35 +141,52 @@ static void set_timeouts(int fd)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* The reply: a status (0 or a positive errno) and, with 0, the descriptor when there is one. */
-static void reply(int c, int32_t status, int fd)
+/* Send body (len bytes) with the n descriptors fds (none when n is 0). */
+static void send_reply(int c, const void *body, size_t len, const int *fds, unsigned n)
 {
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = { &status, sizeof(status) };
+    union { char buf[CMSG_SPACE(sizeof(int) * VB_IPC_MAX_CHUNKS)]; struct cmsghdr align; } cbuf;
+    struct iovec iov = { (void *)body, len };
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
     struct cmsghdr *cm;
 
-    if (status == 0 && fd >= 0) {
-        memset(cbuf, 0, sizeof(cbuf));
-        m.msg_control = cbuf;
-        m.msg_controllen = sizeof(cbuf);
+    if (n) {
+        memset(&cbuf, 0, sizeof(cbuf));
+        m.msg_control = cbuf.buf;
+        m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
         cm = CMSG_FIRSTHDR(&m);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
     }
     if (sendmsg(c, &m, MSG_NOSIGNAL) < 0)
         vb_log("ipc: reply failed: %s", strerror(errno));
 }
 
+/* The reply to a slab's request: a status (0 or a positive errno) and, with 0, the
+ * descriptor when there is one. */
+static void reply(int c, int32_t status, int fd)
+{
+    send_reply(c, &status, sizeof(status), &fd, status == 0 && fd >= 0 ? 1 : 0);
+}
+
+/* The reply to a request about a block of chunks: with 0, the chunks' descriptors. */
+static void reply_chunks(int c, int32_t status, const struct vb_ipc_fds *f)
+{
+    struct vb_ipc_chunks_reply r = { status, status == 0 ? f->n : 0, status == 0 ? f->chunk : 0 };
+
+    send_reply(c, &r, sizeof(r), f->fd, r.nfd);
+}
+
 void vb_ipc_serve_one(int c)
 {
     struct vb_ipc_req req;
+    struct vb_ipc_fds fds = { .n = 0 };
     struct ucred cred;
     socklen_t len = sizeof(cred);
     vb_ipc_export_fn export_fd = srv_export;
-    int fd = -1, rc;
+    int rc, want, chunks;
+    unsigned i;
     ssize_t n;
 
     set_timeouts(c);
@@ -180,16 +197,24 @@ void vb_ipc_serve_one(int c)
     }
     /* MSG_TRUNC: the packet's real length, so that a longer one is refused, not cut. */
     n = recv(c, &req, sizeof(req), MSG_TRUNC);
-    if (n != (ssize_t)sizeof(req) || (req.flags & ~VB_IPC_WANT_FD) || req.zero) {
+    if (n != (ssize_t)sizeof(req) || (req.flags & ~(VB_IPC_WANT_FD | VB_IPC_CHUNKS)) || req.zero) {
         reply(c, EINVAL, -1);
         return;
     }
-    rc = export_fd ? export_fd(&req, &fd) : ENODEV;
-    if (rc == 0 && (req.flags & VB_IPC_WANT_FD) && fd < 0)
+    want = (req.flags & VB_IPC_WANT_FD) != 0;
+    chunks = (req.flags & VB_IPC_CHUNKS) != 0;
+    rc = export_fd ? export_fd(&req, &fds) : ENODEV;
+    /* Exactly the descriptors the request allows: one of a slab, at least two chunks. */
+    if (rc == 0 && want && (chunks ? fds.n < 2 : fds.n != 1))
         rc = EIO;
-    reply(c, rc, rc == 0 && (req.flags & VB_IPC_WANT_FD) ? fd : -1);
-    if (fd >= 0)
-        vb_ipc_fd_close(fd);
+    if (rc == 0 && !want && fds.n)
+        rc = EIO;
+    if (chunks)
+        reply_chunks(c, rc, &fds);
+    else
+        reply(c, rc, rc == 0 && want ? fds.fd[0] : -1);
+    for (i = 0; i < fds.n; i++)
+        vb_ipc_fd_close(fds.fd[i]);
 }
 
 static void *serve(void *arg)
@@ -286,15 +311,15 @@ int vb_ipc_is_self(uint32_t pid, uint64_t nonce)
     return self;
 }
 
-/* The fd that a reply carries (-1: none); any other control data is refused: EPROTO, with
- * whatever descriptors it brought closed. */
-static int reply_fd(struct msghdr *m, int *fd)
+/* The fds that a reply carries, at most max of them, in fds[] and their count in *n; any other
+ * control data, or more fds, is refused: EPROTO, with whatever descriptors it brought closed. */
+static int reply_fds(struct msghdr *m, int *fds, unsigned max, unsigned *n)
 {
     struct cmsghdr *cm;
     int bad = (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, got;
     size_t i, nfd;
 
-    *fd = -1;
+    *n = 0;
     for (cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
         if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
             bad = 1;
@@ -303,17 +328,17 @@ static int reply_fd(struct msghdr *m, int *fd)
         nfd = cm->cmsg_len > CMSG_LEN(0) ? (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
         for (i = 0; i < nfd; i++) {
             memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            if (*fd < 0 && !bad)
-                *fd = got;
+            if (*n < max && !bad)
+                fds[(*n)++] = got;
             else {
                 bad = 1;
                 close(got);
             }
         }
     }
-    if (bad && *fd >= 0) {
-        close(*fd);
-        *fd = -1;
+    if (bad) {
+        while (*n)
+            close(fds[--*n]);
     }
     return bad ? EPROTO : 0;
 }
@@ -384,22 +409,47 @@ static int send_op(int s, const void *req)
     return n == (ssize_t)sizeof(struct vb_ipc_req) ? 0 : -1;
 }
 
-int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
-                 int *fd)
+/* List the n fds just received (fd_lock held): 0, or EMFILE with those not listed closed and
+ * *n the count of those listed (vb_ipc_fd_close them once the lock is dropped). */
+static int list_all_locked(const int *fds, unsigned *n)
 {
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    int32_t status = EIO;
-    struct iovec iov = { &status, sizeof(status) };
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof(cbuf) };
+    unsigned i, j;
+
+    for (i = 0; i < *n; i++) {
+        if (vb_ipc_fd_list_locked(fds[i])) { /* fds[i] closed there */
+            for (j = i + 1; j < *n; j++)
+                close(fds[j]);
+            *n = i;
+            return EMFILE;
+        }
+    }
+    return 0;
+}
+
+static void close_listed(const int *fds, unsigned *n)
+{
+    while (*n)
+        vb_ipc_fd_close(fds[--*n]);
+}
+
+/* Send req to the server of process pid (user uid, nonce) and take its answer: exactly len
+ * bytes into ans, with at most max descriptors (each listed) in fds[], their count in *nfd.
+ * 0, or the errno of the exchange (nothing kept). */
+static int exchange(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                    void *ans, size_t len, int *fds, unsigned max, unsigned *nfd)
+{
+    union { char buf[CMSG_SPACE(sizeof(int) * VB_IPC_MAX_CHUNKS)]; struct cmsghdr align; } cbuf;
+    struct iovec iov = { ans, len };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf };
     struct sockaddr_un a;
     socklen_t alen = sock_name(&a, uid, pid, nonce), clen = sizeof(struct ucred);
     struct ucred cred = { 0, (uid_t)-1, (gid_t)-1 };
     struct to to = { &a, alen };
     uint64_t deadline;
-    int s, rc, got = -1, want = (req->flags & VB_IPC_WANT_FD) != 0;
+    int s, rc;
     ssize_t n = -1;
 
+    *nfd = 0;
     s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (s < 0)
         return errno;
@@ -422,36 +472,78 @@ int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc
         close(s);
         return rc;
     }
-    /* The answer is the exporter's word: exactly a status, and one descriptor when one was
-     * asked for, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole.
+    /* The answer is the exporter's word: exactly len bytes, and no more descriptors than
+     * max, else nothing is taken from it. MSG_TRUNC: a longer packet is seen whole.
      * Waited for without the lock of the fds on their way, taken under it (see above). */
     deadline = vr_now_ns() + IO_TIMEOUT_S * 1000000000ull;
     do {
         rc = wait_readable(s, deadline);
         if (rc)
             break;
-        memset(cbuf, 0, sizeof(cbuf));
-        m.msg_controllen = sizeof(cbuf);
+        memset(&cbuf, 0, sizeof(cbuf));
+        m.msg_controllen = CMSG_SPACE(sizeof(int) * max);
         vb_ipc_fds_take();
         n = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_TRUNC | MSG_DONTWAIT);
-        rc = n < 0 ? errno : reply_fd(&m, &got);
-        if (got >= 0 && (rc = vb_ipc_fd_list_locked(got)))
-            got = -1;
+        rc = n < 0 ? errno : reply_fds(&m, fds, max, nfd);
+        if (n >= 0 && !rc)
+            rc = list_all_locked(fds, nfd);
         vb_ipc_fds_drop();
     } while (n < 0 && (rc == EAGAIN || rc == EWOULDBLOCK)); /* readable no more: wait again */
     close(s);
-    if (!rc && n != (ssize_t)sizeof(status))
+    if (!rc && n != (ssize_t)len)
         rc = EPROTO;
-    if (!rc)
-        rc = status < 0 || status > 4095 ? EPROTO : status; /* a positive errno, or 0 */
-    if (!rc && want != (got >= 0))
+    if (rc)
+        close_listed(fds, nfd);
+    return rc;
+}
+
+/* The exporter's status: a positive errno or 0, anything else a broken answer. */
+static int status_of(int32_t status)
+{
+    return status < 0 || status > 4095 ? EPROTO : status;
+}
+
+int vb_ipc_fetch(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                 int *fd)
+{
+    int32_t status = EIO;
+    int got[1], rc, want = (req->flags & VB_IPC_WANT_FD) != 0;
+    unsigned n = 0;
+
+    rc = exchange(uid, pid, nonce, req, &status, sizeof(status), got, 1, &n);
+    if (rc)
+        return rc;
+    /* Exactly a status, and one descriptor when one was asked for. */
+    rc = status_of(status);
+    if (!rc && want != (n == 1))
         rc = EPROTO;
     if (rc) {
-        if (got >= 0)
-            vb_ipc_fd_close(got);
+        close_listed(got, &n);
         return rc;
     }
     if (want)
-        *fd = got;
+        *fd = got[0];
+    return 0;
+}
+
+int vb_ipc_fetch_chunks(uint32_t uid, uint32_t pid, uint64_t nonce, const struct vb_ipc_req *req,
+                        struct vb_ipc_fds *out)
+{
+    struct vb_ipc_chunks_reply r = { EIO, 0, 0 };
+    int rc, want = (req->flags & VB_IPC_WANT_FD) != 0;
+
+    rc = exchange(uid, pid, nonce, req, &r, sizeof(r), out->fd, VB_IPC_MAX_CHUNKS, &out->n);
+    if (rc)
+        return rc;
+    /* As many descriptors as the answer says, two chunks at least, when they were asked
+     * for; none otherwise. */
+    rc = status_of(r.status);
+    if (!rc && (r.nfd != out->n || (want ? out->n < 2 || !r.chunk : out->n != 0)))
+        rc = EPROTO;
+    if (rc) {
+        close_listed(out->fd, &out->n);
+        return rc;
+    }
+    out->chunk = r.chunk;
     return 0;
 }

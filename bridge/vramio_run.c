@@ -62,7 +62,8 @@ static void usage(FILE *f)
             "\n"
             "Environment: VRAMIO_BRIDGE_LIB (the bridge library; the shim is beside it),\n"
             "VRAMIO_RUN_DIR (where the shim's directory is made), VRAMIO_POOL_CACHE_MB\n"
-            "(emptied slabs kept per GPU, default 64).\n");
+            "(emptied slabs kept per GPU, default 64), VRAMIO_POOL_CHUNK_MB (the chunk\n"
+            "size of large allocations, default 1024, 0: one allocation each).\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)

@@ -84,7 +84,10 @@ int vramio_copy_auto_crossover(gdr_mh_t handle, size_t *read_bytes, size_t *writ
  * an ordinary CUdeviceptr, usable by the caller's kernels. It lies in a CUDA VMM allocation
  * with a POSIX-fd handle type and, where the GPU supports it, GPUDirect RDMA capability.
  * Requests up to 1 MiB are carved from shared 2 MiB slabs (aligned to at least 512 bytes, as
- * cudaMalloc's); larger ones are rounded up to the allocation granularity. Free it with
+ * cudaMalloc's); larger ones are rounded up to the allocation granularity, and those above
+ * VRAMIO_POOL_CHUNK_MB (default 1024; 0: never) are made of VMM allocations of that size side
+ * by side in one reservation where a backend can pin across them (still one address, one
+ * size, one free; a pin inside one chunk costs that chunk). Free it with
  * vramio_free(), which returns the memory for reuse at once: like cudaFree, it must not be
  * called while GPU work still uses the memory (vramio_free does not wait for it).
  * Thread-safe. VRAMIO_POOL_CACHE_MB (default 64) bounds the emptied slabs kept per GPU.
@@ -105,7 +108,7 @@ struct vramio_pool_stats {
     size_t slab_bytes;    /* bytes of the shared slabs */
     size_t small_allocs;  /* live small allocations */
     size_t small_bytes;   /* their bytes, rounded to their size classes */
-    size_t large_allocs;  /* live allocations with a VMM allocation of their own */
+    size_t large_allocs;  /* live allocations with VMM allocations of their own (chunks: one) */
     size_t large_bytes;   /* their bytes, rounded to the granularity */
 };
 int vramio_pool_stats(int gpu, struct vramio_pool_stats *stats);

@@ -69,6 +69,10 @@ script-client = $(call prog-link,$(TEST_CPPFLAGS) $(TEST_CUDA_CPPFLAGS) $(1),$< 
     tests/vulkan/vulkan.mk
 # The fence test's _auto cases run the copy engine's side against the stand-in driver.
 $(BUILD)/tests/wb_copy_fences: | $(FAKE_CUDA_DMABUF)
+# The pool's chunks against the VMM stand-in; the backends' answer to whether a pin may span
+# chunks is the test's (vr_pins_can_span wrapped).
+$(BUILD)/tests/wb_alloc_chunks: WB_WRAP = -Wl,--wrap=vr_pins_can_span
+$(BUILD)/tests/wb_alloc_chunks: | $(FAKE_CUDA_VMM)
 -include tests/fuzz/fuzz.mk tests/limits/limits.mk tests/gpu/soak/soak.mk
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan

@@ -13,9 +13,17 @@
  * pin inside a block finds the slab's allocation (cuMemRetainAllocationHandle), so the vulkan
  * backend imports each slab once however many blocks are pinned. The pools know every
  * address they handed out, so vramio_free of anything else is a clean EINVAL.
+ *
+ * A request above the chunk size (VRAMIO_POOL_CHUNK_MB, 1 GiB) is made of chunks: one
+ * allocation per chunk, mapped side by side in one reservation, so that a pin inside it
+ * imports the chunk it touches, not the whole block (docs/large-allocations.md: a 1 MiB pin in
+ * a 59 GiB allocation could not be imported at all). Only where a backend that gdr_open would
+ * use pins across chunks (vr_pins_can_span, asked once per GPU) and the driver describes a
+ * chunk as its own allocation (checked on the first chunked block); else one allocation.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,40 +58,57 @@ static int cuda_fail(const char *what, CUresult r)
                       vr_cuda_errstr(r));
 }
 
-/* Reserve, map and open access to handle h of size bytes for the devices of access[]: the
- * owner first, then its peers, like cudaMalloc memory that peers may reach once peer access
- * is enabled; when the peers are refused, the owner alone. */
+/* Map handle h of size bytes at ptr (reserved) and open access to it for the devices of
+ * access[]: the owner first, then its peers, like cudaMalloc memory that peers may reach once
+ * peer access is enabled; when the peers are refused, the owner alone. Unmapped on failure. */
+static int map_piece(const struct vr_cuda *cu, const CUmemAccessDesc *access, int naccess,
+                     CUmemGenericAllocationHandle h, size_t size, CUdeviceptr ptr)
+{
+    CUresult r;
+
+    r = cu->cuMemMap(ptr, size, 0, h, 0);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail("cuMemMap", r);
+    r = cu->cuMemSetAccess(ptr, size, access, (size_t)naccess);
+    if (r != CUDA_SUCCESS && naccess > 1)
+        r = cu->cuMemSetAccess(ptr, size, access, 1);
+    if (r != CUDA_SUCCESS) {
+        cu->cuMemUnmap(ptr, size);
+        return cuda_fail("cuMemSetAccess", r);
+    }
+    return 0;
+}
+
+/* Reserve, map and open access to handle h of size bytes (map_piece). */
 static int map_allocation(const struct vr_cuda *cu, const CUmemAccessDesc *access, int naccess,
                           CUmemGenericAllocationHandle h, size_t size, size_t align,
                           CUdeviceptr *out)
 {
     CUdeviceptr ptr = 0;
     CUresult r;
+    int rc;
 
     r = cu->cuMemAddressReserve(&ptr, size, align, 0, 0);
     if (r != CUDA_SUCCESS)
         return cuda_fail("cuMemAddressReserve", r);
-    r = cu->cuMemMap(ptr, size, 0, h, 0);
-    if (r != CUDA_SUCCESS) {
+    rc = map_piece(cu, access, naccess, h, size, ptr);
+    if (rc) {
         cu->cuMemAddressFree(ptr, size);
-        return cuda_fail("cuMemMap", r);
-    }
-    r = cu->cuMemSetAccess(ptr, size, access, (size_t)naccess);
-    if (r != CUDA_SUCCESS && naccess > 1)
-        r = cu->cuMemSetAccess(ptr, size, access, 1);
-    if (r != CUDA_SUCCESS) {
-        cu->cuMemUnmap(ptr, size);
-        cu->cuMemAddressFree(ptr, size);
-        return cuda_fail("cuMemSetAccess", r);
+        return rc;
     }
     *out = ptr;
     return 0;
 }
 
-
 #define VR_POOL_MAX_GPUS 64
 #define VR_POOL_SMALL_MAX (1u << 20)
 #define VR_POOL_CACHE_DEFAULT_MB 64
+#define VR_POOL_CHUNK_DEFAULT_MB 1024
+
+/* Whether the pool of a GPU makes a request above its chunk size of chunks: not asked yet;
+ * the backends pin across chunks (vr_pins_can_span) but no chunked block was checked yet;
+ * checked (the driver describes a chunk as its own); no (one allocation per request). */
+enum { SPLIT_UNKNOWN, SPLIT_UNCHECKED, SPLIT_YES, SPLIT_NO };
 
 struct gpu_pool {
     struct vr_pool pool;
@@ -91,12 +116,24 @@ struct gpu_pool {
     CUmemAllocationProp prop;
     int naccess;
     CUmemAccessDesc access[VR_POOL_MAX_GPUS];   /* this GPU, then its peers */
+    size_t chunk;                               /* bytes; 0: never chunk */
+    _Atomic int split;                          /* SPLIT_*, decided under split_lock */
+};
+
+/* A large block made of chunks: a reservation of size bytes, chunk bytes each but the last. */
+struct chunked {
+    unsigned n;
+    size_t chunk;
+    CUmemGenericAllocationHandle h[];
 };
 
 /* pools_lock: the table of pools; slabs_lock: the bookkeeping of every pool (held for a few
  * hundred nanoseconds per call). A fork must not leave the child either lock held. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slabs_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held while a pool decides whether it chunks (its first large request): the backends'
+ * answer and the check of the first chunked block are made once, the others wait for them. */
+static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gpu_pool *pools[VR_POOL_MAX_GPUS];
 
 /* At load, not at the first use (fork.h). */
@@ -104,6 +141,7 @@ __attribute__((constructor)) static void pools_fork_register(void)
 {
     vr_fork_protect_mutex(&pools_lock);
     vr_fork_protect_mutex(&slabs_lock);
+    vr_fork_protect_mutex(&split_lock);
 }
 
 static void pools_lock_take(void)
@@ -111,39 +149,196 @@ static void pools_lock_take(void)
     pthread_mutex_lock(&pools_lock);
 }
 
-static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie)
+/* One allocation of size bytes, aligned to the slab size: the pool finds a block's slab by
+ * masking its address. */
+static int create_one(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size,
+                      CUdeviceptr *ptr, void **cookie)
+{
+    CUmemGenericAllocationHandle h;
+    CUresult r;
+    int rc;
+
+    r = cu->cuMemCreate(&h, size, &gp->prop, 0);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail("cuMemCreate", r);
+    rc = map_allocation(cu, gp->access, gp->naccess, h, size, gp->pool.slab_size, ptr);
+    if (rc) {
+        cu->cuMemRelease(h);
+        return rc;
+    }
+    *cookie = (void *)(uintptr_t)h;
+    return 0;
+}
+
+static size_t chunk_size_of(const struct chunked *c, size_t size, unsigned i)
+{
+    size_t off = (size_t)i * c->chunk;
+
+    return size - off < c->chunk ? size - off : c->chunk;
+}
+
+/* Unmap and release the first made chunks of c at ptr, free the reservation of size bytes. */
+static CUresult chunks_undo(const struct vr_cuda *cu, struct chunked *c, unsigned made,
+                            CUdeviceptr ptr, size_t size)
+{
+    CUresult r, first = CUDA_SUCCESS;
+    unsigned i;
+
+    for (i = 0; i < made; i++) {
+        r = cu->cuMemUnmap(ptr + (CUdeviceptr)i * c->chunk, chunk_size_of(c, size, i));
+        first = first ? first : r;
+        r = cu->cuMemRelease(c->h[i]);
+        first = first ? first : r;
+    }
+    r = cu->cuMemAddressFree(ptr, size);
+    free(c);
+    return first ? first : r;
+}
+
+/* size bytes of chunks of gp->chunk bytes (the last one the rest), each a cuMemCreate of the
+ * pool's properties mapped at its offset in one reservation: one address, as one allocation
+ * would give, whose pins import only the chunks they touch (docs/large-allocations.md). */
+static int create_chunked(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size,
+                          CUdeviceptr *out, void **cookie, unsigned *pieces)
+{
+    unsigned n = (unsigned)((size + gp->chunk - 1) / gp->chunk), i;
+    struct chunked *c = calloc(1, sizeof(*c) + n * sizeof(c->h[0]));
+    CUdeviceptr ptr = 0;
+    CUresult r;
+    int rc = 0;
+
+    if (!c)
+        return vr_fail(ENOMEM, "vramio_alloc: no memory for the chunks of %zu bytes", size);
+    c->n = n;
+    c->chunk = gp->chunk;
+    r = cu->cuMemAddressReserve(&ptr, size, gp->pool.slab_size, 0, 0);
+    if (r != CUDA_SUCCESS) {
+        free(c);
+        return cuda_fail("cuMemAddressReserve", r);
+    }
+    for (i = 0; i < n && !rc; i++) {
+        size_t cs = chunk_size_of(c, size, i);
+
+        r = cu->cuMemCreate(&c->h[i], cs, &gp->prop, 0);
+        if (r != CUDA_SUCCESS) {
+            rc = cuda_fail("cuMemCreate", r);
+            break;
+        }
+        rc = map_piece(cu, gp->access, gp->naccess, c->h[i], cs, ptr + (CUdeviceptr)i * c->chunk);
+        if (rc)
+            cu->cuMemRelease(c->h[i]);
+    }
+    if (rc) { /* the chunks before i are mapped: each goes, then the reservation */
+        chunks_undo(cu, c, i, ptr, size);
+        return rc;
+    }
+    *out = ptr;
+    *cookie = c;
+    *pieces = n;
+    return 0;
+}
+
+/* Whether the driver describes the second chunk of the block at ptr as an allocation of its
+ * own (its range and handle), which a pin inside one chunk relies on to import that chunk
+ * alone: measured on an H100 (docs/large-allocations.md), checked here before it is relied on. */
+static int chunks_described(const struct vr_cuda *cu, const struct chunked *c, CUdeviceptr ptr,
+                            size_t size)
+{
+    CUdeviceptr second = ptr + c->chunk, base = 0;
+    CUmemGenericAllocationHandle h = 0;
+    size_t len = 0;
+    int own;
+
+    if (!cu->cuMemGetAddressRange || !cu->cuMemRetainAllocationHandle)
+        return 0;
+    own = cu->cuMemGetAddressRange(&base, &len, second + 1) == CUDA_SUCCESS && base == second &&
+          len == chunk_size_of(c, size, 1);
+    if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(second + 1)) != CUDA_SUCCESS)
+        return 0;
+    own = own && h == c->h[1];
+    cu->cuMemRelease(h);
+    return own;
+}
+
+/* The first chunked block of a pool (split_lock held): the backends are asked once whether a
+ * pin may span chunks, and the block made of chunks is checked; any no, and the pool makes
+ * one allocation per request from then on. A failure to make the block (out of memory) leaves
+ * the decision to the next request. */
+static int create_first_large(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size,
+                              CUdeviceptr *ptr, void **cookie, unsigned *pieces)
+{
+    int rc;
+
+    if (atomic_load(&gp->split) == SPLIT_UNKNOWN) {
+        int yes = vr_pins_can_span(gp->gpu) == 1;
+
+        vr_dbg("vramio_alloc: GPU %d: the backends %s pin across chunks: requests above %zu "
+               "bytes get %s", gp->gpu, yes ? "can" : "cannot", gp->chunk,
+               yes ? "chunks of that size" : "one allocation each");
+        atomic_store(&gp->split, yes ? SPLIT_UNCHECKED : SPLIT_NO);
+    }
+    if (atomic_load(&gp->split) == SPLIT_NO)
+        return create_one(cu, gp, size, ptr, cookie);
+    rc = create_chunked(cu, gp, size, ptr, cookie, pieces);
+    if (rc)
+        return rc;
+    if (chunks_described(cu, *cookie, *ptr, size)) {
+        atomic_store(&gp->split, SPLIT_YES);
+        return 0;
+    }
+    vr_info("vramio_alloc: GPU %d: the driver does not describe a chunk of a reservation as "
+            "an allocation of its own: requests above %zu bytes get one allocation each",
+            gp->gpu, gp->chunk);
+    atomic_store(&gp->split, SPLIT_NO);
+    chunks_undo(cu, *cookie, *pieces, *ptr, size);
+    *cookie = NULL;
+    *pieces = 1;
+    return create_one(cu, gp, size, ptr, cookie);
+}
+
+/* A request above the chunk size: chunks once the pool has decided that it may. */
+static int create_large(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size,
+                        CUdeviceptr *ptr, void **cookie, unsigned *pieces)
+{
+    int rc;
+
+    switch (atomic_load(&gp->split)) {
+    case SPLIT_YES:
+        return create_chunked(cu, gp, size, ptr, cookie, pieces);
+    case SPLIT_NO:
+        return create_one(cu, gp, size, ptr, cookie);
+    }
+    pthread_mutex_lock(&split_lock);
+    rc = create_first_large(cu, gp, size, ptr, cookie, pieces);
+    pthread_mutex_unlock(&split_lock);
+    return rc;
+}
+
+static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie, unsigned *pieces)
 {
     struct gpu_pool *gp = ctx;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     struct vr_cuda_ctx_guard guard;
-    CUmemGenericAllocationHandle h;
     CUdeviceptr ptr = 0;
     char why[VR_REASON_LEN];
-    CUresult r;
     int rc;
 
     /* A thread without a context borrows the device's primary one for the reservation. */
     rc = vr_cuda_ctx_enter(cu, gp->gpu, &guard, why, sizeof(why));
     if (rc)
         return vr_fail_err(rc, "vramio_alloc: %s", why);
-    r = cu->cuMemCreate(&h, size, &gp->prop, 0);
-    if (r != CUDA_SUCCESS) {
-        vr_cuda_ctx_leave(cu, &guard);
-        return cuda_fail("cuMemCreate", r);
-    }
-    /* Aligned to the slab size: the pool finds a block's slab by masking its address. */
-    rc = map_allocation(cu, gp->access, gp->naccess, h, size, gp->pool.slab_size, &ptr);
+    if (gp->chunk && size > gp->chunk)
+        rc = create_large(cu, gp, size, &ptr, cookie, pieces);
+    else
+        rc = create_one(cu, gp, size, &ptr, cookie);
     vr_cuda_ctx_leave(cu, &guard);
-    if (rc) {
-        cu->cuMemRelease(h);
+    if (rc)
         return rc;
-    }
     *base = (uint64_t)ptr;
-    *cookie = (void *)(uintptr_t)h;
     return 0;
 }
 
-static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
+static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie, unsigned pieces)
 {
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUresult r1, r2, r3;
@@ -151,6 +346,13 @@ static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
     /* Pins of it stay valid: a backend's import holds the pages until it is unpinned; but the
      * address stops reaching them, so their copies keep to the mappings from now on. */
     vr_pins_gpu_released(base, size);
+    if (pieces > 1) {
+        r1 = chunks_undo(cu, cookie, pieces, (CUdeviceptr)base, size);
+        if (r1 != CUDA_SUCCESS)
+            vr_err("vramio_free: releasing the %u chunks of 0x%llx + %zu failed: %d", pieces,
+                   (unsigned long long)base, size, (int)r1);
+        return;
+    }
     r1 = cu->cuMemUnmap((CUdeviceptr)base, size);
     r2 = cu->cuMemAddressFree((CUdeviceptr)base, size);
     r3 = cu->cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)cookie);
@@ -173,6 +375,32 @@ static size_t pool_cache_bytes(void)
         if (*end || mb > (SIZE_MAX >> 20))
             mb = VR_POOL_CACHE_DEFAULT_MB;
     }
+    return (size_t)mb << 20;
+}
+
+/* The chunk size of large requests, in bytes: VRAMIO_POOL_CHUNK_MB (default 1024; 0: one
+ * allocation per request, as before chunks). A value that is no number or no whole multiple
+ * of the granularity gran is not used: the default, said once. */
+static size_t pool_chunk_bytes(size_t gran)
+{
+    static atomic_int said;
+    const char *e = getenv("VRAMIO_POOL_CHUNK_MB");
+    unsigned long long mb = VR_POOL_CHUNK_DEFAULT_MB;
+    char *end = NULL;
+
+    if (e && *e) {
+        errno = 0;
+        mb = strtoull(e, &end, 10);
+        if (*end || errno || mb > (SIZE_MAX >> 21) || ((size_t)mb << 20) % gran) {
+            if (!atomic_exchange(&said, 1))
+                vr_dbg("vramio_alloc: VRAMIO_POOL_CHUNK_MB=%s is not a whole multiple of the "
+                       "allocation granularity (%zu bytes) in MiB: %d MiB chunks", e, gran,
+                       VR_POOL_CHUNK_DEFAULT_MB);
+            mb = VR_POOL_CHUNK_DEFAULT_MB;
+        }
+    }
+    if (((size_t)mb << 20) % gran)
+        return 0; /* a granularity above the default chunk: never chunk */
     return (size_t)mb << 20;
 }
 
@@ -229,6 +457,7 @@ static int pool_make(const struct vr_cuda *cu, int gpu, int count, struct gpu_po
                vr_fail_err(EIO, "vramio_alloc: GPU %d reports an allocation granularity of %zu "
                            "bytes (not a power of two)", gpu, gran);
     }
+    gp->chunk = pool_chunk_bytes(gran);
     rc = vr_pool_init(&gp->pool, &vmm_slab_ops, gp, gran, VR_POOL_SMALL_MAX, pool_cache_bytes(),
                       &slabs_lock);
     if (rc) {

@@ -13,6 +13,7 @@ struct vr_slab {
     uint64_t base;
     size_t span;
     void *cookie;
+    unsigned pieces;                /* side by side, as create made them */
     int cls;
     uint32_t nblocks, nused, nwords, hint;
     struct vr_slab *hnext;          /* hash chain */
@@ -105,6 +106,67 @@ static void hash_del(struct vr_pool *p, struct vr_slab *s)
     s->hnext = NULL;
 }
 
+/* The index in the table of split slabs of the first whose base is above addr (the lock held). */
+static size_t split_after(const struct vr_pool *p, uint64_t addr)
+{
+    size_t lo = 0, hi = p->nsplit;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (p->split[mid]->base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* List a slab of several pieces by its base (the lock held): 0 or ENOMEM. */
+static int split_add(struct vr_pool *p, struct vr_slab *s)
+{
+    size_t i;
+
+    if (p->nsplit == p->split_cap) {
+        size_t cap = p->split_cap ? 2 * p->split_cap : 16;
+        struct vr_slab **t = realloc(p->split, cap * sizeof(*t));
+
+        if (!t)
+            return ENOMEM;
+        p->split = t;
+        p->split_cap = cap;
+    }
+    i = split_after(p, s->base);
+    memmove(&p->split[i + 1], &p->split[i], (p->nsplit - i) * sizeof(*p->split));
+    p->split[i] = s;
+    p->nsplit++;
+    return 0;
+}
+
+static void split_del(struct vr_pool *p, struct vr_slab *s)
+{
+    size_t i = split_after(p, s->base);
+
+    if (i && p->split[i - 1] == s) {
+        memmove(&p->split[i - 1], &p->split[i], (p->nsplit - i) * sizeof(*p->split));
+        p->nsplit--;
+    }
+}
+
+/* The slab holding addr (the lock held): by its first slab_size bytes, or anywhere in one of
+ * several pieces (the driver would answer the piece's own range there, not the slab's). */
+static struct vr_slab *lookup_any(const struct vr_pool *p, uint64_t addr)
+{
+    struct vr_slab *s = lookup(p, addr);
+    size_t i;
+
+    if (s || !p->nsplit)
+        return s;
+    i = split_after(p, addr);
+    s = i ? p->split[i - 1] : NULL;
+    return s && addr - s->base < s->span ? s : NULL;
+}
+
 int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, size_t slab_size,
                  size_t small_max, size_t cache_max, pthread_mutex_t *lock)
 {
@@ -150,7 +212,7 @@ int vr_pool_init(struct vr_pool *p, const struct vr_slab_ops *ops, void *ctx, si
 
 static void slab_destroy(struct vr_pool *p, struct vr_slab *s)
 {
-    p->ops->destroy(p->ctx, s->base, s->span, s->cookie);
+    p->ops->destroy(p->ctx, s->base, s->span, s->cookie, s->pieces);
     free(s);
 }
 
@@ -163,9 +225,10 @@ static int slab_new(struct vr_pool *p, size_t span, int shared, struct vr_slab *
 
     if (!s)
         return ENOMEM;
-    rc = p->ops->create(p->ctx, span, &s->base, &s->cookie);
+    s->pieces = 1;
+    rc = p->ops->create(p->ctx, span, &s->base, &s->cookie, &s->pieces);
     if (rc == ENOMEM && vr_pool_trim(p) > 0)
-        rc = p->ops->create(p->ctx, span, &s->base, &s->cookie);
+        rc = p->ops->create(p->ctx, span, &s->base, &s->cookie, &s->pieces);
     if (rc) {
         free(s);
         return rc;
@@ -222,6 +285,11 @@ static int alloc_large(struct vr_pool *p, size_t size, uint64_t *addr)
     if (rc)
         return rc;
     pthread_mutex_lock(p->lock);
+    if (s->pieces > 1 && split_add(p, s)) {
+        pthread_mutex_unlock(p->lock);
+        slab_destroy(p, s);
+        return ENOMEM;
+    }
     hash_add(p, s);
     p->large_live++;
     p->large_bytes += span;
@@ -310,6 +378,8 @@ int vr_pool_free(struct vr_pool *p, uint64_t addr)
     }
     if (s->cls == CLS_OWN) {
         hash_del(p, s);
+        if (s->pieces > 1)
+            split_del(p, s);
         p->large_live--;
         p->large_bytes -= s->span;
         gone = s;
@@ -348,7 +418,7 @@ int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size)
     long i = -1;
 
     pthread_mutex_lock(p->lock);
-    s = lookup(p, addr);
+    s = lookup_any(p, addr);
     if (s && s->cls == CLS_OWN && addr - s->base < s->span) {
         *base = s->base;
         *size = s->span;
@@ -367,7 +437,7 @@ int vr_pool_owns(struct vr_pool *p, uint64_t addr)
     int owned;
 
     pthread_mutex_lock(p->lock);
-    owned = lookup(p, addr) != NULL;
+    owned = lookup_any(p, addr) != NULL;
     pthread_mutex_unlock(p->lock);
     return owned;
 }

@@ -16,6 +16,11 @@
  * stays cached for reuse by any class while the cache holds at most cache_bytes; beyond that
  * it is destroyed. One mutex per pool (or one the caller shares between pools); slabs are
  * made and destroyed outside it.
+ *
+ * A large slab may be made of several pieces side by side (alloc.c's chunked allocations:
+ * several VMM allocations in one reservation), each of which the driver describes as its own;
+ * the pool keeps such slabs in an address-ordered table too, so that any address in them
+ * finds the whole slab without asking the driver where the piece under it starts.
  */
 #ifndef VRAMIO_SLAB_POOL_H
 #define VRAMIO_SLAB_POOL_H
@@ -26,10 +31,12 @@
 
 struct vr_slab_ops {
     /* Make size bytes of device memory starting at a multiple of the pool's slab_size: the
-     * start in *base, anything the caller needs to undo it in *cookie. 0 or a positive errno
-     * (ENOMEM makes the pool release its cached slabs and try once more). */
-    int (*create)(void *ctx, size_t size, uint64_t *base, void **cookie);
-    void (*destroy)(void *ctx, uint64_t base, size_t size, void *cookie);
+     * start in *base, anything the caller needs to undo it in *cookie, and in *pieces how many
+     * pieces side by side it is made of (1 when left alone). 0 or a positive errno (ENOMEM
+     * makes the pool release its cached slabs and try once more). */
+    int (*create)(void *ctx, size_t size, uint64_t *base, void **cookie, unsigned *pieces);
+    /* Undo a create: its base, size, cookie and pieces as create gave them. */
+    void (*destroy)(void *ctx, uint64_t base, size_t size, void *cookie, unsigned pieces);
 };
 
 #define VR_POOL_MIN_ALIGN 512u
@@ -52,6 +59,8 @@ struct vr_pool {
     struct vr_slab *empty;                      /* cached empty slabs */
     struct vr_slab **bucket;                    /* every slab, by base >> slab_shift */
     size_t nbuckets, nslabs;
+    struct vr_slab **split;                     /* slabs of several pieces, by base */
+    size_t nsplit, split_cap;
     /* Statistics, under the lock. */
     size_t carved_slabs, cached_slabs, small_live, small_bytes, large_live, large_bytes;
 };
@@ -81,11 +90,13 @@ int vr_pool_alloc(struct vr_pool *p, size_t size, uint64_t *addr);
 int vr_pool_free(struct vr_pool *p, uint64_t addr);
 
 /* The live allocation holding addr (its start and its rounded size): 0 or ENOENT. An
- * allocation of its own is found from an address in its first slab_size bytes only. */
+ * allocation of its own is found from an address in its first slab_size bytes only, unless
+ * it is made of several pieces: then from any address in it. */
 int vr_pool_find(struct vr_pool *p, uint64_t addr, uint64_t *base, size_t *size);
 
 /* Whether addr lies in one of the pool's slabs (live, cached or partly used), even outside
- * every live block; an allocation of its own counts from its first slab_size bytes only. */
+ * every live block; an allocation of its own counts from its first slab_size bytes only
+ * (from any address when it is made of several pieces). */
 int vr_pool_owns(struct vr_pool *p, uint64_t addr);
 
 /* Destroy the cached empty slabs; returns how many. */

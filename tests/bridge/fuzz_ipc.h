@@ -13,9 +13,11 @@
 
 #define SLAB_SMALL (2u << 20)
 #define SLAB_LARGE (4u << 20)
+#define SLAB_CHUNKED (6u << 20)  /* a pool block of three chunks of 2 MiB (alloc.c) */
+#define NSLABS 3
 #define NONCE_OTHER 0x0f0e0d0c0b0a0908ull /* the other process's server */
 #define MAX_OPS 32                        /* operations of one input */
-#define NBLOCKS 5
+#define NBLOCKS 6
 
 /* A check of the fuzzer: abort() (a crash to libFuzzer) with why. */
 #define CHECK(cond, ...)                                                                       \
@@ -28,17 +30,18 @@
         }                                                                                      \
     } while (0)
 
-/* The pool: slabs of the stand-in's VMM memory (1 may be freed and made again), blocks in
- * them, which an input may free and allocate again (a new identity each time). */
-struct slab { CUdeviceptr base; size_t size; uint64_t id; };
+/* The pool: slabs of the stand-in's VMM memory (1 and 2 may be freed and made again), blocks
+ * in them, which an input may free and allocate again (a new identity each time). Slab 2 is
+ * a block of chunks: three allocations side by side in one reservation, the block whole. */
+struct slab { CUdeviceptr base; size_t size; uint64_t id; unsigned chunks; };
 struct block { int slab; uint64_t off, size; int live; };
-extern struct slab slabs[2];
+extern struct slab slabs[NSLABS];
 extern struct block blocks[NBLOCKS];
-extern int exported[2];       /* the server holds a record of slab i (fuzz_ipc_handle.c) */
+extern int exported[NSLABS];  /* the server holds a record of slab i (fuzz_ipc_handle.c) */
 CUdeviceptr block_base(unsigned k);
 void block_alloc(unsigned k);
 void block_free(unsigned k);
-void slab_make(struct slab *s, size_t size);
+void slab_make(struct slab *s, size_t size, unsigned chunks);
 void slab_remake(unsigned i);
 
 /* The input, read from its start; past its end every byte reads 0. */

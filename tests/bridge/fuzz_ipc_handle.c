@@ -7,21 +7,24 @@
  * (vb_ipc_serve_one). The bridge's IPC sources are built into this program; the driver is
  * the stand-in (tests/fake/cuda-vmm/libcuda.so.1, through LD_LIBRARY_PATH), and
  * fuzz_ipc_world.c stands in for the pool (vramio_alloc_range: two slabs of the stand-in's
- * VMM memory, five blocks in them, which an input may free and allocate again) and for the
+ * VMM memory, five blocks in them, and a block of three chunks side by side in one reservation,
+ * which an input may free and allocate again) and for the
  * "other process" that handles name: this one under another nonce, its socket answered by a
  * thread honestly (vb_ipc_serve_one: the bridge's own exporter side) or as the input
  * scripts it, as an exporter of another user may.
  *
  * An input is a list of operations (op_*), each reading its operands from the bytes that
  * follow. What must hold, else abort() (a crash for libFuzzer):
- *   - an open that succeeds returns an address inside a mapping made for an import (never
- *     the program's own memory), with the handle's block wholly inside it, whose range
- *     (vb_ipc_range) is the block's; while every answer was honest, its bytes are the block's;
+ *   - an open that succeeds returns an address inside mappings made for an import (never
+ *     the program's own memory; a block of chunks: one per chunk, side by side), with the
+ *     handle's block wholly inside them, whose range (vb_ipc_range) is the block's; while
+ *     every answer was honest, its bytes are the block's (at every 2 MiB: each chunk's);
  *   - every close of an address that open returned succeeds, as often as it was opened, and
  *     no other close does; after them no import is left (the stand-in's live allocation
  *     handles are back to this program's own), and no descriptor is left open;
  *   - the server gives a descriptor only for a request that names a live block of a slab
- *     it exported, with that block's size and identity, and only when asked for one.
+ *     it exported, with that block's size and identity, and only when asked for one (one per
+ *     chunk for a block of chunks, asked about as one, in an answer of that form).
  * Crashes, sanitizer reports, leaks and hangs (-timeout) are libFuzzer's to report.
  */
 #include <errno.h>
@@ -47,7 +50,7 @@ static struct vb_ipc_handle slot[NSLOT]; /* handles made by op_export, naming NO
 static unsigned nslot;
 static uint64_t self_nonce;             /* this process's own server's */
 static int base_live, base_fds;         /* the stand-in's live handles, our fds, at rest */
-int exported[2];
+int exported[NSLABS];
 
 /* The range of p (vb_ipc_range): inside an open block, the range of the last one opened
  * there (blocks opened at one address may differ in size: a block freed and another
@@ -69,26 +72,42 @@ static void range_check(CUdeviceptr p)
           (unsigned long long)p, r, (unsigned long long)base, size);
 }
 
-/* An open that succeeded: where it must lie, what it must read and say (see the top). */
-static void check_opened(const struct vb_ipc_handle *h, CUdeviceptr p)
+/* Whether [p, p + n) is mapped, mapping after mapping (a block of chunks is several), none of
+ * them this process's own slabs. */
+static void check_mapped(CUdeviceptr p, uint64_t n)
 {
     const struct vr_cuda *t = vb_real();
-    CUdeviceptr mb = 0;
+    CUdeviceptr at = p, mb = 0;
     size_t ms = 0;
     unsigned i;
 
-    CHECK(t->cuMemGetAddressRange(&mb, &ms, p) == CUDA_SUCCESS && p - mb < ms &&
-          h->size <= ms - (p - mb), "open gave %#llx (+%llu) outside any mapping",
-          (unsigned long long)p, (unsigned long long)h->size);
-    CHECK(mb != slabs[0].base && mb != slabs[1].base, "open gave our own memory %#llx",
-          (unsigned long long)p);
+    while (at - p < n) {
+        CHECK(t->cuMemGetAddressRange(&mb, &ms, at) == CUDA_SUCCESS && at - mb < ms,
+              "open gave %#llx (+%llu): +%llu outside any mapping", (unsigned long long)p,
+              (unsigned long long)n, (unsigned long long)(at - p));
+        for (i = 0; i < NSLABS; i++)
+            CHECK(mb - slabs[i].base >= slabs[i].size, "open gave our own memory %#llx",
+                  (unsigned long long)p);
+        at = mb + ms;
+    }
+}
+
+/* An open that succeeded: where it must lie, what it must read and say (see the top). */
+static void check_opened(const struct vb_ipc_handle *h, CUdeviceptr p)
+{
+    uint64_t off;
+    unsigned i;
+
+    check_mapped(p, h->size);
+    /* The block's first bytes, and the first of every 2 MiB (each chunk's, in order). */
     if (all_honest)
-        for (i = 0; i < 2; i++)
-            if (h->slab_base == slabs[i].base)
-                CHECK(!memcmp((void *)(uintptr_t)p,
-                              (void *)(uintptr_t)(slabs[i].base + h->offset),
-                              h->size < 64 ? h->size : 64),
-                      "an honest open reads other bytes than the block's");
+        for (i = 0; i < NSLABS; i++)
+            for (off = 0; h->slab_base == slabs[i].base && off < h->size; off += SLAB_SMALL)
+                CHECK(!memcmp((void *)(uintptr_t)(p + off),
+                              (void *)(uintptr_t)(slabs[i].base + h->offset + off),
+                              h->size - off < 64 ? h->size - off : 64),
+                      "an honest open reads other bytes than the block's at +%llu",
+                      (unsigned long long)off);
     for (i = 0; i < nopened; i++)
         if (opened[i].p == p && opened[i].size == h->size && opened[i].id == h->block_id)
             break;
@@ -157,12 +176,12 @@ static void op_open_made(struct in *in)
 static void op_open_raw(struct in *in)
 {
     struct vb_ipc_handle h;
-    unsigned i, named = u8(in) & 1;
+    unsigned i, named = u8(in) & 3;
 
     for (i = 0; i < sizeof(h); i++)
         ((uint8_t *)&h)[i] = u8(in);
     if (named) {
-        h.magic = VB_IPC_MAGIC;
+        h.magic = named & 2 ? VB_IPC_MAGIC_CHUNKS : VB_IPC_MAGIC;
         h.pid = (uint32_t)getpid();
         h.uid = (uint32_t)geteuid();
         h.nonce = NONCE_OTHER;
@@ -210,14 +229,14 @@ static void op_close_any(struct in *in)
     CHECK(closed(p), "close of %#llx, never opened, succeeded", (unsigned long long)p);
 }
 
-/* Free block k, or allocate it again; or free the large slab and make a new one (its
- * handles and requests name a slab that is gone). */
+/* Free block k, or allocate it again; or free the large slab or the block of chunks and make
+ * a new one (its handles and requests name a slab that is gone). */
 static void op_free(struct in *in)
 {
-    unsigned k = u8(in) % (NBLOCKS + 1);
+    unsigned k = u8(in) % (NBLOCKS + 2);
 
-    if (k == NBLOCKS)
-        slab_remake(1);
+    if (k >= NBLOCKS)
+        slab_remake(k == NBLOCKS ? 1 : 2);
     else if (blocks[k].live)
         block_free(k);
     else
@@ -235,6 +254,7 @@ static int request_good(const struct vb_ipc_req *req)
         const struct slab *s = &slabs[blocks[k].slab];
 
         if (exported[blocks[k].slab] && blocks[k].live && req->base == s->base &&
+            !(req->flags & VB_IPC_CHUNKS) == !s->chunks &&
             req->id == s->id && req->size == s->size && req->offset == blocks[k].off &&
             req->bsize == blocks[k].size && vb_block_id(block_base(k), 0, &id) &&
             id == req->block_id)
@@ -243,20 +263,44 @@ static int request_good(const struct vb_ipc_req *req)
     return 0;
 }
 
-/* A request straight to the server (vb_ipc_serve_one): one of a block, changed, or bytes. */
-static void op_request(struct in *in)
+/* The server's answer on sv: its status (of a slab's form, or of a block of chunks' when
+ * chunks), the count of descriptors (closed here) in *nfd, and *told the count the answer of
+ * a block of chunks says. */
+static int32_t answer_of(int sv, int chunks, unsigned *nfd, uint32_t *told)
 {
-    unsigned char raw[96], cbuf[CMSG_SPACE(FDPASS_MAX * sizeof(int))];
-    struct vb_ipc_req req;
-    int32_t status = -1;
-    struct iovec iov = { &status, sizeof(status) };
+    unsigned char cbuf[CMSG_SPACE(VB_IPC_MAX_CHUNKS * sizeof(int))];
+    struct vb_ipc_chunks_reply r = { -1, 0, 0 };
+    struct iovec iov = { &r, chunks ? sizeof(r) : sizeof(r.status) };
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                         .msg_controllen = sizeof(cbuf) };
     struct cmsghdr *cm;
-    unsigned k = u8(in) % NBLOCKS, n, i, nfd = 0, len = sizeof(req);
+    ssize_t got = recvmsg(sv, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
+    unsigned i;
+    int fd;
+
+    CHECK(got == (ssize_t)iov.iov_len, "the server's answer: %zd bytes, %zu expected", got,
+          iov.iov_len);
+    *nfd = 0;
+    for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+        for (i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            close(fd);
+            (*nfd)++;
+        }
+    *told = r.nfd;
+    return r.status;
+}
+
+/* A request straight to the server (vb_ipc_serve_one): one of a block, changed, or bytes. */
+static void op_request(struct in *in)
+{
+    unsigned char raw[96];
+    struct vb_ipc_req req;
+    int32_t status;
+    uint32_t told = 0;
+    unsigned k = u8(in) % NBLOCKS, n, i, nfd = 0, len = sizeof(req), chunks;
     unsigned long long id = 0;
-    int sv[2], fd;
-    ssize_t got;
+    int sv[2];
 
     memset(&req, 0, sizeof(req));
     req.base = slabs[blocks[k].slab].base;
@@ -265,7 +309,7 @@ static void op_request(struct in *in)
     req.offset = blocks[k].off;
     req.bsize = blocks[k].size;
     req.block_id = vb_block_id(block_base(k), 0, &id) ? id : 0;
-    req.flags = u8(in) & 1;
+    req.flags = (u8(in) & 1) | (slabs[blocks[k].slab].chunks ? VB_IPC_CHUNKS : 0);
     for (n = u8(in) % 4; n; n--)
         mutate(in, &req, sizeof(req), req_fields, NREQ_FIELDS);
     memcpy(raw, &req, sizeof(req));
@@ -274,6 +318,10 @@ static void op_request(struct in *in)
         for (i = sizeof(req); i < len; i++)
             raw[i] = u8(in);
     }
+    memcpy(&req, raw, sizeof(req));
+    /* A well-formed request about chunks gets an answer of their form, any other a status. */
+    chunks = len == sizeof(req) && !req.zero &&
+             !(req.flags & ~(VB_IPC_WANT_FD | VB_IPC_CHUNKS)) && (req.flags & VB_IPC_CHUNKS);
     CHECK(!socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), "socketpair");
     if (len)
         CHECK(send(sv[0], raw, len, 0) == (ssize_t)len, "send: %s", strerror(errno));
@@ -281,21 +329,14 @@ static void op_request(struct in *in)
         shutdown(sv[0], SHUT_WR);
     vb_ipc_serve_one(sv[1]);
     close(sv[1]);
-    got = recvmsg(sv[0], &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    status = answer_of(sv[0], chunks, &nfd, &told);
     close(sv[0]);
-    CHECK(got == (ssize_t)sizeof(status), "the server's answer: %zd bytes", got);
-    for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
-        for (i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            close(fd);
-            nfd++;
-        }
     if (status == 0) {
-        memcpy(&req, raw, sizeof(req));
         CHECK(len == sizeof(req) && request_good(&req), "the server said yes to a request "
               "of no live exported block (%u bytes)", len);
-        CHECK(nfd == (req.flags & VB_IPC_WANT_FD), "%u descriptors for flags %u", nfd,
-              req.flags);
+        CHECK(nfd == ((req.flags & VB_IPC_WANT_FD) ? (chunks ? slabs[2].chunks : 1) : 0) &&
+              (!chunks || told == nfd), "%u descriptors (the answer says %u) for flags %u",
+              nfd, told, req.flags);
     } else {
         CHECK(status > 0 && !nfd, "the server said %d with %u descriptors", status, nfd);
     }
@@ -353,8 +394,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     CHECK(t && t->cuInit(0) == CUDA_SUCCESS,
           "no stand-in driver: run with LD_LIBRARY_PATH=build/tests/fake/cuda-vmm");
     vb_log_on = getenv("VRAMIO_BRIDGE_LOG") != NULL;
-    slab_make(&slabs[0], SLAB_SMALL);
-    slab_make(&slabs[1], SLAB_LARGE);
+    slab_make(&slabs[0], SLAB_SMALL, 0);
+    slab_make(&slabs[1], SLAB_LARGE, 0);
+    slab_make(&slabs[2], SLAB_CHUNKED, 3);
     for (k = 0; k < NBLOCKS; k++)
         block_alloc(k);
     responder_start();

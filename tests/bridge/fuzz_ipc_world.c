@@ -3,14 +3,16 @@
  * fuzz_ipc_world.c - the world of the IPC handle fuzzer (fuzz_ipc_handle.c says what it
  * checks): what the bridge's IPC sources need besides themselves (the log, the driver, the
  * pool: vramio_alloc_range over two slabs of the stand-in driver's VMM memory with five
- * blocks in them), the reading and changing of the input, and the other process: a socket of
- * this process's name under NONCE_OTHER, answered by a thread honestly (vb_ipc_serve_one) or
- * as the input scripts it (any status, memory of its own of any size, several or odd
- * descriptors, short or long packets, no answer), as an exporter of another user may.
+ * blocks in them, and a block of three chunks), the reading and changing of the input, and the
+ * other process: a socket of this process's name under NONCE_OTHER, answered by a thread
+ * honestly (vb_ipc_serve_one) or as the input scripts it (any status, memory of its own of any
+ * size, several or odd descriptors, short or long packets, no answer, an answer about chunks
+ * with any count, chunk size and memory), as an exporter of another user may.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,10 +61,10 @@ void vb_async_fork(enum vb_fork_phase phase) {}
 void vb_resolve_fork(enum vb_fork_phase phase) {}
 
 /* The pool: slabs of the stand-in's VMM memory, blocks in them. */
-struct slab slabs[2];
+struct slab slabs[NSLABS];
 struct block blocks[NBLOCKS] = {
     { 0, 0, 4096, 0 }, { 0, 4096, 4096, 0 }, { 0, 8192, 512, 0 }, { 0, 1u << 20, 1u << 20, 0 },
-    { 1, 0, 3u << 20, 0 },
+    { 1, 0, 3u << 20, 0 }, { 2, 0, SLAB_CHUNKED, 0 },
 };
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -147,7 +149,9 @@ uint64_t edge(struct in *in)
         SLAB_SMALL + 1, SLAB_LARGE, 3u << 20, 0x7fffffff, 0x80000000, 0xffffffff, 0x100000000ull,
         1ull << 47, INT64_MAX, 1ull << 63, UINT64_MAX - 4095, UINT64_MAX - 1, UINT64_MAX,
         (uint64_t)(uintptr_t)&stack_word, slabs[0].base, slabs[1].base, slabs[0].id,
-        slabs[1].id, SLAB_SMALL / VB_IPC_UNIT, SLAB_LARGE / VB_IPC_UNIT,
+        slabs[1].id, SLAB_SMALL / VB_IPC_UNIT, SLAB_LARGE / VB_IPC_UNIT, VB_IPC_MAGIC,
+        VB_IPC_MAGIC_CHUNKS, SLAB_CHUNKED, SLAB_CHUNKED / VB_IPC_UNIT, slabs[2].base,
+        slabs[2].id, VB_IPC_CHUNKS, VB_IPC_CHUNKS | VB_IPC_WANT_FD,
     };
 
     return v[u8(in) % (sizeof(v) / sizeof(v[0]))];
@@ -184,13 +188,15 @@ const struct field req_fields[NREQ_FIELDS] = {
 };
 
 /* ---- the other process: a socket of this process's name under NONCE_OTHER -------------- */
-enum { HONEST, STATUS, OWN_MEMORY, ODD_FDS, ODD_LENGTH };
+enum { HONEST, STATUS, OWN_MEMORY, ODD_FDS, ODD_LENGTH, CHUNKS };
 static struct script {
     int kind;
     int32_t status;
-    size_t mem;          /* OWN_MEMORY, ODD_FDS: the size of the memfd sent */
-    int nfd, pipe_fd;    /* ODD_FDS: how many, and whether one is a pipe's */
+    size_t mem;          /* OWN_MEMORY, ODD_FDS, CHUNKS: the size of the memfds sent */
+    int nfd, pipe_fd;    /* ODD_FDS, CHUNKS: how many, and whether one is a pipe's */
     uint8_t len, bytes[12]; /* ODD_LENGTH: the packet (len 0: closed without one) */
+    struct vb_ipc_chunks_reply chunks; /* CHUNKS: the answer's words */
+    size_t last;         /* CHUNKS: the size of the last memfd */
 } script;
 static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
 int busy;
@@ -198,15 +204,32 @@ unsigned long pipes[MAX_OPS * 2];
 unsigned npipes;
 int all_honest;
 
+/* An answer about chunks: its status, count and chunk size (honest-looking or edges), and
+ * the memfds that come with it (their count and sizes, a pipe among them or not). */
+static void chunks_script_read(struct in *in, struct script *s)
+{
+    const size_t sz[] = { SLAB_SMALL, 4096, SLAB_LARGE, SLAB_SMALL + 4096 };
+
+    s->chunks.status = u8(in) % 4 ? 0 : (int32_t)edge(in);
+    s->chunks.nfd = u8(in) % 4 ? 3 : (uint32_t)edge(in);
+    s->chunks.chunk = u8(in) % 4 ? SLAB_SMALL : edge(in);
+    s->nfd = u8(in) % (FDPASS_MAX + 1);
+    s->mem = sz[u8(in) % 4];
+    s->last = sz[u8(in) % 4];
+    s->pipe_fd = (u8(in) & 7) == 0;
+}
+
 void script_read(struct in *in)
 {
     struct script s = { 0 };
     const int32_t st[] = { 0, EINVAL, ENOENT, EPROTO, -1, 4095, 4096, INT32_MAX, INT32_MIN };
-    unsigned k = u8(in) % 10;
+    unsigned k = u8(in) % 11;
 
-    s.kind = k < 5 ? HONEST : (int)k - 4;
-    if (s.kind > ODD_LENGTH)
+    s.kind = k < 5 ? HONEST : k == 10 ? CHUNKS : (int)k - 4;
+    if (s.kind > ODD_LENGTH && s.kind != CHUNKS)
         s.kind = ODD_LENGTH;
+    if (s.kind == CHUNKS)
+        chunks_script_read(in, &s);
     if (s.kind == STATUS || s.kind == ODD_FDS)
         s.status = st[u8(in) % (sizeof(st) / sizeof(st[0]))];
     if (s.kind == OWN_MEMORY || s.kind == ODD_FDS) {
@@ -239,6 +262,27 @@ static int own_memory(size_t size)
     return fd;
 }
 
+/* The scripted answer about chunks: its words and its memfds (the last of its own size). */
+static void answer_chunks(int c, const struct script *s)
+{
+    int fds[FDPASS_MAX], n, p[2] = { -1, -1 };
+    struct stat st;
+
+    for (n = 0; n < s->nfd; n++)
+        fds[n] = own_memory(n + 1 == s->nfd ? s->last : s->mem);
+    if (s->pipe_fd && s->nfd && !pipe(p)) {
+        if (!fstat(p[0], &st) && npipes < sizeof(pipes) / sizeof(pipes[0]))
+            pipes[npipes++] = (unsigned long)st.st_ino;
+        close(fds[0]);
+        fds[0] = p[0];
+    }
+    fdpass_send(c, &s->chunks, sizeof(s->chunks), fds, s->nfd);
+    while (n--)
+        close(fds[n]);
+    if (p[0] >= 0)
+        close(p[1]);
+}
+
 static void answer(int c, const struct script *s)
 {
     unsigned char req[128];
@@ -246,6 +290,13 @@ static void answer(int c, const struct script *s)
 
     if (s->kind == HONEST) {
         vb_ipc_serve_one(c);
+        return;
+    }
+    if (s->kind == CHUNKS) { /* after the request: the opener's mapping of them is the point */
+        struct pollfd pc = { .fd = c, .events = POLLIN };
+
+        if (poll(&pc, 1, 1000) == 1 && recv(c, req, sizeof(req), 0) > 0)
+            answer_chunks(c, s);
         return;
     }
     if (recv(c, req, sizeof(req), MSG_DONTWAIT) < 0 && errno != EAGAIN)
@@ -359,7 +410,8 @@ int fake_int(const char *name)
     return f();
 }
 
-void slab_make(struct slab *s, size_t size)
+/* Map size bytes of a new allocation at p (reserved). */
+static void piece_map(CUdeviceptr p, size_t size)
 {
     const struct vr_cuda *t = vb_real();
     CUmemAllocationProp prop;
@@ -374,28 +426,52 @@ void slab_make(struct slab *s, size_t size)
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CHECK(t->cuMemCreate(&h, size, &prop, 0) == CUDA_SUCCESS &&
-          t->cuMemAddressReserve(&s->base, size, 0, 0, 0) == CUDA_SUCCESS &&
-          t->cuMemMap(s->base, size, 0, h, 0) == CUDA_SUCCESS &&
-          t->cuMemSetAccess(s->base, size, &access, 1) == CUDA_SUCCESS &&
-          t->cuMemRelease(h) == CUDA_SUCCESS &&
-          t->cuPointerGetAttribute(&s->id, CU_POINTER_ATTRIBUTE_BUFFER_ID, s->base) ==
-              CUDA_SUCCESS, "a slab of the stand-in driver");
+          t->cuMemMap(p, size, 0, h, 0) == CUDA_SUCCESS &&
+          t->cuMemSetAccess(p, size, &access, 1) == CUDA_SUCCESS &&
+          t->cuMemRelease(h) == CUDA_SUCCESS, "an allocation of the stand-in driver");
+}
+
+/* A slab of size bytes: one allocation, or chunks of equal size side by side (chunks > 0). */
+void slab_make(struct slab *s, size_t size, unsigned chunks)
+{
+    const struct vr_cuda *t = vb_real();
+    unsigned i;
+
+    CHECK(t->cuMemAddressReserve(&s->base, size, 0, 0, 0) == CUDA_SUCCESS, "a reservation");
+    for (i = 0; i < (chunks ? chunks : 1); i++) {
+        CUdeviceptr p = s->base + i * (size / (chunks ? chunks : 1));
+
+        piece_map(p, size / (chunks ? chunks : 1));
+        memset((void *)(uintptr_t)p, 0xc0 + (int)i, 64); /* each piece its own bytes */
+    }
+    CHECK(t->cuPointerGetAttribute(&s->id, CU_POINTER_ATTRIBUTE_BUFFER_ID, s->base) ==
+          CUDA_SUCCESS, "the slab's id");
     s->size = size;
+    s->chunks = chunks;
+}
+
+static void slab_unmake(const struct slab *s)
+{
+    const struct vr_cuda *t = vb_real();
+    unsigned i, n = s->chunks ? s->chunks : 1;
+
+    for (i = 0; i < n; i++)
+        CHECK(t->cuMemUnmap(s->base + i * (s->size / n), s->size / n) == CUDA_SUCCESS,
+              "a slab's piece unmapped");
+    CHECK(t->cuMemAddressFree(s->base, s->size) == CUDA_SUCCESS, "a slab's reservation freed");
 }
 
 void slab_remake(unsigned i)
 {
-    const struct vr_cuda *t = vb_real();
     struct slab old;
     unsigned k;
 
     for (k = 0; k < NBLOCKS; k++)
         if (blocks[k].slab == (int)i && blocks[k].live)
             block_free(k);
-    CHECK(t->cuMemUnmap(slabs[i].base, slabs[i].size) == CUDA_SUCCESS &&
-          t->cuMemAddressFree(slabs[i].base, slabs[i].size) == CUDA_SUCCESS, "slab %u freed", i);
+    slab_unmake(&slabs[i]);
     old = slabs[i];
-    slab_make(&slabs[i], slabs[i].size);
+    slab_make(&slabs[i], slabs[i].size, slabs[i].chunks);
     /* The server's record names base, id and size: a new slab with all three the same (the
      * stand-in's BUFFER_ID is the address) is still the one it exported. */
     exported[i] &= slabs[i].base == old.base && slabs[i].id == old.id;

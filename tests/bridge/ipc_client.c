@@ -21,6 +21,17 @@
  * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
  * An open whose exporter is behind (its listening backlog full) must wait for it through the
  * signals that the program handles (SA_RESTART), not fail at the first one.
+ *
+ * With "chunks" after FAKE_DIR (and VRAMIO_POOL_CHUNK_MB=4: the stand-in Vulkan offers placed
+ * maps, so the pool chunks), a 9 MiB block is made of chunks (CHUNKS_EXPECTED of the
+ * stand-in's allocations: 3, or 1 where chunks are off): its
+ * range and pointer attributes from an address in every chunk are the block's, as for one
+ * allocation; its handle, opened by the importer, reads each chunk's bytes, takes a write
+ * across a chunk seam that the exporter then reads, and closes with nothing left in either
+ * process; handles forged to name other chunks (the block's handle as a slab's, a slab's as
+ * a block of chunks, the block's reservation claimed larger) open nothing. With "many"
+ * (VRAMIO_POOL_CHUNK_MB=2), a block of as many chunks as one answer carries is opened whole,
+ * and one of a chunk more gets no handle.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -558,6 +569,225 @@ static void exporter(const char *fake_dir)
     cuMemFree(e);
 }
 
+/* ---- a block of chunks ------------------------------------------------------------------- */
+#define CHUNKED (9u << 20)            /* 10 MiB rounded: chunks of 4, 4 and 2 MiB */
+#define CHUNKED_SPAN (10u << 20)
+#define SEAM (4u << 20)               /* the first chunk's end */
+#define VB_MAGIC_CHUNKS 0x56524332u
+
+/* What the bridge answers at p for the block at c (its range, its attributes, no handle of
+ * its own): the same from every chunk, as from one allocation. */
+static int block_answers(CUdeviceptr c, CUdeviceptr p, unsigned long long id0, char *why,
+                         size_t len)
+{
+    CUpointer_attribute attrs[3] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                     CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                     CU_POINTER_ATTRIBUTE_BUFFER_ID };
+    CUdeviceptr base = 0, start = 0, start3 = 0;
+    size_t size = 0, rsize = 0, size3 = 0;
+    unsigned long long id = 0, id3 = 0;
+    void *data[3] = { &start3, &size3, &id3 };
+    CUmemGenericAllocationHandle h;
+    CUcontext cur = NULL, ctx = NULL;
+    int cap = 0;
+    CUresult rr;
+
+    cuCtxGetCurrent(&cur);
+    rr = cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p);
+    if (cuMemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && base == c &&
+        size == CHUNKED_SPAN &&
+        !cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) && start == c &&
+        !cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) &&
+        rsize == CHUNKED_SPAN &&
+        !cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p) && id == id0 &&
+        !cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p) && ctx == cur &&
+        !cuPointerGetAttribute(&cap, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p) &&
+        cap == 1 && !cuPointerGetAttributes(3, attrs, data, p) && start3 == c &&
+        size3 == CHUNKED_SPAN && id3 == id0 && rr != CUDA_SUCCESS)
+        return 1;
+    snprintf(why, len, "at +%#llx: range +%#llx %zu, attrs +%#llx %zu id %s ctx %s cap %d, "
+             "three +%#llx %zu, retain %d", (unsigned long long)(p - c),
+             (unsigned long long)(base - c), size, (unsigned long long)(start - c), rsize,
+             id == id0 ? "same" : "other", ctx == cur ? "current" : "other", cap,
+             (unsigned long long)(start3 - c), size3, (int)rr);
+    return 0;
+}
+
+/* The importer of the block of chunks: its handle in IPC_C, the exporter's small block's
+ * (one slab) in IPC_A. */
+static void chunks_importer(void)
+{
+    CUipcMemHandle hc, ha, f;
+    struct vb_handle v;
+    CUdeviceptr p = 0, q = 0;
+    CUresult r;
+    char why[160];
+    int live0 = fake_vmm_live(), expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3");
+
+    alarm(30);
+    if (handle_env("IPC_C", &hc) || handle_env("IPC_A", &ha)) {
+        t_fail("bridge/ipc/chunks/handles_passed", "no handles in the environment");
+        return;
+    }
+    /* Forged: the block's handle as a slab's, a slab's as a block of chunks, and the block's
+     * reservation claimed twice its size. */
+    memcpy(&v, &hc, sizeof(v));
+    v.magic = expected > 1 ? VB_MAGIC : VB_MAGIC_CHUNKS;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/chunks/other_kind_refused",
+            "result %d", (int)r);
+    memcpy(&v, &ha, sizeof(v));
+    v.magic = VB_MAGIC_CHUNKS;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/chunks/slab_as_chunks_refused",
+            "result %d", (int)r);
+    memcpy(&v, &hc, sizeof(v));
+    v.slab_units *= 2;
+    memcpy(&f, &v, sizeof(f));
+    r = cuIpcOpenMemHandle(&q, f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(r == CUDA_ERROR_INVALID_VALUE && fake_vmm_live() == live0,
+            "bridge/ipc/chunks/reservation_claimed_larger_refused", "result %d, %d allocations "
+            "held", (int)r, fake_vmm_live() - live0);
+    r = cuIpcOpenMemHandle(&p, hc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (!t_check(r == CUDA_SUCCESS, "bridge/ipc/chunks/open", "result %d", (int)r))
+        return;
+    t_check(fake_imports() == expected && fake_vmm_live() - live0 == expected,
+            "bridge/ipc/chunks/one_import_per_chunk", "%d imports, %d allocations held",
+            fake_imports(), fake_vmm_live() - live0);
+    t_check(range_is(p, CHUNKED_SPAN, why, sizeof(why)), "bridge/ipc/chunks/range_is_the_blocks",
+            "%s", why);
+    t_check(all_are(p, SEAM, 0x11) && all_are(p + SEAM, SEAM, 0x22) &&
+            all_are(p + 2 * SEAM, CHUNKED_SPAN - 2 * SEAM, 0x33),
+            "bridge/ipc/chunks/each_chunk_reads_its_bytes", "%d %d %d", all_are(p, SEAM, 0x11),
+            all_are(p + SEAM, SEAM, 0x22), all_are(p + 2 * SEAM, CHUNKED_SPAN - 2 * SEAM, 0x33));
+    memset((void *)(uintptr_t)(p + SEAM - 64), 0x5a, 128); /* across the first seam */
+    r = cuIpcCloseMemHandle(p);
+    t_check(r == CUDA_SUCCESS && fake_vmm_live() == live0, "bridge/ipc/chunks/close_leaves_nothing",
+            "result %d, %d allocations held", (int)r, fake_vmm_live() - live0);
+}
+
+/* The exporter of a block of chunks (see the top). */
+static void chunks_exporter(void)
+{
+    static const unsigned long long at[] = { 0, SEAM - 1, SEAM, SEAM + 12345, 2 * SEAM,
+                                             CHUNKED_SPAN - 1 };
+    char va[160], vc[160], out[8192], why[200];
+    const char *env[4];
+    CUipcMemHandle ha, hc;
+    struct vb_handle v;
+    CUdeviceptr a = 0, c = 0, base = 0;
+    unsigned long long id0 = 0;
+    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1, sig = 0, st;
+    size_t i;
+
+    if (cuMemAlloc(&a, SMALL)) {
+        t_fail("bridge/ipc/chunks/alloc", "cuMemAlloc failed");
+        return;
+    }
+    live0 = fake_vmm_live();
+    if (!t_check(!cuMemAlloc(&c, CHUNKED) && !vramio_alloc_range(c, NULL, NULL),
+                 "bridge/ipc/chunks/alloc", "not bridged"))
+        return;
+    t_check(fake_vmm_live() - live0 == expected, "bridge/ipc/chunks/allocations",
+            "%d of the driver's allocations for the block, %d expected", fake_vmm_live() - live0,
+            expected);
+    cuPointerGetAttribute(&id0, CU_POINTER_ATTRIBUTE_BUFFER_ID, c);
+    for (i = 0; i < sizeof(at) / sizeof(at[0]) && ok; i++)
+        ok = block_answers(c, c + at[i], id0, why, sizeof(why));
+    t_check(ok, "bridge/ipc/chunks/answers_of_every_chunk_are_the_blocks", "%s", why);
+    memset((void *)(uintptr_t)c, 0x11, SEAM);
+    memset((void *)(uintptr_t)(c + SEAM), 0x22, SEAM);
+    memset((void *)(uintptr_t)(c + 2 * SEAM), 0x33, CHUNKED_SPAN - 2 * SEAM);
+    if (!t_check(!cuIpcGetMemHandle(&hc, c + 5 * 1048576) && !cuIpcGetMemHandle(&ha, a),
+                 "bridge/ipc/chunks/get_handle", "cuIpcGetMemHandle failed"))
+        return;
+    memcpy(&v, &hc, sizeof(v));
+    t_check(v.magic == (expected > 1 ? VB_MAGIC_CHUNKS : VB_MAGIC) && v.offset == 0 &&
+            v.size == CHUNKED_SPAN && (uint64_t)v.slab_units * 4096 == CHUNKED_SPAN,
+            "bridge/ipc/chunks/handle_names_the_block", "magic %#x offset %llu size %llu",
+            v.magic, (unsigned long long)v.offset, (unsigned long long)v.size);
+    memcpy(va, "IPC_A=", 6), to_hex(&ha, sizeof(ha), va + 6);
+    memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
+    env[0] = va, env[1] = vc, env[2] = NULL;
+    st = t_run_self("chunks_import", env, out, sizeof(out), &sig);
+    fputs(out, stdout);
+    t_check(st == 0, "bridge/ipc/chunks/importer_ran", "status %d signal %d", st, sig);
+    t_check(all_are(c + SEAM - 64, 128, 0x5a) && all_are(c, SEAM - 64, 0x11) &&
+            all_are(c + SEAM + 64, SEAM - 64, 0x22), "bridge/ipc/chunks/write_across_seam_seen",
+            "before %#x after %#x", ((unsigned char *)(uintptr_t)c)[SEAM - 1],
+            ((unsigned char *)(uintptr_t)c)[SEAM]);
+    t_check(cuMemFree(c + SEAM) != CUDA_SUCCESS && cuMemFree(c) == CUDA_SUCCESS &&
+            fake_vmm_live() == live0, "bridge/ipc/chunks/free_leaves_nothing",
+            "%d allocations held", fake_vmm_live() - live0);
+    t_check(cuMemGetAddressRange(&base, NULL, c + SEAM + 1) == CUDA_ERROR_NOT_FOUND,
+            "bridge/ipc/chunks/freed_block_not_found", "found at %#llx",
+            (unsigned long long)base);
+    cuMemFree(a);
+}
+
+/* ---- a block of as many chunks as one answer carries, and one more ------------------------ */
+#define MAX_CHUNKS 240u                /* bridge/bridge.h, VB_IPC_MAX_CHUNKS */
+#define CHUNK2 (2u << 20)              /* VRAMIO_POOL_CHUNK_MB=2 */
+
+/* The importer of the block of MAX_CHUNKS chunks (IPC_C): its last chunk reads 0x6d. */
+static void many_importer(void)
+{
+    CUipcMemHandle hc;
+    CUdeviceptr p = 0;
+    CUresult r;
+    char why[160];
+    int live0 = fake_vmm_live();
+
+    alarm(60);
+    if (handle_env("IPC_C", &hc)) {
+        t_fail("bridge/ipc/many/handle_passed", "no handle in the environment");
+        return;
+    }
+    r = cuIpcOpenMemHandle(&p, hc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (!t_check(r == CUDA_SUCCESS, "bridge/ipc/many/open", "result %d", (int)r))
+        return;
+    t_check(fake_imports() == (int)MAX_CHUNKS &&
+            range_is(p, (size_t)MAX_CHUNKS * CHUNK2, why, sizeof(why)) &&
+            all_are(p + (MAX_CHUNKS - 1) * (CUdeviceptr)CHUNK2, 64, 0x6d),
+            "bridge/ipc/many/opened_whole", "%d imports; %s", fake_imports(), why);
+    r = cuIpcCloseMemHandle(p);
+    t_check(r == CUDA_SUCCESS && fake_vmm_live() == live0, "bridge/ipc/many/closed",
+            "result %d, %d allocations held", (int)r, fake_vmm_live() - live0);
+}
+
+/* A block of MAX_CHUNKS chunks shared whole; one of a chunk more gets no handle (the driver's
+ * answer for VMM memory) rather than one that no open could take. */
+static void many_exporter(void)
+{
+    char vc[160], out[8192];
+    const char *env[2];
+    CUipcMemHandle hc;
+    CUdeviceptr c = 0, more = 0;
+    int live0 = fake_vmm_live(), sig = 0, st;
+    CUresult r;
+
+    if (!t_check(!cuMemAlloc(&c, (size_t)MAX_CHUNKS * CHUNK2) &&
+                 fake_vmm_live() - live0 == (int)MAX_CHUNKS, "bridge/ipc/many/alloc",
+                 "%d allocations", fake_vmm_live() - live0))
+        return;
+    memset((void *)(uintptr_t)(c + (MAX_CHUNKS - 1) * (CUdeviceptr)CHUNK2), 0x6d, 64);
+    if (!t_check(!cuIpcGetMemHandle(&hc, c), "bridge/ipc/many/handle", "refused"))
+        return;
+    memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
+    env[0] = vc, env[1] = NULL;
+    st = t_run_self("many_import", env, out, sizeof(out), &sig);
+    fputs(out, stdout);
+    t_check(st == 0, "bridge/ipc/many/importer_ran", "status %d signal %d", st, sig);
+    r = cuMemAlloc(&more, (size_t)(MAX_CHUNKS + 1) * CHUNK2);
+    t_check(r == CUDA_SUCCESS && cuIpcGetMemHandle(&hc, more) != CUDA_SUCCESS,
+            "bridge/ipc/many/one_chunk_more_no_handle", "alloc %d, a handle made", (int)r);
+    t_check(!cuMemFree(c) && !cuMemFree(more) && fake_vmm_live() == live0,
+            "bridge/ipc/many/free_leaves_nothing", "%d allocations held",
+            fake_vmm_live() - live0);
+}
+
 int main(int argc, char **argv)
 {
     const char *child = t_child_mode(argc, argv);
@@ -566,6 +796,14 @@ int main(int argc, char **argv)
         importer();
     else if (child && !strcmp(child, "import_plain"))
         importer_plain();
+    else if (child && !strcmp(child, "chunks_import"))
+        chunks_importer();
+    else if (child && !strcmp(child, "many_import"))
+        many_importer();
+    else if (argc > 2 && !strcmp(argv[2], "chunks"))
+        chunks_exporter();
+    else if (argc > 2 && !strcmp(argv[2], "many"))
+        many_exporter();
     else if (argc > 1)
         exporter(argv[1]);
     else

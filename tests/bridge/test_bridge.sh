@@ -50,6 +50,25 @@ client plain
 out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
       timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" 2>&1)
 t_relay bridge/ipc/exit $? "$out"
+# A block of chunks (4 MiB: the stand-in Vulkan offers placed maps, so the vulkan backend pins
+# across chunks and the pool makes them), then the same client where chunks are off (one
+# allocation, the same answers, the handle of a slab) and where the stand-in Vulkan offers no
+# placed maps (the pool makes one allocation: vr_pins_can_span says no).
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
+      VRAMIO_POOL_CHUNK_MB=4 CHUNKS_EXPECTED=3 timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" \
+      chunks 2>&1)
+t_relay bridge/ipc/chunks/exit $? "$out"
+out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
+      VRAMIO_POOL_CHUNK_MB=2 timeout 90 "$run" "$dir/ipc_client" "$(pwd)/$fake" many 2>&1)
+t_relay bridge/ipc/many/exit $? "$out"
+for off in chunks_off:VRAMIO_POOL_CHUNK_MB=0 chunks_no_placed:FAKE_VK_NO_PLACED=1; do
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_BRIDGE_LOG LD_LIBRARY_PATH="$fakes" \
+          VRAMIO_POOL_CHUNK_MB=4 "${off#*:}" CHUNKS_EXPECTED=1 timeout 90 "$run" \
+          "$dir/ipc_client" "$(pwd)/$fake" chunks 2>&1)
+    rc=$?
+    out=$(printf '%s\n' "$out" | sed "s#bridge/ipc/chunks/#bridge/ipc/${off%%:*}/#")
+    t_relay "bridge/ipc/${off%%:*}/exit" $rc "$out"
+done
 
 # The log says what was intercepted, and how it ended.
 log=$(LD_LIBRARY_PATH="$fakes" timeout 60 "$run" --log "$dir/bridge_client" bridged 2>&1 >/dev/null)

@@ -273,25 +273,32 @@ else
 fi
 
 # ---- IPC: the exporter gone, the other user answers on its socket name ---------------
-h=$(victim timeout 60 "$run" "$T/bin/users_client" export 2>/dev/null | tail -n 1)
-if ! printf '%s' "$h" | grep -qE '^[0-9a-f]{128}$'; then
-    t_fail users/ipc_answer_of_another_user_refused "no handle from the exporter: $h"
-else
-: >"$T/squat.out"
+# squat NAME HANDLE: the other user answers the open of HANDLE; root's open must refuse it.
+squat() {
+    local name=$1 h=$2 out squat
+    : >"$T/squat.out"
     other "$T/bin/users_client" serve "$h" >"$T/squat.out" 2>&1 &
     squat=$!
     for _ in $(seq 100); do grep -q ready "$T/squat.out" && break; sleep 0.1; done
     out=$(victim VRAMIO_BRIDGE_LOG=1 timeout 60 "$run" "$T/bin/users_client" open "$h" 2>&1)
     kill "$squat" 2>/dev/null; wait "$squat" 2>/dev/null
     if ! grep -q ready "$T/squat.out"; then
-        t_fail users/ipc_answer_of_another_user_refused \
-            "the squatter did not start: $(head -c 200 "$T/squat.out")"
+        t_fail "users/$name" "the squatter did not start: $(head -c 200 "$T/squat.out")"
     elif printf '%s\n' "$out" | grep -q '^refused ' &&
          printf '%s\n' "$out" | grep -q "answered by uid $ouid"; then
-        t_ok users/ipc_answer_of_another_user_refused
+        t_ok "users/$name"
     else
-        t_fail users/ipc_answer_of_another_user_refused \
+        t_fail "users/$name" \
             "$(printf '%s' "$out" | grep -v '^vramio-bridge: cu' | tr '\n' ' ' | head -c 300)"
     fi
+}
+h=$(victim timeout 60 "$run" "$T/bin/users_client" export 2>/dev/null | tail -n 1)
+if ! printf '%s' "$h" | grep -qE '^[0-9a-f]{128}$'; then
+    t_fail users/ipc_answer_of_another_user_refused "no handle from the exporter: $h"
+else
+    squat ipc_answer_of_another_user_refused "$h"
+    # The same handle as one of a block of chunks ("VRC2", bridge_ipc.h): the other user's
+    # answer about chunks (three fds of its memory) is refused the same way.
+    squat ipc_chunks_answer_of_another_user_refused "32435256${h#????????}"
 fi
 t_done

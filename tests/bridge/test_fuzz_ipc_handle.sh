@@ -9,7 +9,8 @@
 # cannot build a libFuzzer program (Debian: clang, libclang-rt-14-dev).
 # The corpus: seed-* (made by hand, one path each: open and close, two blocks of a slab, issue
 # 38's forged slab size, a freed block, a slab made anew, a raw handle, odd answers, requests,
-# closes), and the inputs that found a fix reverted (regress-*: a mapping found by the slab's
+# closes; for a block of chunks: open and close, another's memory as its chunks, answers of odd
+# counts and sizes, requests, the block freed and made anew), and the inputs that found a fix reverted (regress-*: a mapping found by the slab's
 # id alone, a freed block served, a request longer than its struct served).
 # run.sh timeout: 300
 set -u

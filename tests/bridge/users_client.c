@@ -8,7 +8,8 @@
  *                 in hex and exit: the exporter is gone, its socket's name is free
  *   serve HANDLE  (as the other user) bind the socket name that HANDLE names and answer the
  *                 first request with a memfd of our own, as the stand-in driver's memory
- *                 (filled with 0xee); prints "ready" once bound
+ *                 (filled with 0xee); a request about a block of chunks (bridge/bridge.h,
+ *                 VB_IPC_CHUNKS) with three of them as its chunks; prints "ready" once bound
  *   open HANDLE   (under vramio-run) open HANDLE: "refused N" or "opened BYTE"
  *   secure        print getauxval(AT_SECURE): 1 where this copy runs with privileges that
  *                 its caller lacks (set-user-ID, file capabilities), else 0
@@ -39,6 +40,11 @@
 #define H_NONCE 8
 #define H_UID   56
 #define SLAB    (2u << 20)
+/* The request's flags (struct vb_ipc_req) and the answer about chunks (struct
+ * vb_ipc_chunks_reply: status, count, chunk size) of bridge/bridge.h. */
+#define REQ_FLAGS  48
+#define REQ_CHUNKS 2u
+struct chunks_reply { int32_t status; uint32_t nfd; uint64_t chunk; };
 
 static void *cuda;
 
@@ -77,13 +83,14 @@ static int serve(const unsigned char *h)
     uint32_t uid, pid;
     uint64_t nonce;
     struct sockaddr_un a;
-    char cbuf[CMSG_SPACE(sizeof(int))], req[64];
-    int32_t status = 0;
-    struct iovec iov = { &status, sizeof(status) };
+    char cbuf[CMSG_SPACE(3 * sizeof(int))], req[64];
+    struct chunks_reply r = { 0, 3, SLAB };
+    struct iovec iov = { &r, sizeof(r.status) };
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                         .msg_controllen = sizeof(cbuf) };
     struct cmsghdr *cm;
-    int s, c, mfd;
+    int s, c, mfd, fds[3], n = 1;
+    uint32_t flags = 0;
     void *p;
     socklen_t alen;
 
@@ -110,13 +117,20 @@ static int serve(const unsigned char *h)
     printf("ready\n");
     fflush(stdout);
     c = accept(s, NULL, NULL);
-    if (c < 0 || recv(c, req, sizeof(req), 0) < 0)
+    if (c < 0 || recv(c, req, sizeof(req), 0) <= REQ_FLAGS)
         return 2;
+    memcpy(&flags, req + REQ_FLAGS, sizeof(flags));
+    fds[0] = fds[1] = fds[2] = mfd;
+    if (flags & REQ_CHUNKS) { /* our memory as three chunks of a 6 MiB block */
+        iov.iov_len = sizeof(r);
+        n = 3;
+    }
+    m.msg_controllen = CMSG_SPACE(n * sizeof(int));
     cm = CMSG_FIRSTHDR(&m);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
+    cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+    memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
     sendmsg(c, &m, MSG_NOSIGNAL);
     close(c);
     return 0;

@@ -28,8 +28,10 @@
  * cuMemImportFromShareableHandle say CUDA_ERROR_NOT_INITIALIZED, as the real driver refuses
  * CUDA there; fake_cuda_base.h), FAKE_CUDA_VRAM_BYTES=N (the GPU holds N bytes of VMM
  * allocations: a cuMemCreate that the live ones leave no room for says
- * CUDA_ERROR_OUT_OF_MEMORY). An export that finds no descriptor left says
- * CUDA_ERROR_OPERATING_SYSTEM, as the dma-buf stand-in's does.
+ * CUDA_ERROR_OUT_OF_MEMORY), FAKE_CUDA_RETAIN_FIRST=1 (cuMemRetainAllocationHandle of an
+ * address in VMM mappings side by side gives the first one's handle, as a driver that does
+ * not describe each allocation of a reservation as its own). An export that finds no
+ * descriptor left says CUDA_ERROR_OPERATING_SYSTEM, as the dma-buf stand-in's does.
  * Exported for the tests: fake_access_devices() (devices of the last cuMemSetAccess),
  * fake_plain_allocs() (live cuMemAlloc allocations), fake_vmm_live() (live VMM handles),
  * fake_gpa_v2() (the driver's own cuGetProcAddress_v2), fake_exports() (successful
@@ -441,6 +443,18 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return cuMemRelease((CUmemGenericAllocationHandle)(h + 1));
 }
 
+/* The first of the VMM mappings side by side that end at mapping m (the lock held). */
+static int first_of_run(int m)
+{
+    int before;
+
+    while (fake_range_at(m)->base &&
+           (before = find_map(fake_range_at(m)->base - 1)) >= 0 &&
+           fake_range_at(before)->base + fake_range_at(before)->size == fake_range_at(m)->base)
+        m = before;
+    return m;
+}
+
 /* A VMM mapping's handle; a stream-ordered allocation's is its pool chunk's, unless
  * FAKE_CUDA_POOL_RETAIN=0 (a driver that does not give it: the answer for plain memory). */
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
@@ -453,6 +467,8 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr
                     (fake_range_at(m)->vmm == FAKE_POOLED &&
                      !fake_env_is("FAKE_CUDA_POOL_RETAIN", "0"))))
         m = -1;
+    if (m >= 0 && fake_range_at(m)->vmm == FAKE_VMM && fake_env_is("FAKE_CUDA_RETAIN_FIRST", "1"))
+        m = first_of_run(m);
     if (m >= 0) {
         i = fake_range_at(m)->handle;
         handles[i].refs++;

@@ -54,6 +54,10 @@ int t_run_self(const char *mode, const char *const *env, char *out, size_t len, 
 /* When argv asks for a child mode, its name; else NULL. */
 const char *t_child_mode(int argc, char **argv);
 
+/* The folder of the stand-in driver family (tests/fake/fake.mk: "cuda-dmabuf", "cuda-vmm")
+ * beside this program's build folder, in dir: 1 when its libcuda.so.1 is there, else 0. */
+int t_fake_cuda_dir(const char *family, char *dir, size_t len);
+
 /* Wait for child pid for at most seconds: 0 when it ended (status in *status), else -1
  * after killing it with SIGKILL (a hung child is a failure, never a hung test). */
 int t_wait_bounded(pid_t pid, int *status, unsigned seconds);

@@ -23,6 +23,21 @@ const char *t_child_mode(int argc, char **argv)
     return argc == 3 && strcmp(argv[1], "--child") == 0 ? argv[2] : NULL;
 }
 
+int t_fake_cuda_dir(const char *family, char *dir, size_t len)
+{
+    char self[4096], lib[4096 + 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash;
+
+    self[n > 0 ? n : 0] = '\0';
+    slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(dir, len, "%s/fake/%s", self, family);
+    snprintf(lib, sizeof(lib), "%s/libcuda.so.1", dir);
+    return n > 0 && access(lib, R_OK) == 0;
+}
+
 static const char *const gdrcopy_vars[] = {
     "GDRCOPY_BACKEND", "GDRCOPY_USE_DMABUF_MMAP", "GDRCOPY_ENABLE_LOGGING",
     "GDRCOPY_LOG_LEVEL", "GDRCOPY_COPY_KERNEL", NULL,

@@ -46,6 +46,19 @@ out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN LD_LIBRARY_PATH="$fake" \
       timeout 60 "$B/tests/multigpu/freed_pin_client" 2>&1)
 report "multigpu/" "multigpu/freed_pin" $? "$out"
 
+# A vramio_alloc block of chunks pinned inside one chunk and whole (chunk_pin_client.c): 4 MiB
+# chunks; then chunks off, and no placed maps offered (one allocation: the pool asks the
+# backends whether a pin may span chunks).
+for c in chunks:3:VRAMIO_POOL_CHUNK_MB=4 chunks_off:1:VRAMIO_POOL_CHUNK_MB=0 \
+         chunks_no_placed:1:FAKE_VK_NO_PLACED=1; do
+    IFS=: read -r name n var <<<"$c"
+    out=$(env -u GDRCOPY_BACKEND -u VRAMIO_ENABLE_VULKAN -u FAKE_VK_NO_PLACED \
+          LD_LIBRARY_PATH="$fake" GDRCOPY_BACKEND=vulkan FAKE_CUDA_DEVICES=1 FAKE_VK_GPUS=1 \
+          VRAMIO_POOL_CHUNK_MB=4 CHUNKS="$n" "$var" timeout 60 \
+          "$B/tests/multigpu/chunk_pin_client" 2>&1)
+    report "multigpu/$name/" "multigpu/$name" $? "$out"
+done
+
 # The debug log names the Vulkan device that serves each GPU (what shows it on real GPUs).
 log=$(env -u GDRCOPY_BACKEND LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=2 FAKE_VK_GPUS=2 \
       VRAMIO_ENABLE_VULKAN=1 GDRCOPY_ENABLE_LOGGING=1 GDRCOPY_LOG_LEVEL=1 \

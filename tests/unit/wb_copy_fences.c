@@ -28,7 +28,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -432,19 +431,6 @@ static void run_auto(const char *mode)
     free(h);
 }
 
-/* The stand-in driver's folder beside this program's (tests/fake/fake.mk); 0 when its
- * libcuda.so.1 is not there. */
-static int fake_dir(char *dir, size_t len)
-{
-    char self[PATH_MAX], lib[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-    self[n > 0 ? n : 0] = '\0';
-    snprintf(dir, len, "%s/fake/cuda-dmabuf", dirname(self));
-    snprintf(lib, sizeof(lib), "%s/libcuda.so.1", dir);
-    return n > 0 && access(lib, R_OK) == 0;
-}
-
 int main(int argc, char **argv)
 {
     static const char *const kernels[] = { "avx512", "avx2", "sse41", "movdir64b", "c" };
@@ -483,7 +469,7 @@ int main(int argc, char **argv)
         snprintf(var, sizeof(var), "kernel_child/%s", kernels[i]);
         t_check(rc == 0, var, "exit %d, signal %d", rc, sig);
     }
-    if (!fake_dir(dir, sizeof(dir))) {
+    if (!t_fake_cuda_dir("cuda-dmabuf", dir, sizeof(dir))) {
         t_skip("auto", "no stand-in driver at %s (make fake-drivers)", dir);
         return t_status();
     }

@@ -24,9 +24,11 @@ struct fake {
     int fail_with;       /* the next create fails with this errno (0: none) */
     int misalign;        /* the next create returns an address off the slab alignment */
     size_t align;
+    size_t piece;        /* large slabs say they are pieces of this many bytes (0: one) */
+    atomic_uint last_pieces; /* what the last destroy was given (destroys run concurrently) */
 };
 
-static int fake_create(void *ctx, size_t size, uint64_t *base, void **cookie)
+static int fake_create(void *ctx, size_t size, uint64_t *base, void **cookie, unsigned *pieces)
 {
     struct fake *f = ctx;
     void *m;
@@ -46,16 +48,19 @@ static int fake_create(void *ctx, size_t size, uint64_t *base, void **cookie)
     *base = (uint64_t)(uintptr_t)m + (f->misalign ? 256 : 0);
     if (f->misalign)
         f->misalign = 0;
+    if (f->piece && size > f->piece)
+        *pieces = (unsigned)((size + f->piece - 1) / f->piece);
     atomic_fetch_add(&f->creates, 1);
     atomic_fetch_add(&f->live, 1);
     return 0;
 }
 
-static void fake_destroy(void *ctx, uint64_t base, size_t size, void *cookie)
+static void fake_destroy(void *ctx, uint64_t base, size_t size, void *cookie, unsigned pieces)
 {
     struct fake *f = ctx;
 
     free(cookie);
+    atomic_store(&f->last_pieces, pieces);
     atomic_fetch_add(&f->destroys, 1);
     atomic_fetch_sub(&f->live, 1);
 }
@@ -347,12 +352,49 @@ static void test_threads(void)
     pool_end(&tpool);
 }
 
+/* A large slab made of pieces side by side (alloc.c's chunks): found whole from any address
+ * in it, deep pieces included, never freed from inside, gone whole at its free; a slab of one
+ * piece keeps the old rule (found from its first SLAB bytes only, the driver tells the rest). */
+static void test_pieces(void)
+{
+    uint64_t big = 0, one = 0, base = 0, probe;
+    size_t size = 0;
+    struct vr_pool p;
+    struct fake f = { .align = SLAB, .piece = 2 * SLAB };
+    int ok = 1;
+
+    t_check(vr_pool_init(&p, &fake_ops, &f, SLAB, SLAB / 2, 0, NULL) == 0 &&
+            vr_pool_alloc(&p, 7 * SLAB, &big) == 0 && vr_pool_alloc(&p, 2 * SLAB, &one) == 0,
+            "pieces/alloc", "failed");
+    for (probe = big; ok && probe < big + 7 * SLAB; probe += SLAB / 4)
+        ok = vr_pool_find(&p, probe, &base, &size) == 0 && base == big && size == 7 * SLAB &&
+              vr_pool_owns(&p, probe);
+    t_check(ok, "pieces/found_whole_from_every_address", "at +%#llx: base %#llx size %zu",
+            (unsigned long long)(probe - SLAB / 4 - big), (unsigned long long)(base - big), size);
+    t_check(vr_pool_find(&p, big + 7 * SLAB, &base, &size) == ENOENT || base != big,
+            "pieces/not_past_its_end", "found from its end");
+    t_check(vr_pool_find(&p, one + SLAB + 8, &base, &size) == ENOENT,
+            "pieces/one_piece_found_from_its_first_slab_only", "found deep");
+    t_check(vr_pool_free(&p, big + 2 * SLAB) == EINVAL && vr_pool_free(&p, big + 5 * SLAB) == EINVAL,
+            "pieces/free_from_a_piece_einval", "accepted");
+    t_check(vr_pool_free(&p, big) == 0 && f.last_pieces == 4, "pieces/destroy_told_its_pieces",
+            "destroy got %u pieces", f.last_pieces);
+    t_check(vr_pool_find(&p, big + 5 * SLAB, &base, &size) == ENOENT &&
+            !vr_pool_owns(&p, big + 5 * SLAB), "pieces/freed_found_nowhere", "still found");
+    t_check(vr_pool_free(&p, one) == 0 && f.last_pieces == 1, "pieces/one_piece_told_one",
+            "destroy got %u pieces", f.last_pieces);
+    pool_end(&p);
+    free(p.split);
+    t_check(f.live == 0, "pieces/no_slab_leaked", "live %d", f.live);
+}
+
 int main(void)
 {
     test_init();
     test_carving();
     test_reuse_and_errors();
     test_cache_bound_and_failures();
+    test_pieces();
     test_threads();
     return t_status();
 }
