@@ -163,7 +163,7 @@ struct vr_backend_ops {
     /* Whether this backend pins a range that spans several VMM allocations mapped side by
      * side in one reservation of GPU gpu (device ordinal) as one pin with one contiguous
      * mapping: 1 or 0. vramio_alloc's pool makes its large allocations of such chunks only
-     * where a usable backend says 1 (core/pins.h, vr_pins_can_span), so that a pin inside
+     * where the first usable backend says 1 (core/pins.h, vr_pins_can_span), so that a pin inside
      * one chunk costs that chunk alone and a pin across chunks still works. May be slow the
      * first time (the vulkan backend asks its Vulkan device); cached after.
      * Left out: 0. */

@@ -426,13 +426,19 @@ int vr_backends_span(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
     char off[VR_REASON_LEN];
     int b, yes = 0;
 
-    /* The backends gdr_open would use (a pin falls through to the next when one refuses
-     * memory it does not serve, so one that spans is enough). */
+    /* The first backend gdr_open would use decides: a pin is offered to it first, and a
+     * backend that does not span may take a range across chunks and fail it for good where
+     * one allocation pinned (gdrdrv's nvidia_p2p_get_pages, dma-buf's export across VMM
+     * allocations: never tried on a GPU). Only one that pins by the page anyway comes first
+     * then, so chunks would buy nothing there. */
     if (!probe)
         return 0;
     if (vr_choose_backends(backends, probe, 0, off, sizeof(off)) == 0)
-        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT && !yes; b++)
-            yes = probe->status[b] == 0 && probe->ops[b].spans(gpu) == 1;
+        for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
+            if (probe->status[b] == 0) {
+                yes = probe->ops[b].spans(gpu) == 1;
+                break;
+            }
     free(probe);
     return yes;
 }

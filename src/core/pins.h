@@ -17,9 +17,10 @@
  * engine is never used for them again; their mappings still reach the pinned pages. */
 void vr_pins_gpu_released(uint64_t base, uint64_t size);
 
-/* 1 when a backend that gdr_open would use here pins a range spanning several VMM
- * allocations mapped side by side in one reservation of GPU gpu (backend.h, spans), else 0:
- * what lets vramio_alloc's pool make a large allocation of chunks. */
+/* 1 when the first backend that gdr_open would use here (the one every pin is offered to
+ * first) pins a range spanning several VMM allocations mapped side by side in one
+ * reservation of GPU gpu (backend.h, spans), else 0: what lets vramio_alloc's pool make a
+ * large allocation of chunks. */
 int vr_pins_can_span(int gpu);
 
 /* A pin's copy-engine device: not looked up yet, or the copy engine unusable for this pin

@@ -7,6 +7,8 @@
  * the reason of a left-out one says how to opt in, the environment is read at every call
  * (an LD_PRELOAD bridge sets the variable in its constructor), a left-out backend's context
  * is closed again, and a narrow backend that would serve alone must confirm it can pin.
+ * And whether vramio_alloc's pool may make chunks (vr_backends_span): only where the first
+ * backend a pin is offered to pins across them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,11 +40,14 @@ static int f_open(void **ctx, char *why, size_t len)
     return 0;
 }
 static void f_close(void *ctx) { live_ctx--; }
+/* The narrow backend pins across allocations (the vulkan backend with placed maps). */
+
+static int spans_yes(int gpu) { return 1; }
 
 /* Only the choice is exercised: the pin ops are never reached. */
 #define FAKE(ID, NAME, PROBE, ENV, SERVES, FORCE) { .id = ID, .name = NAME, .opt_in_env = ENV, \
     .serves = SERVES, .force_env = FORCE, .probe = PROBE, .open = f_open, .close = f_close, \
-    .confirm = ENV ? confirm_vulkan : NULL }
+    .confirm = ENV ? confirm_vulkan : NULL, .spans = ENV ? spans_yes : NULL }
 static const struct vr_backend_ops fg = FAKE(VRAMIO_BACKEND_GDRDRV, "gdrdrv", probe_gdrdrv, NULL,
                                              NULL, NULL);
 static const struct vr_backend_ops fd = FAKE(VRAMIO_BACKEND_DMABUF, "dmabuf", probe_dmabuf, NULL,
@@ -145,6 +150,41 @@ static void confirm_rules(void)
     confirm_rc = 0;
 }
 
+/* The pool chunks only where the backend every pin is offered first spans: beside gdrdrv or
+ * dma-buf (which pin by the page and were never tried across VMM allocations) it does not. */
+static void span_rules(void)
+{
+    static const struct {
+        const char *backend, *enable;
+        int g, d, v, want;
+        const char *name;
+    } rows[] = {
+        { NULL, "1", 0, 0, 1, 1, "span_vulkan_alone" },
+        { "vulkan", NULL, 1, 1, 1, 1, "span_vulkan_by_name_beside_others" },
+        { NULL, "1", 1, 0, 1, 0, "span_not_behind_gdrdrv" },
+        { NULL, "1", 0, 1, 1, 0, "span_not_behind_dmabuf" },
+        { NULL, NULL, 0, 0, 1, 0, "span_not_without_opt_in" },
+        { NULL, "1", 0, 0, 0, 0, "span_not_where_vulkan_unusable" },
+    };
+    size_t i;
+
+    set("GDRCOPY_USE_DMABUF_MMAP", NULL);
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int got;
+
+        set("GDRCOPY_BACKEND", rows[i].backend);
+        set("VRAMIO_ENABLE_VULKAN", rows[i].enable);
+        probe_rc[1] = rows[i].g ? 0 : ENODEV;
+        probe_rc[2] = rows[i].d ? 0 : ENODEV;
+        probe_rc[3] = rows[i].v ? 0 : ENODEV;
+        got = vr_backends_span(table, 0);
+        t_check(got == rows[i].want && live_ctx == 0, rows[i].name,
+                "%d (want %d), %d contexts open", got, rows[i].want, (int)live_ctx);
+    }
+    set("GDRCOPY_BACKEND", NULL);
+    set("VRAMIO_ENABLE_VULKAN", NULL);
+}
+
 int main(void)
 {
     static const struct row rows[] = {
@@ -221,5 +261,6 @@ int main(void)
             "probe_only_same_answer", "status %d active %d", gdr.status[VRAMIO_BACKEND_VULKAN],
             gdr.nactive);
     confirm_rules();
+    span_rules();
     return t_status();
 }
