@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "process/cuda_ctx.h"
 #include "process/fork.h"
 #include "process/log.h"
@@ -51,35 +50,16 @@ static int compare_import(const struct vr_cuda *cu, int dev, CUmemGenericAllocat
                           size_t len)
 {
     const struct vr_vk_gpu *gpu;
-    VkImportMemoryFdInfoKHR imp = {
-        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
-        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-    };
-    VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .pNext = &imp };
     VkDeviceMemory mem;
     VkResult vr;
     void *cpu = NULL;
-    CUresult cr;
-    int rc, fd = -1;
+    int rc;
 
     rc = vr_vk_gpu_get(cu, dev, &gpu, why, len);
+    if (!rc)
+        rc = vr_vk_export_import(cu, gpu, h, mb, ms, &mem, why, len);
     if (rc)
         return rc;
-    cr = vr_vk_export_fd(cu, h, &fd);
-    if (cr != CUDA_SUCCESS) {
-        snprintf(why, len, "its allocation cannot be exported as a POSIX fd: %s", vr_cuda_errstr(cr));
-        return vr_cuda_errno(cr);
-    }
-    imp.fd = fd;
-    ai.allocationSize = ms;
-    ai.memoryTypeIndex = gpu->memtype;
-    vr = gpu->fn.vkAllocateMemory(gpu->dev, &ai, NULL, &mem);
-    if (vr != VK_SUCCESS) {
-        close(fd);
-        snprintf(why, len, "the Vulkan import of its %zu-byte allocation failed: %s", ms,
-                 vr_vk_result_name(vr));
-        return vr_vk_errno(vr);
-    }
     vr = gpu->fn.vkMapMemory(gpu->dev, mem, 0, VK_WHOLE_SIZE, 0, &cpu);
     if (vr != VK_SUCCESS || !cpu) {
         snprintf(why, len, "vkMapMemory of its allocation failed: %s", vr_vk_result_name(vr));
