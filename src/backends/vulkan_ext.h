@@ -5,8 +5,9 @@
  * declared here where the Khronos headers are older than them (1.3.239 has neither). Their
  * values are the registry's (extensions 272 and 273); newer headers' declarations are used as
  * they are.
- * Included after <vulkan/vulkan.h> by vulkan_loader.h, and by the stand-in Vulkan driver
- * (tests/fake/fake_vulkan.c), which offers them.
+ * Included after <vulkan/vulkan.h> by vulkan_loader.h. Private to src/: the tests (the
+ * stand-in driver that offers them, the GPU probe that asks for them) have their own copy,
+ * tests/lib/vk_placed.h.
  */
 #ifndef VRAMIO_VULKAN_EXT_H
 #define VRAMIO_VULKAN_EXT_H

@@ -25,7 +25,7 @@ TEST_CUDA_CPPFLAGS := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-I$(CUDA_HOME
                       -Itests/fake/cuda -Iutil)
 
 # The one recipe of the script tests' shared objects: the sources among the prerequisites,
-# then SO_FLAGS (target-specific: soname, symbol binding, visibility, libraries).
+# then SO_FLAGS (target-specific: include paths, soname, symbol binding, visibility, libraries).
 test-so = $(CC) $(C_FLAGS) $(CFLAGS) $(TEST_CUDA_CPPFLAGS) -shared -fPIC -o $@ \
     $(filter %.c,$^) $(SO_FLAGS)
 
@@ -40,8 +40,10 @@ $(FAKE_MMAP): SO_FLAGS = -ldl
 $(FAKE_CUDA_VMM): tests/fake/fake_cuda_vmm.c tests/fake/fake_cuda_ptr.c tests/fake/fake_cuda_pool.c \
     tests/fake/fake_cuda_vmm.h $(FAKE_CUDA_BASE)
 $(FAKE_CUDA_VMM): SO_FLAGS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic
-$(FAKE_VULKAN): tests/fake/fake_vulkan.c
-$(FAKE_VULKAN): SO_FLAGS = -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs -lpthread
+# -Itests/lib: vk_placed.h, the placed-map extensions, declared once for it and chunk_probe.cu.
+$(FAKE_VULKAN): tests/fake/fake_vulkan.c tests/lib/vk_placed.h
+$(FAKE_VULKAN): SO_FLAGS = -Itests/lib -fvisibility=hidden -Wl,-soname,libvulkan.so.1 -Wl,-z,defs \
+    -lpthread
 
 $(FAKE_LIBS): tests/fake/fake_gpu.h | $(BUILD_PREREQS)
 	@mkdir -p $(dir $@)

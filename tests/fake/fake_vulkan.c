@@ -56,24 +56,7 @@
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 #include "fake_gpu.h"
-
-/* VK_KHR_map_memory2 (extension 272) and VK_EXT_map_memory_placed (273): the registry's names
- * and values, under names of the stand-in's own (the system's headers may predate them, or
- * declare them: either way these do not clash). */
-#define EXT_MAP2                 "VK_KHR_map_memory2"
-#define EXT_PLACED               "VK_EXT_map_memory_placed"
-#define ST_MAP_INFO              ((VkStructureType)1000271000)
-#define ST_PLACED_FEATURES       ((VkStructureType)1000272000)
-#define ST_PLACED_PROPERTIES     ((VkStructureType)1000272001)
-#define ST_PLACED_INFO           ((VkStructureType)1000272002)
-#define MAP_PLACED_BIT           0x1u
-struct map_info { VkStructureType sType; const void *pNext; VkFlags flags; VkDeviceMemory memory;
-                  VkDeviceSize offset, size; };
-struct placed_info { VkStructureType sType; const void *pNext; void *pPlacedAddress; };
-struct placed_features { VkStructureType sType; void *pNext; VkBool32 memoryMapPlaced,
-                         memoryMapRangePlaced, memoryUnmapReserve; };
-struct placed_properties { VkStructureType sType; void *pNext;
-                           VkDeviceSize minPlacedMemoryMapAlignment; };
+#include "vk_placed.h"  /* the placed maps, where the Khronos headers predate them */
 
 #define FAKE_VK_EXPORT __attribute__((visibility("default")))
 
@@ -233,9 +216,9 @@ static void VKAPI_CALL fake_GetPhysicalDeviceProperties2(VkPhysicalDevice pd,
             fake_gpu_uuid(phys[phys_index(pd)].gpu + env_int("FAKE_VK_UUID_OFFSET", 0),
                           id->deviceUUID);
         }
-        if (s->sType == ST_PLACED_PROPERTIES &&
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_PROPERTIES_EXT &&
             placed_offered())
-            ((struct placed_properties *)s)->minPlacedMemoryMapAlignment =
+            ((VkPhysicalDeviceMapMemoryPlacedPropertiesEXT *)s)->minPlacedMemoryMapAlignment =
                 placed_align();
     }
 }
@@ -247,9 +230,9 @@ static void VKAPI_CALL fake_GetPhysicalDeviceFeatures2(VkPhysicalDevice pd,
 
     memset(&f2->features, 0, sizeof(f2->features));
     for (s = f2->pNext; s; s = s->pNext) {
-        if (s->sType == ST_PLACED_FEATURES) {
-            struct placed_features *pf =
-                (struct placed_features *)s;
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT) {
+            VkPhysicalDeviceMapMemoryPlacedFeaturesEXT *pf =
+                (VkPhysicalDeviceMapMemoryPlacedFeaturesEXT *)s;
 
             pf->memoryMapPlaced = placed_offered() ? VK_TRUE : VK_FALSE;
             pf->memoryMapRangePlaced = VK_FALSE;
@@ -300,7 +283,7 @@ static void VKAPI_CALL fake_GetPhysicalDeviceQueueFamilyProperties(VkPhysicalDev
 
 static const char *const dev_exts[] = {
     VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME,
-    EXT_MAP2, EXT_PLACED,
+    VK_KHR_MAP_MEMORY_2_EXTENSION_NAME, VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME,
 };
 
 /* The extensions offered: the placed-map pair (last) only where placed maps are. */
@@ -356,12 +339,12 @@ static VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice pd, const VkDevice
         if (!ext_offered(e))
             return VK_ERROR_EXTENSION_NOT_PRESENT;
         fdext |= strcmp(e, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) == 0;
-        map2 |= strcmp(e, EXT_MAP2) == 0;
-        placed_ext |= strcmp(e, EXT_PLACED) == 0;
+        map2 |= strcmp(e, VK_KHR_MAP_MEMORY_2_EXTENSION_NAME) == 0;
+        placed_ext |= strcmp(e, VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME) == 0;
     }
     for (s = ci->pNext; s; s = s->pNext)
-        if (s->sType == ST_PLACED_FEATURES)
-            feature = ((const struct placed_features *)s)->memoryMapPlaced;
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT)
+            feature = ((const VkPhysicalDeviceMapMemoryPlacedFeaturesEXT *)s)->memoryMapPlaced;
     if (!fdext)
         return VK_ERROR_FEATURE_NOT_PRESENT; /* imports need the extension enabled */
     if ((feature && !placed_offered()) || (placed_ext && !map2))
@@ -478,17 +461,17 @@ static VkResult VKAPI_CALL fake_MapMemory(VkDevice dev, VkDeviceMemory mem, VkDe
 
 /* A placed map at info's place: the checks a real driver's validation makes, then mmap
  * MAP_FIXED of the memfd there (FAKE_VK_PLACED_BROKEN: anonymous memory instead). */
-static VkResult map_placed(struct fake_dev *d, struct fake_mem *m, const struct map_info *mi,
+static VkResult map_placed(struct fake_dev *d, struct fake_mem *m, const VkMemoryMapInfoKHR *mi,
                            void **out)
 {
-    const struct placed_info *pi = NULL;
+    const VkMemoryMapPlacedInfoEXT *pi = NULL;
     const VkBaseInStructure *s;
     int fail_at = env_int("FAKE_VK_PLACED_FAIL_AT", 0), n;
     void *p;
 
     for (s = mi->pNext; s; s = s->pNext)
-        if (s->sType == ST_PLACED_INFO)
-            pi = (const struct placed_info *)s;
+        if (s->sType == VK_STRUCTURE_TYPE_MEMORY_MAP_PLACED_INFO_EXT)
+            pi = (const VkMemoryMapPlacedInfoEXT *)s;
     if (!d->placed || !pi || !pi->pPlacedAddress || mi->offset || mi->size != VK_WHOLE_SIZE ||
         (uintptr_t)pi->pPlacedAddress % placed_align())
         return VK_ERROR_MEMORY_MAP_FAILED;  /* the spec's validity rules, broken */
@@ -509,18 +492,18 @@ static VkResult map_placed(struct fake_dev *d, struct fake_mem *m, const struct 
     return VK_SUCCESS;
 }
 
-static VkResult VKAPI_CALL fake_MapMemory2KHR(VkDevice dev, const struct map_info *mi,
+static VkResult VKAPI_CALL fake_MapMemory2KHR(VkDevice dev, const VkMemoryMapInfoKHR *mi,
                                               void **out)
 {
     struct fake_dev *d = dev_of(dev);
     struct fake_mem *m;
 
-    if (!d || !mi || mi->sType != ST_MAP_INFO || !mi->memory)
+    if (!d || !mi || mi->sType != VK_STRUCTURE_TYPE_MEMORY_MAP_INFO_KHR || !mi->memory)
         return VK_ERROR_INITIALIZATION_FAILED;
     m = (struct fake_mem *)mi->memory;
     if (m->map)
         return VK_ERROR_MEMORY_MAP_FAILED;  /* mapped already: a memory maps once */
-    if (mi->flags & MAP_PLACED_BIT)
+    if (mi->flags & VK_MEMORY_MAP_PLACED_BIT_EXT)
         return map_placed(d, m, mi, out);
     return fake_MapMemory(dev, mi->memory, mi->offset, mi->size, 0, out);
 }

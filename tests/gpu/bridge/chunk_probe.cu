@@ -15,8 +15,8 @@
  *   cost/*          cuMemCreate + cuMemMap + cuMemUnmap + cuMemRelease of 2, 64 and 512 MiB,
  *                   with and without the POSIX-fd type; the granularities; cudaMallocAsync +
  *                   cudaFreeAsync of 64 KiB from a pool with and without the type
- * The Vulkan structures of VK_KHR_map_memory2 and VK_EXT_map_memory_placed are declared here
- * (Debian 12's headers, 1.3.239, predate them), with the registry's values.
+ * The Vulkan structures of VK_KHR_map_memory2 and VK_EXT_map_memory_placed come from
+ * tests/lib/vk_placed.h where the Khronos headers predate them (Debian 12's, 1.3.239).
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -29,20 +29,9 @@
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 #include "bridge_gpu.h"
+#include "vk_placed.h"
 
 #define MIB (1ull << 20)
-
-/* VK_KHR_map_memory2 (extension 272) and VK_EXT_map_memory_placed (273), from the registry. */
-#define ST_MEMORY_MAP_INFO_KHR            ((VkStructureType)1000271000)
-#define ST_PLACED_FEATURES_EXT            ((VkStructureType)1000272000)
-#define ST_MEMORY_MAP_PLACED_INFO_EXT     ((VkStructureType)1000272002)
-#define MEMORY_MAP_PLACED_BIT_EXT         0x1u
-struct map_info { VkStructureType sType; const void *pNext; VkFlags flags; VkDeviceMemory memory;
-                  VkDeviceSize offset, size; };
-struct placed_info { VkStructureType sType; const void *pNext; void *pPlacedAddress; };
-struct placed_features { VkStructureType sType; void *pNext; VkBool32 memoryMapPlaced,
-                         memoryMapRangePlaced, memoryUnmapReserve; };
-typedef VkResult (*map2_fn)(VkDevice, const struct map_info *, void **);
 
 static CUdeviceptr vmm_map(CUdeviceptr at, size_t size, int fd_type, CUmemGenericAllocationHandle *h)
 {
@@ -133,7 +122,8 @@ static void placed(void)
                !strcmp(ext[k].extensionName, "VK_KHR_map_memory2");
     printf("# probe placed/extensions: %s\n", has == 2 ? "VK_KHR_map_memory2 and VK_EXT_map_memory_placed offered" : "not offered");
     if (has == 2) {
-        struct placed_features pf = { ST_PLACED_FEATURES_EXT, NULL, 0, 0, 0 };
+        VkPhysicalDeviceMapMemoryPlacedFeaturesEXT pf = {
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT, NULL, 0, 0, 0 };
         VkPhysicalDeviceFeatures2 f2 = {};
         VkPhysicalDeviceMemoryProperties mp;
         const char *exts[] = { "VK_KHR_external_memory_fd", "VK_KHR_map_memory2",
@@ -164,7 +154,8 @@ static void placed(void)
         dci.ppEnabledExtensionNames = exts;
         if (pf.memoryMapPlaced && memtype != UINT32_MAX &&
             VKF(inst, vkCreateDevice)(pd[i], &dci, NULL, &dev) == VK_SUCCESS) {
-            map2_fn map2 = (map2_fn)VKF(inst, vkGetDeviceProcAddr)(dev, "vkMapMemory2KHR");
+            PFN_vkMapMemory2KHR map2 =
+                (PFN_vkMapMemory2KHR)VKF(inst, vkGetDeviceProcAddr)(dev, "vkMapMemory2KHR");
             CUmemGenericAllocationHandle h[2];
             CUdeviceptr d[2] = { 0, 0 };
             VkDeviceMemory mem[2];
@@ -175,9 +166,10 @@ static void placed(void)
             for (k = 0; k < 2 && map2; k++) {
                 VkImportMemoryFdInfoKHR imp = {};
                 VkMemoryAllocateInfo ai = {};
-                struct placed_info pi = { ST_MEMORY_MAP_PLACED_INFO_EXT, NULL, at + k * 2 * MIB };
-                struct map_info mi = { ST_MEMORY_MAP_INFO_KHR, &pi, MEMORY_MAP_PLACED_BIT_EXT, 0, 0,
-                                       VK_WHOLE_SIZE };
+                VkMemoryMapPlacedInfoEXT pi = { VK_STRUCTURE_TYPE_MEMORY_MAP_PLACED_INFO_EXT, NULL,
+                                                at + k * 2 * MIB };
+                VkMemoryMapInfoKHR mi = { VK_STRUCTURE_TYPE_MEMORY_MAP_INFO_KHR, &pi,
+                                          VK_MEMORY_MAP_PLACED_BIT_EXT, 0, 0, VK_WHOLE_SIZE };
                 void *got = NULL;
                 VkResult vr;
 
