@@ -120,9 +120,10 @@ struct gpu_pool {
     _Atomic int split;                          /* SPLIT_*, decided under split_lock */
 };
 
-/* A large block made of chunks: a reservation of size bytes, chunk bytes each but the last. */
+/* A large block made of chunks: a reservation of size bytes, chunk bytes each but the last.
+ * How many there are is the slab pool's count of the block's pieces (slab_destroy's pieces),
+ * the one count kept. */
 struct chunked {
-    unsigned n;
     size_t chunk;
     CUmemGenericAllocationHandle h[];
 };
@@ -209,7 +210,6 @@ static int create_chunked(const struct vr_cuda *cu, struct gpu_pool *gp, size_t 
 
     if (!c)
         return vr_fail(ENOMEM, "vramio_alloc: no memory for the chunks of %zu bytes", size);
-    c->n = n;
     c->chunk = gp->chunk;
     r = cu->cuMemAddressReserve(&ptr, size, gp->pool.slab_size, 0, 0);
     if (r != CUDA_SUCCESS) {
