@@ -31,7 +31,7 @@
  * process; handles forged to name other chunks (the block's handle as a slab's, a slab's as
  * a block of chunks, the block's reservation claimed larger) open nothing. With "many"
  * (VRAMIO_POOL_CHUNK_MB=2), a block of as many chunks as one answer carries is opened whole,
- * and one of a chunk more gets no handle.
+ * and one of a chunk more gets no handle, its IS_LEGACY_CUDA_IPC_CAPABLE 0.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -765,7 +765,7 @@ static void many_exporter(void)
     const char *env[2];
     CUipcMemHandle hc;
     CUdeviceptr c = 0, more = 0;
-    int live0 = fake_vmm_live(), sig = 0, st;
+    int live0 = fake_vmm_live(), sig = 0, st, cap_more, cap_c;
     CUresult r;
 
     if (!t_check(!cuMemAlloc(&c, (size_t)MAX_CHUNKS * CHUNK2) &&
@@ -783,6 +783,16 @@ static void many_exporter(void)
     r = cuMemAlloc(&more, (size_t)(MAX_CHUNKS + 1) * CHUNK2);
     t_check(r == CUDA_SUCCESS && cuIpcGetMemHandle(&hc, more) != CUDA_SUCCESS,
             "bridge/ipc/many/one_chunk_more_no_handle", "alloc %d, a handle made", (int)r);
+    /* What the pointer says of it agrees: a program (UCX's cuda_ipc) that is told "legacy IPC
+     * capable" asks for a handle and takes the refusal for a broken registration; the block
+     * that does get one still says yes. */
+    cap_more = cap_c = -1;
+    if (r == CUDA_SUCCESS)
+        cuPointerGetAttribute(&cap_more, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, more);
+    cuPointerGetAttribute(&cap_c, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, c);
+    t_check(cap_more == 0 && cap_c == 1, "bridge/ipc/many/capable_says_whether_a_handle_is_made",
+            "IS_LEGACY_CUDA_IPC_CAPABLE %d for the block of a chunk more (no handle), %d for "
+            "the one with a handle", cap_more, cap_c);
     t_check(!cuMemFree(c) && !cuMemFree(more) && fake_vmm_live() == live0,
             "bridge/ipc/many/free_leaves_nothing", "%d allocations held",
             fake_vmm_live() - live0);
