@@ -148,6 +148,11 @@ CUmemoryPool vb_mempool_program_view(CUmemoryPool pool);
 int vb_mempool_check(const struct vr_cuda *t, int dev, int ndev, CUmemoryPool def,
                      CUmemoryPool *pool, char *why, size_t len);
 
+/* bridge_ipc.c: whether cuIpcGetMemHandle of the pool block [bbase, bbase + bsize) makes a
+ * handle of the bridge's (every block but one of more chunks than one answer carries): what
+ * its IS_LEGACY_CUDA_IPC_CAPABLE says (bridge_attr.c). */
+int vb_ipc_block_has_handle(CUdeviceptr bbase, size_t bsize);
+
 /* bridge_ipc_open.c: where ptr lies among the blocks this process opened from IPC handles:
  * 1 in an open block (its start and size in *base and *size, the context it was opened in
  * in *ctx unless ctx is NULL), VB_IPC_UNOPENED in a slab mapped for them but in no open

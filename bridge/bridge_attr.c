@@ -7,8 +7,9 @@
  * it refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (CUDA_ERROR_NOT_SUPPORTED), which GDRCopy's
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
  * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
- * SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is 1 (the bridge
- * makes the IPC handles, bridge_ipc.c), and CONTEXT is the context that allocated the block.
+ * SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is 1 where the bridge
+ * makes the block's IPC handle (bridge_ipc.c: all but a block of more than 240 chunks), and
+ * CONTEXT is the context that allocated the block.
  * A block opened from such a handle in another process answers RANGE_START_ADDR and
  * RANGE_SIZE as its own too, and CONTEXT the context it was opened in (bridge_ipc_open.c),
  * as the driver answers for an opened cuMemAlloc allocation. MEMPOOL_HANDLE
@@ -212,7 +213,13 @@ static int answer(CUpointer_attribute a, void *data, CUdeviceptr base, size_t si
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         *(size_t *)data = size;
         return 1;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* the bridge's handles: bridge_ipc.c */
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        /* 1 where cuIpcGetMemHandle makes the bridge's handle (bridge_ipc.c). A block of
+         * more chunks than one answer carries gets the driver's refusal for VMM memory there,
+         * and the driver's answer here (0): UCX's cuda_ipc, told 1, asks for a handle and
+         * fails the registration, where told 0 it leaves the memory to other transports. */
+        if (!vb_ipc_block_has_handle(base, size))
+            return 0;
         *(int *)data = 1;
         return 1;
     case CU_POINTER_ATTRIBUTE_CONTEXT:

@@ -309,6 +309,26 @@ static CUresult slab_of(const struct vr_cuda *t, CUdeviceptr bbase, size_t bsize
     return CUDA_SUCCESS;
 }
 
+/* Whether a handle's fields describe slab (none fails this, VMM sizes being whole 2 MiB) and
+ * one answer carries its chunks (VB_IPC_MAX_CHUNKS: 240 GiB at the default chunk size). */
+static int describable(const struct vb_ipc_req *slab, size_t chunks)
+{
+    return !(slab->size % VB_IPC_UNIT) && slab->size / VB_IPC_UNIT <= UINT32_MAX &&
+           chunks <= VB_IPC_MAX_CHUNKS;
+}
+
+int vb_ipc_block_has_handle(CUdeviceptr bbase, size_t bsize)
+{
+    const struct vr_cuda *t = vb_real();
+    struct vb_ipc_req slab;
+    size_t chunks = 1;
+    int chunked = 0;
+
+    return t && t->cuIpcGetMemHandle &&
+           slab_of(t, bbase, bsize, &slab, &chunked, &chunks) == CUDA_SUCCESS &&
+           describable(&slab, chunks);
+}
+
 static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
     const struct vr_cuda *t = vb_real();
@@ -330,11 +350,9 @@ static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    /* A slab the handle's fields cannot describe (none is, VMM sizes being whole 2 MiB), or
-     * a block of more chunks than one answer carries (VB_IPC_MAX_CHUNKS: 240 GiB at the
-     * default chunk size): the driver's answer for VMM memory, not a handle no open takes. */
-    if (slab.size % VB_IPC_UNIT || slab.size / VB_IPC_UNIT > UINT32_MAX ||
-        chunks > VB_IPC_MAX_CHUNKS) {
+    /* Otherwise the driver's answer for VMM memory, not a handle no open takes (and the
+     * block's IS_LEGACY_CUDA_IPC_CAPABLE says 0: vb_ipc_block_has_handle). */
+    if (!describable(&slab, chunks)) {
         vb_log("ipc: block 0x%llx (%zu bytes, %zu chunks): no handle of the bridge's", bbase,
                bsize, chunks);
         return t->cuIpcGetMemHandle(out, dptr);

@@ -60,19 +60,31 @@ struct import {
 static struct import *imports;
 static atomic_uint n_imports; /* cuMemGetAddressRange looks no further while 0 */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-/* Held across an open's request and mapping, so that two threads opening handles of one slab
- * map it once. */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The exporters being asked: an open holds its exporter (process, user, nonce) across the
+ * request and the mapping, so that two threads opening handles of one slab map it once; the
+ * others of that exporter wait (asked, under lock). Per exporter, not one lock for all: an
+ * exporter that never answers (another user's, whose handle a daemon was sent) held every
+ * open of the process for the socket's timeout, the other users' handles too. Each record
+ * lives on its opener's stack while linked. */
+struct asking {
+    struct asking *next;
+    uint32_t pid, uid;
+    uint64_t nonce;
+};
+static struct asking *askings;
+static pthread_cond_t asked = PTHREAD_COND_INITIALIZER;
 
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 
 /*
- * bridge_fork.c. A fork takes the lock of the list, so that the child finds it whole, but not
- * open_lock: that one is held while the exporter answers, and a fork must not wait for
- * another process (up to the socket's timeouts). In the child, where the thread that held it
- * is gone with its open, open_lock is made fresh: otherwise the child's first open would
- * wait for ever, where the driver's own would fail cleanly.
+ * bridge_fork.c. A fork takes the lock of the list, so that the child finds it whole; an open
+ * waiting for its exporter holds no lock (its exporter is marked in askings), and a fork must
+ * not wait for another process (up to the socket's timeouts). In the child, where the threads
+ * asking are gone with their opens, askings is emptied and asked made fresh: otherwise the
+ * child's first open of such an exporter would wait for ever, where the driver's own would
+ * fail cleanly.
  * The child forgets the slabs mapped here: they are mappings of the parent's CUDA context,
  * which the child cannot use. Its open of a handle asks the exporter and the driver again (a
  * new import), whose answer it gets, as it gets the driver's without vramio-run; not the
@@ -86,7 +98,8 @@ void vb_ipc_open_fork(enum vb_fork_phase phase)
     vb_fork_lock(&lock, phase);
     if (phase != VB_FORK_CHILD)
         return;
-    pthread_mutex_init(&open_lock, NULL);
+    askings = NULL;
+    pthread_cond_init(&asked, NULL);
     while ((m = imports)) {
         imports = m->next;
         free(m->blocks);
@@ -338,14 +351,15 @@ static CUresult import_new(const struct vr_cuda *t, const struct vb_ipc_handle *
     atomic_fetch_add(&n_imports, 1);
     r = opened_at(m, h, ctx, pdptr);
     if (r != CUDA_SUCCESS)
-        import_unlink(m); /* no open holds it (open_lock: no other open found it) */
+        import_unlink(m); /* no open holds it (its exporter held: no other open found it) */
     lock_drop();
     if (r != CUDA_SUCCESS)
         import_free(t, m);
     return r;
 }
 
-/* One more open of h's block on dev (open_lock held), with room for the exporter's fds in f. */
+/* One more open of h's block on dev (its exporter held: ask_begin), with room for the
+ * exporter's fds in f. */
 static CUresult open_rounds(const struct vr_cuda *t, const struct vb_ipc_handle *h,
                             CUdevice dev, CUcontext ctx, struct vb_ipc_fds *f,
                             CUdeviceptr *pdptr)
@@ -355,7 +369,7 @@ static CUresult open_rounds(const struct vr_cuda *t, const struct vb_ipc_handle 
     int round, known;
 
     /* Two rounds at most: a close may unmap the slab while its exporter is asked (closes do
-     * not wait on open_lock), and then the second round asks for the fd. */
+     * not wait for its exporter's opens), and then the second round asks for the fd. */
     for (round = 0; round < 2; round++) {
         lock_take(); /* found and counted under one hold: a close cannot free it in between */
         m = import_find(h, dev);
@@ -394,8 +408,44 @@ static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle 
     return r;
 }
 
+/* Hold h's exporter for this open (a, on the caller's stack), once no other open holds it. */
+static void ask_begin(const struct vb_ipc_handle *h, struct asking *a)
+{
+    struct asking *o;
+
+    a->pid = h->pid;
+    a->uid = h->uid;
+    a->nonce = h->nonce;
+    lock_take();
+    for (;;) {
+        for (o = askings; o; o = o->next)
+            if (o->pid == a->pid && o->uid == a->uid && o->nonce == a->nonce)
+                break;
+        if (!o)
+            break;
+        pthread_cond_wait(&asked, &lock);
+    }
+    a->next = askings;
+    askings = a;
+    lock_drop();
+}
+
+static void ask_end(struct asking *a)
+{
+    struct asking **pp;
+
+    lock_take();
+    for (pp = &askings; *pp && *pp != a; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = a->next;
+    pthread_cond_broadcast(&asked);
+    lock_drop();
+}
+
 static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
+    struct asking a;
     const struct vr_cuda *t = vb_real();
     struct vb_ipc_handle h;
     CUcontext ctx = NULL;
@@ -417,9 +467,9 @@ static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
         r = t->cuCtxGetCurrent(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&open_lock);
+    ask_begin(&h, &a);
     r = open_locked(t, &h, dev, ctx, pdptr);
-    pthread_mutex_unlock(&open_lock);
+    ask_end(&a);
     vb_log("ipc: open of process %u's block (slab + %llu) = %d", h.pid,
            (unsigned long long)h.offset, (int)r);
     return r;
@@ -469,9 +519,9 @@ static CUresult close_handle(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-/* An open holds open_lock while it waits for the exporter (connect, poll, close: cancellation
- * points): cancelled there, the thread would keep the lock from every later open in this
- * process. A close unmaps and frees the last open's import: cancelled part-way, it would leave
+/* An open holds its exporter while it waits for it (connect, poll, close, and the wait for
+ * another open of that exporter: cancellation points): cancelled there, the thread would keep
+ * it from every later open of that exporter in this process. A close unmaps and frees the last open's import: cancelled part-way, it would leave
  * that half freed. Both run to their end (util/nocancel.h). */
 CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {

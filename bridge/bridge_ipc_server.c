@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -76,21 +77,34 @@ void vb_ipc_server_fork(enum vb_fork_phase phase)
     srv_pid = 0;
 }
 
-/* The slabs' fds on their way (see above). One import at a time per process (open_lock),
- * and one export (the server's thread), each of a slab or of a block's chunks. */
+/* The slabs' fds on their way (see above): one export at a time (the server's thread) and
+ * one import per exporter being asked (bridge_ipc_open.c), each of a slab or of a block's
+ * chunks. Room for an export and an import of the most chunks without an allocation; more
+ * (imports from several exporters at once) grows the list. */
 #define FD_SLOTS (2 * VB_IPC_MAX_CHUNKS + 8)
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fd_listed[FD_SLOTS];
-static unsigned n_listed;
+static int fd_first[FD_SLOTS];
+static int *fd_listed = fd_first;
+static unsigned n_listed, fd_cap = FD_SLOTS;
 
 void vb_ipc_fds_take(void) { pthread_mutex_lock(&fd_lock); }
 void vb_ipc_fds_drop(void) { pthread_mutex_unlock(&fd_lock); }
 
 int vb_ipc_fd_list_locked(int fd)
 {
-    if (n_listed == FD_SLOTS) {
-        close(fd); /* unlisted, it could not be kept from a fork's child */
-        return EMFILE;
+    int *more;
+
+    if (n_listed == fd_cap) {
+        more = fd_cap < (1u << 20) ? malloc(2 * (size_t)fd_cap * sizeof(*more)) : NULL;
+        if (!more) {
+            close(fd); /* unlisted, it could not be kept from a fork's child */
+            return EMFILE;
+        }
+        memcpy(more, fd_listed, n_listed * sizeof(*more));
+        if (fd_listed != fd_first)
+            free(fd_listed);
+        fd_listed = more;
+        fd_cap *= 2;
     }
     fd_listed[n_listed++] = fd;
     return 0;

@@ -31,7 +31,7 @@
  * process; handles forged to name other chunks (the block's handle as a slab's, a slab's as
  * a block of chunks, the block's reservation claimed larger) open nothing. With "many"
  * (VRAMIO_POOL_CHUNK_MB=2), a block of as many chunks as one answer carries is opened whole,
- * and one of a chunk more gets no handle.
+ * and one of a chunk more gets no handle, its IS_LEGACY_CUDA_IPC_CAPABLE 0.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -48,6 +48,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <time.h>
 #include <cuda.h>
 
 #include "fake_gpu.h"       /* FAKE_GPU_MEMFD_PREFIX: what the stand-in driver imports */
@@ -193,6 +194,8 @@ _Static_assert(sizeof(struct vb_handle) == sizeof(CUipcMemHandle), "a handle's 6
  * backlog, accepts nothing for BUSY_MS after ready, and drops a connection that asks nothing
  * within 300 ms. */
 #define BUSY_MS 1500
+#define BUSY 1
+#define MUTE 2                          /* takes a request and never answers it */
 static void liar(int ready, int busy)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -214,7 +217,7 @@ static void liar(int ready, int busy)
     s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
     if (mfd < 0 || ftruncate(mfd, 2u << 20) || s < 0 ||
         bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                                   (size_t)n)) || listen(s, busy ? 0 : 8))
+                                                   (size_t)n)) || listen(s, busy == BUSY ? 0 : 8))
         _exit(2);
     p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (p == MAP_FAILED)
@@ -222,10 +225,16 @@ static void liar(int ready, int busy)
     memset(p, 0xee, 2u << 20);
     if (write(ready, &uid, sizeof(uid)) != (ssize_t)sizeof(uid))
         _exit(2);
-    if (busy)
+    if (busy == BUSY)
         usleep(BUSY_MS * 1000);
     while ((c = accept(s, NULL, NULL)) >= 0) {
         struct pollfd pc = { .fd = c, .events = POLLIN };
+
+        if (busy == MUTE) { /* the request taken, no answer ever */
+            n = recv(c, req, sizeof(req), 0);
+            for (;;)
+                pause();
+        }
 
         if (busy && poll(&pc, 1, 300) != 1) {
             close(c);
@@ -339,7 +348,7 @@ static void busy_exporter(void)
     uint32_t uid = UINT32_MAX;
     pid_t pid;
 
-    if (liar_start(1, "bridge/ipc/open_waits_through_signals", &pid, &uid))
+    if (liar_start(BUSY, "bridge/ipc/open_waits_through_signals", &pid, &uid))
         return;
     /* Another peer's connection, not accepted yet: the exporter's backlog is full. */
     n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "vramio-ipc-%u-%u-%016llx",
@@ -375,6 +384,62 @@ static void busy_exporter(void)
     if (r == CUDA_SUCCESS)
         cuIpcCloseMemHandle(p);
     close(filler);
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+}
+
+/* An exporter that takes the request and never answers (another user's, when root runs
+ * this: a daemon opening the handles its clients send) costs only the opens of its own
+ * handles their wait (the socket's timeout, seconds): an open of another exporter's handle
+ * (hb, open here already, at pb) meanwhile is served at once, not after that wait. */
+struct mute_open { CUipcMemHandle h; CUresult r; };
+static void *mute_open_thread(void *arg)
+{
+    struct mute_open *m = arg;
+    CUdeviceptr p = 0;
+
+    m->r = cuIpcOpenMemHandle(&p, m->h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    return NULL;
+}
+
+static void mute_exporter(CUipcMemHandle hb, CUdeviceptr pb)
+{
+    struct vb_handle h = { VB_MAGIC, 0, LIAR_NONCE, 0x50000000, 17, 19, 0, 4096, 0,
+                           (2u << 20) / 4096 };
+    struct mute_open m = { .r = CUDA_ERROR_UNKNOWN };
+    struct timespec t0, t1;
+    CUdeviceptr p = 0;
+    CUresult r;
+    pthread_t th;
+    uint32_t uid = UINT32_MAX;
+    pid_t pid;
+    double ms;
+    int st;
+
+    if (liar_start(MUTE, "bridge/ipc/mute_exporter_stalls_no_other_open", &pid, &uid))
+        return;
+    h.pid = (uint32_t)pid;
+    h.uid = uid;
+    memcpy(&m.h, &h, sizeof(m.h));
+    if (pthread_create(&th, NULL, mute_open_thread, &m)) {
+        t_fail("bridge/ipc/mute_exporter_stalls_no_other_open", "no thread");
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return;
+    }
+    usleep(300 * 1000); /* the thread is waiting for the mute exporter's answer */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    r = cuIpcOpenMemHandle(&p, hb, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    t_check(r == CUDA_SUCCESS && p == pb && ms < 1000,
+            "bridge/ipc/mute_exporter_stalls_no_other_open",
+            "another exporter's open: result %d after %.0f ms", (int)r, ms);
+    if (r == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(p);
+    pthread_join(th, NULL);
+    t_check(m.r == CUDA_ERROR_INVALID_VALUE, "bridge/ipc/mute_exporter_open_refused",
+            "result %d", (int)m.r);
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
 }
@@ -430,7 +495,7 @@ static void importer(void)
     char why[160];
     int bad_churn;
 
-    alarm(30);
+    alarm(45); /* the mute exporter's open waits out its timeout */
     if (handle_env("IPC_A", &ha) || handle_env("IPC_B", &hb) || handle_env("IPC_C", &hc) ||
         handle_env("IPC_D", &hd) || handle_env("IPC_BAD", &bad) || !getenv("IPC_SIZES") ||
         sscanf(getenv("IPC_SIZES"), "%zu %zu %zu", &sa, &sb, &sc) != 3) {
@@ -463,6 +528,7 @@ static void importer(void)
             fake_imports());
     lying_exporter();
     busy_exporter();
+    mute_exporter(hb, pb);
     r2 = cuIpcOpenMemHandle(&pb2, hb, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     t_check(r2 == CUDA_SUCCESS && pb2 == pb, "bridge/ipc/second_open_same_address",
             "result %d, %#llx vs %#llx", (int)r2, (unsigned long long)pb2,
@@ -765,7 +831,7 @@ static void many_exporter(void)
     const char *env[2];
     CUipcMemHandle hc;
     CUdeviceptr c = 0, more = 0;
-    int live0 = fake_vmm_live(), sig = 0, st;
+    int live0 = fake_vmm_live(), sig = 0, st, cap_more, cap_c;
     CUresult r;
 
     if (!t_check(!cuMemAlloc(&c, (size_t)MAX_CHUNKS * CHUNK2) &&
@@ -783,6 +849,16 @@ static void many_exporter(void)
     r = cuMemAlloc(&more, (size_t)(MAX_CHUNKS + 1) * CHUNK2);
     t_check(r == CUDA_SUCCESS && cuIpcGetMemHandle(&hc, more) != CUDA_SUCCESS,
             "bridge/ipc/many/one_chunk_more_no_handle", "alloc %d, a handle made", (int)r);
+    /* What the pointer says of it agrees: a program (UCX's cuda_ipc) that is told "legacy IPC
+     * capable" asks for a handle and takes the refusal for a broken registration; the block
+     * that does get one still says yes. */
+    cap_more = cap_c = -1;
+    if (r == CUDA_SUCCESS)
+        cuPointerGetAttribute(&cap_more, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, more);
+    cuPointerGetAttribute(&cap_c, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, c);
+    t_check(cap_more == 0 && cap_c == 1, "bridge/ipc/many/capable_says_whether_a_handle_is_made",
+            "IS_LEGACY_CUDA_IPC_CAPABLE %d for the block of a chunk more (no handle), %d for "
+            "the one with a handle", cap_more, cap_c);
     t_check(!cuMemFree(c) && !cuMemFree(more) && fake_vmm_live() == live0,
             "bridge/ipc/many/free_leaves_nothing", "%d allocations held",
             fake_vmm_live() - live0);
