@@ -52,7 +52,8 @@
 #   sources list with 'deb http://deb.debian.org/debian bookworm main non-free' (apt-get
 #   -o Dir::Etc::SourceList=... -o Dir::State::Lists=... update / download), 'dpkg -x' each
 #   into NVML=$C/scratch/nvml/root
-#   make -j2 lib && make install PREFIX=$OURS                  # here: header and library
+#   ./deps.sh && make -j2 lib && make install PREFIX=$OURS     # here: header and library
+#     (deps.sh first: on a fresh machine make lib stops for want of the Vulkan headers)
 #   cd $C/ucx-src && ./autogen.sh
 #   mkdir $C/ucx-build && cd $C/ucx-build && $C/ucx-src/contrib/configure-release \
 #     --prefix=$C/ucx-install --with-cuda=/usr/local/cuda --with-gdrcopy=$OURS --enable-gtest \
