@@ -395,7 +395,7 @@ static CUresult open_rounds(const struct vr_cuda *t, const struct vb_ipc_handle 
 }
 
 /* The same, with that room from the heap. */
-static CUresult open_locked(const struct vr_cuda *t, const struct vb_ipc_handle *h,
+static CUresult open_held(const struct vr_cuda *t, const struct vb_ipc_handle *h,
                             CUdevice dev, CUcontext ctx, CUdeviceptr *pdptr)
 {
     struct vb_ipc_fds *f = malloc(sizeof(*f)); /* a kilobyte: not on the program's stack */
@@ -468,7 +468,7 @@ static CUresult open_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
     if (r != CUDA_SUCCESS)
         return r;
     ask_begin(&h, &a);
-    r = open_locked(t, &h, dev, ctx, pdptr);
+    r = open_held(t, &h, dev, ctx, pdptr);
     ask_end(&a);
     vb_log("ipc: open of process %u's block (slab + %llu) = %d", h.pid,
            (unsigned long long)h.offset, (int)r);
@@ -521,8 +521,9 @@ static CUresult close_handle(CUdeviceptr dptr)
 
 /* An open holds its exporter while it waits for it (connect, poll, close, and the wait for
  * another open of that exporter: cancellation points): cancelled there, the thread would keep
- * it from every later open of that exporter in this process. A close unmaps and frees the last open's import: cancelled part-way, it would leave
- * that half freed. Both run to their end (util/nocancel.h). */
+ * it from every later open of that exporter in this process. A close unmaps and frees the
+ * last open's import: cancelled part-way, it would leave that half freed. Both run to their
+ * end (util/nocancel.h). */
 CUresult vb_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
     return VR_NOCANCEL(open_handle(pdptr, handle, flags));

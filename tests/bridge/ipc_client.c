@@ -189,14 +189,14 @@ _Static_assert(sizeof(struct vb_handle) == sizeof(CUipcMemHandle), "a handle's 6
 /* Bind the socket name of a handle of this process (nonce LIAR_NONCE) and say yes to every
  * request, with a 2 MiB memfd of the stand-in driver's kind (filled with 0xee) when asked
  * for one; as another user when started by root (CI runs the tests as root). Its uid goes
- * to ready once it listens. Ends when killed, or after 30 s. busy: an exporter whose server
- * is behind (its backlog of one connection full, see busy_exporter): it listens with no
- * backlog, accepts nothing for BUSY_MS after ready, and drops a connection that asks nothing
- * within 300 ms. */
+ * to ready once it listens. Ends when killed, or after 30 s. kind: PLAIN as said; BUSY an
+ * exporter whose server is behind (its backlog of one connection full, see busy_exporter): it
+ * listens with no backlog, accepts nothing for BUSY_MS after ready, and drops a connection
+ * that asks nothing within 300 ms; MUTE one that takes a request and never answers it (see
+ * mute_exporter). */
 #define BUSY_MS 1500
-#define BUSY 1
-#define MUTE 2                          /* takes a request and never answers it */
-static void liar(int ready, int busy)
+enum liar_kind { PLAIN, BUSY, MUTE };
+static void liar(int ready, enum liar_kind kind)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     unsigned char req[128];
@@ -217,7 +217,7 @@ static void liar(int ready, int busy)
     s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
     if (mfd < 0 || ftruncate(mfd, 2u << 20) || s < 0 ||
         bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                                   (size_t)n)) || listen(s, busy == BUSY ? 0 : 8))
+                                                   (size_t)n)) || listen(s, kind == BUSY ? 0 : 8))
         _exit(2);
     p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (p == MAP_FAILED)
@@ -225,18 +225,18 @@ static void liar(int ready, int busy)
     memset(p, 0xee, 2u << 20);
     if (write(ready, &uid, sizeof(uid)) != (ssize_t)sizeof(uid))
         _exit(2);
-    if (busy == BUSY)
+    if (kind == BUSY)
         usleep(BUSY_MS * 1000);
     while ((c = accept(s, NULL, NULL)) >= 0) {
         struct pollfd pc = { .fd = c, .events = POLLIN };
 
-        if (busy == MUTE) { /* the request taken, no answer ever */
+        if (kind == MUTE) { /* the request taken, no answer ever */
             n = recv(c, req, sizeof(req), 0);
             for (;;)
                 pause();
         }
 
-        if (busy && poll(&pc, 1, 300) != 1) {
+        if (kind == BUSY && poll(&pc, 1, 300) != 1) {
             close(c);
             continue;
         }
@@ -248,9 +248,9 @@ static void liar(int ready, int busy)
     _exit(0);
 }
 
-/* Start liar(busy) in a child: 0 with its pid and uid in *pid and *uid, or -1 (a "not ok"
+/* Start liar(kind) in a child: 0 with its pid and uid in *pid and *uid, or -1 (a "not ok"
  * line for name said). */
-static int liar_start(int busy, const char *name, pid_t *pid, uint32_t *uid)
+static int liar_start(enum liar_kind kind, const char *name, pid_t *pid, uint32_t *uid)
 {
     int fds[2], st;
 
@@ -260,7 +260,7 @@ static int liar_start(int busy, const char *name, pid_t *pid, uint32_t *uid)
     }
     if (*pid == 0) {
         close(fds[0]);
-        liar(fds[1], busy);
+        liar(fds[1], kind);
     }
     close(fds[1]);
     if (read(fds[0], uid, sizeof(*uid)) != (ssize_t)sizeof(*uid)) {
@@ -289,7 +289,7 @@ static void lying_exporter(void)
     uint32_t uid = UINT32_MAX;
     pid_t pid;
 
-    if (liar_start(0, "bridge/ipc/lying_exporter", &pid, &uid))
+    if (liar_start(PLAIN, "bridge/ipc/lying_exporter", &pid, &uid))
         return;
     h.pid = (uint32_t)pid;
     h.uid = uid;
