@@ -6,10 +6,10 @@
  * driver describes the VMM allocation: its range, one buffer id for every block of a slab, and
  * it refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (CUDA_ERROR_NOT_SUPPORTED), which GDRCopy's
  * users set on every buffer they pin. Here the bridge answers for its blocks: RANGE_START_ADDR
- * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own,
- * SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is 1 where the bridge
- * makes the block's IPC handle (bridge_ipc.c: all but a block of more than 240 chunks), and
- * CONTEXT is the context that allocated the block.
+ * and RANGE_SIZE are the block's (as cuMemGetAddressRange says), BUFFER_ID is the block's own
+ * (bridge_block_id.c), SYNC_MEMOPS can be set and reads back 1, IS_LEGACY_CUDA_IPC_CAPABLE is
+ * 1 where the bridge makes the block's IPC handle (bridge_ipc.c: all but a block of more than
+ * 240 chunks), and CONTEXT is the context that allocated the block.
  * A block opened from such a handle in another process answers RANGE_START_ADDR and
  * RANGE_SIZE as its own too, and CONTEXT the context it was opened in (bridge_ipc_open.c),
  * as the driver answers for an opened cuMemAlloc allocation. MEMPOOL_HANDLE
@@ -47,8 +47,6 @@ struct rec {
 static struct rec *buckets[NBUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int n_sync;              /* records with SYNC_MEMOPS set */
-/* Ids from the top half of the 64-bit space: the driver's own count up from 1. */
-static atomic_ullong next_id = 1ull << 63;
 
 static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
@@ -90,7 +88,7 @@ static struct rec *get(CUdeviceptr base, CUcontext ctx)
         return NULL;
     r->base = base;
     r->ctx = ctx;
-    r->id = atomic_fetch_add(&next_id, 1);
+    r->id = vb_block_id_next();
     r->next = *slot(base);
     *slot(base) = r;
     return r;

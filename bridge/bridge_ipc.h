@@ -7,9 +7,11 @@
  * A handle names the exporting process (pid, its user, its IPC server's nonce), the slab
  * (its address there, the driver's BUFFER_ID for it, its size) and the block in it (offset,
  * size, and the block's own identity, new for each allocation: a handle of a block freed
- * since names no live block, even when another lies in its place). Every field is the
- * exporter's word, and the exporter may be another user: the opener bounds what it returns
- * by what it mapped itself, never by what the handle claims.
+ * since names no live block, even when another lies in its place). The identity is the one
+ * field that another process of the exporter's user cannot learn or guess unless sent the
+ * handle (bridge_block_id.c). Every field is the exporter's word, and the exporter may be
+ * another user: the opener bounds what it returns by what it mapped itself, never by what the
+ * handle claims.
  *
  * A pool block made of chunks (alloc.c: several VMM allocations side by side in one
  * reservation) has a handle of its own magic, VB_IPC_MAGIC_CHUNKS, with the same fields: its

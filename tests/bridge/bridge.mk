@@ -117,7 +117,8 @@ FUZZ_CC       ?= clang
 FUZZ_IPC      := $(BUILD)/tests/bridge/fuzz_ipc_handle
 FUZZ_IPC_SRCS := tests/bridge/fuzz_ipc_handle.c tests/bridge/fuzz_ipc_world.c \
                  bridge/bridge_ipc.c bridge/bridge_ipc_open.c bridge/bridge_ipc_server.c \
-                 bridge/bridge_attr.c bridge/bridge_fork.c util/cuda_loader.c
+                 bridge/bridge_attr.c bridge/bridge_block_id.c bridge/bridge_fork.c \
+                 util/cuda_loader.c
 $(FUZZ_IPC): $(FUZZ_IPC_SRCS) bridge/bridge.h bridge/bridge_ipc.h tests/bridge/fdpass.h \
     tests/bridge/fuzz_ipc.h tests/fake/fake_gpu.h tests/bridge/bridge.mk
 	@mkdir -p $(dir $@)

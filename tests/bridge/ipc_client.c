@@ -21,6 +21,10 @@
  * as an exporter of another user can; it is another user, nobody's uid, when root runs this).
  * An open whose exporter is behind (its listening backlog full) must wait for it through the
  * signals that the program handles (SA_RESTART), not fail at the first one.
+ * A process of the exporter's user given the handle of one block (F) must not open the block
+ * allocated right after it (G) with a handle it derives from F's (the identity of the next
+ * allocation, G's place): block ids must not be guessable (bridge/bridge_block_id.c). And the
+ * BUFFER_IDs of many allocations are all distinct and at or above 2^63.
  *
  * With "chunks" after FAKE_DIR (and VRAMIO_POOL_CHUNK_MB=4: the stand-in Vulkan offers placed
  * maps, so the pool chunks), a 9 MiB block is made of chunks (CHUNKS_EXPECTED of the
@@ -569,6 +573,140 @@ static void importer_plain(void)
             (unsigned long long)p);
 }
 
+/* ---- a handle forged for a block never shared ------------------------------------------ */
+/* Block ids in the top half of the 64-bit space (bridge/bridge_attr.c: the driver's BUFFER_IDs
+ * count up from 1). */
+#define ID_TOP (1ull << 63)
+
+/* The handle of the block allocated right after h's, as a peer holding h alone would derive
+ * it: the next identity (were ids counted), the block dist bytes further on, of size bytes. */
+static CUipcMemHandle next_forged(CUipcMemHandle h, long dist, size_t size)
+{
+    struct vb_handle v;
+
+    memcpy(&v, &h, sizeof(v));
+    v.block_id++;
+    v.offset += (uint64_t)dist;
+    v.size = size;
+    memcpy(&h, &v, sizeof(h));
+    return h;
+}
+
+/* The forger (another process of the exporter's user): F's handle in IPC_F, and where G, the
+ * block allocated right after F, lies in IPC_G_AT (its distance from F and its size, which the
+ * pool's layout lets anyone guess); G's handle it never had. The forgery asks for G's memory
+ * before F's slab is mapped here (the exporter would send its fd) and after. */
+static void forger(void)
+{
+    CUipcMemHandle hf, fg;
+    CUdeviceptr pf = 0, pg = 0, pg2 = 0;
+    CUresult rf, rg, rg2;
+    size_t gsize = 0;
+    long dist = 0;
+
+    alarm(30);
+    if (handle_env("IPC_F", &hf) || !getenv("IPC_G_AT") ||
+        sscanf(getenv("IPC_G_AT"), "%ld %zu", &dist, &gsize) != 2) {
+        t_fail("bridge/ipc/neighbour/handle_passed", "no handle in the environment");
+        return;
+    }
+    fg = next_forged(hf, dist, gsize);
+    rg = cuIpcOpenMemHandle(&pg, fg, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    rf = cuIpcOpenMemHandle(&pf, hf, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(rf == CUDA_SUCCESS && all_are(pf, SMALL, 0xf1), "bridge/ipc/neighbour/genuine_opens",
+            "result %d", (int)rf);
+    rg2 = cuIpcOpenMemHandle(&pg2, fg, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    t_check(rg == CUDA_ERROR_INVALID_VALUE && rg2 == CUDA_ERROR_INVALID_VALUE,
+            "bridge/ipc/neighbour/forged_handle_refused",
+            "results %d (slab not mapped) and %d (mapped): %s", (int)rg, (int)rg2,
+            (rg == CUDA_SUCCESS && all_are(pg, SMALL, 0x9b)) ||
+            (rg2 == CUDA_SUCCESS && all_are(pg2, SMALL, 0x9b)) ?
+            "reads the block it was never sent" : "refused or opened elsewhere");
+    if (rg == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(pg);
+    if (rg2 == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(pg2);
+    if (rf == CUDA_SUCCESS)
+        cuIpcCloseMemHandle(pf);
+}
+
+/* Blocks F and G, allocated one after the other: F's handle goes to the forger, which must
+ * not open G. The forgery is checked here first to be G's handle in all but the identity, so
+ * that only the identity can refuse it. */
+static void neighbour(void)
+{
+    char vf[160], vg[64], out[8192];
+    const char *env[3];
+    CUipcMemHandle hf, hg, fg;
+    struct vb_handle v, g_own;
+    CUdeviceptr f = 0, g = 0;
+    size_t gsize = 0;
+    int sig = 0, st;
+
+    if (cuMemAlloc(&f, SMALL) || cuMemAlloc(&g, SMALL) || cuIpcGetMemHandle(&hf, f) ||
+        cuIpcGetMemHandle(&hg, g) || cuMemGetAddressRange(NULL, &gsize, g)) {
+        t_fail("bridge/ipc/neighbour/alloc", "alloc, handle or range failed");
+        return;
+    }
+    memset((void *)(uintptr_t)f, 0xf1, SMALL);
+    memset((void *)(uintptr_t)g, 0x9b, SMALL);
+    fg = next_forged(hf, (long)(g - f), gsize);
+    memcpy(&v, &fg, sizeof(v));
+    memcpy(&g_own, &hg, sizeof(g_own));
+    v.block_id = g_own.block_id;
+    t_check(!memcmp(&v, &g_own, sizeof(v)), "bridge/ipc/neighbour/forgery_is_g_but_the_identity",
+            "the forged handle differs from G's in more than its block id");
+    memcpy(vf, "IPC_F=", 6), to_hex(&hf, sizeof(hf), vf + 6);
+    snprintf(vg, sizeof(vg), "IPC_G_AT=%ld %zu", (long)(g - f), gsize);
+    env[0] = vf, env[1] = vg, env[2] = NULL;
+    st = t_run_self("forge", env, out, sizeof(out), &sig);
+    fputs(out, stdout);
+    t_check(st == 0, "bridge/ipc/neighbour/forger_ran", "status %d signal %d", st, sig);
+    cuMemFree(f);
+    cuMemFree(g);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The BUFFER_IDs of ID_ALLOCS allocations, most freed at once (the next one takes the same
+ * place), one in ID_HELD kept: each its own, all at or above ID_TOP. */
+#define ID_ALLOCS 20000u
+#define ID_HELD   64u
+static void ids_distinct(void)
+{
+    static uint64_t ids[ID_ALLOCS];
+    CUdeviceptr held[ID_ALLOCS / ID_HELD + 1], p;
+    unsigned i, n = 0, nheld = 0, low = 0, same = 0;
+    unsigned long long id;
+
+    for (i = 0; i < ID_ALLOCS; i++, n++) {
+        p = 0;
+        id = 0;
+        if (cuMemAlloc(&p, SMALL) ||
+            cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p))
+            break;
+        ids[n] = id;
+        if (i % ID_HELD)
+            cuMemFree(p);
+        else
+            held[nheld++] = p;
+    }
+    while (nheld)
+        cuMemFree(held[--nheld]);
+    qsort(ids, n, sizeof(ids[0]), cmp_u64);
+    for (i = 0; i < n; i++) {
+        low += ids[i] < ID_TOP;
+        same += i && ids[i] == ids[i - 1];
+    }
+    t_check(n == ID_ALLOCS && !low && !same, "bridge/ipc/block_ids_distinct_in_the_top_half",
+            "%u allocations of %u, %u ids below 2^63, %u repeated", n, ID_ALLOCS, low, same);
+}
+
 static void exporter(const char *fake_dir)
 {
     char va[160], vb[160], vc[160], vd[160], vbad[160], vdist[64], vsizes[96], vlib[4200];
@@ -633,6 +771,8 @@ static void exporter(const char *fake_dir)
     cuMemFree(b);
     cuMemFree(c);
     cuMemFree(e);
+    neighbour();
+    ids_distinct();
 }
 
 /* ---- a block of chunks ------------------------------------------------------------------- */
@@ -870,6 +1010,8 @@ int main(int argc, char **argv)
 
     if (child && !strcmp(child, "import"))
         importer();
+    else if (child && !strcmp(child, "forge"))
+        forger();
     else if (child && !strcmp(child, "import_plain"))
         importer_plain();
     else if (child && !strcmp(child, "chunks_import"))
