@@ -60,8 +60,9 @@ int vb_block_ctx(CUdeviceptr base, CUcontext *ctx);
  * allocation. 1 with *id; 0 when the block has no record (make 0) or no memory (make 1). */
 int vb_block_id(CUdeviceptr base, int make, unsigned long long *id);
 /* bridge_block_id.c, bridge_attr.c's lock held: a new identity, unique in this process, at or
- * above 2^63 and not to be guessed from others. */
+ * above 2^63 and not to be guessed from others; and the new key each side of a fork takes. */
 unsigned long long vb_block_id_next(void);
+void vb_block_id_forked(void);
 
 /* bridge_ipc_server.c: an importer asks the exporting process whether a block it has a
  * handle of is still that block, and for its slab's POSIX fd when it has not mapped the slab

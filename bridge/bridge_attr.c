@@ -52,9 +52,12 @@ static void lock_take(void) { pthread_mutex_lock(&lock); }
 static void lock_drop(void) { pthread_mutex_unlock(&lock); }
 
 /* A fork in another thread's critical section must not leave the child's lock held
- * (bridge_fork.c). The child keeps the records: its pool keeps the parent's blocks. */
+ * (bridge_fork.c). The child keeps the records: its pool keeps the parent's blocks. Both
+ * sides make the ids of their new blocks with new keys (bridge_block_id.c says why). */
 void vb_block_fork(enum vb_fork_phase phase)
 {
+    if (phase != VB_FORK_PREPARE)
+        vb_block_id_forked(); /* the lock held since the prepare phase */
     vb_fork_lock(&lock, phase);
 }
 

@@ -46,7 +46,7 @@
 
 static uint32_t round_keys[ROUNDS];
 static uint64_t count;      /* ids made so far in this process */
-static int keyed;           /* round_keys are this process's: 0 before its first id */
+static int keyed;           /* round_keys are this process's: 0 before its first id and forks */
 
 static uint32_t ror32(uint32_t v, unsigned s) { return v >> s | v << (32 - s); }
 static uint32_t rol32(uint32_t v, unsigned s) { return v << s | v >> (32 - s); }
@@ -158,4 +158,23 @@ unsigned long long vb_block_id_next(void)
         b = encrypt(round_keys, b);
     while (b & TOP);
     return b | TOP;
+}
+
+/*
+ * After a fork, each side draws a new key before its next id. The child has a copy of the
+ * parent's key and count: kept, its next ids would be the parent's next ones, so a peer given
+ * the child's handle of its n-th block would know the id of the parent's n-th (a block it was
+ * never shared); and each side would know the other's ids to come (a child that goes on to run
+ * less trusted code, a sandbox's worker, has the parent's key in its memory, and the parent the
+ * child's). The count goes on. The blocks the child kept keep their ids: they are the same
+ * memory on both sides, so a handle of one names nothing in the other process that the handle
+ * did not give in this one.
+ * Ids of one key never repeat; one of the new key may equal one of the old that a block still
+ * holds, with a chance of (blocks held) x (ids made since) / 2^63: one in ten million for a
+ * million of each. That is accepted: two live blocks would answer one BUFFER_ID, and a handle
+ * would still name one of them (it names the block's address too).
+ */
+void vb_block_id_forked(void)
+{
+    keyed = 0;
 }

@@ -10,7 +10,8 @@
  * (bridge_ipc_server.c), the slabs' fds on their way between processes (closed: kept, they
  * would hold the exporter's GPU memory for the child's life; see there) and the slabs it had
  * mapped from other processes' handles (bridge_ipc_open.c, whose opens waiting for an
- * exporter a fork does not wait for: see there). The checks of stream-ordered memory
+ * exporter a fork does not wait for: see there). Both sides draw a new key for the ids of
+ * their next blocks (bridge_block_id.c). The checks of stream-ordered memory
  * (bridge_mempool.c) hold no lock: a child forked during one finds it under way for ever, and
  * leaves that GPU's stream-ordered memory to the driver.
  *

@@ -35,6 +35,9 @@
  *               answer (a cancellation point, with open_lock held), is pthread_cancel()led:
  *               the open must end, and a later open in the process and a forked child's
  *               must still work (none may wait for a lock the cancelled thread kept).
+ *   ids         the first block the child allocates and the parent's next one (made after
+ *               as many blocks on both sides) must have different ids: each side takes a new
+ *               key at a fork (bridge/bridge_block_id.c).
  * A thread is held inside the bridge by this program's own poll, sendmsg and listen, which
  * the bridge calls (linked with -rdynamic, they come before libc's in the search), and by
  * the stand-in's hook in its import.
@@ -616,6 +619,60 @@ static void inherited(void)
             "the parent's close failed");
 }
 
+/* ---- ids --------------------------------------------------------------------------------- */
+/* The first block each side allocates after a fork comes with the same count of blocks made
+ * before it: with one key on both sides (bridge/bridge_block_id.c) it would have one id, and a
+ * peer given the child's handle of it would know the identity of the parent's, a block it was
+ * never sent. */
+static int id_pipe[2];
+
+/* The BUFFER_ID of a new block, or 0 when none could be allocated. */
+static unsigned long long new_block_id(void)
+{
+    unsigned long long id = 0;
+    CUdeviceptr q = 0;
+
+    if (cuMemAlloc(&q, SMALL) != CUDA_SUCCESS)
+        return 0;
+    if (cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, q) != CUDA_SUCCESS)
+        id = 0;
+    cuMemFree(q);
+    return id;
+}
+
+static int child_id(void)
+{
+    unsigned long long id = new_block_id();
+
+    return write(id_pipe[1], &id, sizeof(id)) == (ssize_t)sizeof(id) ? 0 : BAD_ATTR;
+}
+
+static void ids(void)
+{
+    unsigned long long theirs = 0, mine;
+    int st;
+
+    if (pipe(id_pipe)) {
+        t_fail(named("ids/pipe"), "pipe failed");
+        return;
+    }
+    st = fork_child(BY__EXIT, child_id, NULL);
+    if (read(id_pipe[0], &theirs, sizeof(theirs)) != (ssize_t)sizeof(theirs))
+        theirs = 0;
+    mine = new_block_id();
+    close(id_pipe[0]);
+    close(id_pipe[1]);
+    report_as(st, named("ids/child_unharmed"));
+    if (!theirs && driver != CHILD_WORKS) {
+        t_skip(named("ids/child_and_parent_ids_differ"), "the driver made no block in the "
+               "child");
+        return;
+    }
+    t_check(theirs != mine && theirs >= 1ull << 63 && mine >= 1ull << 63,
+            named("ids/child_and_parent_ids_differ"), "parent %#llx, child %#llx", mine,
+            theirs);
+}
+
 /* ---- other processes of this program ----------------------------------------------------- */
 #define HANDLE_VAR_LEN (16 + 2 * sizeof(CUipcMemHandle))
 
@@ -766,6 +823,8 @@ static void scenario(const char *mode)
         inherited();
     else if (!strcmp(mode, "cancelled"))
         cancelled();
+    else if (!strcmp(mode, "ids"))
+        ids();
     else if (driver == CHILD_REAL && strstr(mode, "_fd"))
         t_skip(named(mode), "holds a thread only in the stand-in driver's import, and knows "
                "only its memfds");
@@ -782,8 +841,8 @@ static void scenario(const char *mode)
 static void exporter(void)
 {
     static const char *const modes[] = { "open_lock", "first_use_exit", "first_use__exit",
-                                         "stress", "inherited", "cancelled", "import_fd",
-                                         "export_fd" };
+                                         "stress", "inherited", "cancelled", "ids",
+                                         "import_fd", "export_fd" };
     char var[HANDLE_VAR_LEN], out[8192];
     const char *env[] = { var, NULL };
     CUdeviceptr b = 0;
