@@ -132,7 +132,6 @@ part_perftest() {
     # p50 moves by a few percent from run to run here, with either kind of memory).
     SIZES=${SIZES:-8 4096 65536 1048576}
     ROUNDS=${ROUNDS:-3}
-    median() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
     declare -A plain bridged
     for size in $SIZES; do
         n=20000; [ $size -ge 65536 ] && n=5000

@@ -109,7 +109,6 @@ job() {
         timeout -k 5 $(tmo 150) "${MPI[@]}" "${pre[@]}" "$@" 2>&1
 }
 left() { echo $((start + BUDGET - $(date +%s))); }
-median() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 
 # ---- proto ------------------------------------------------------------------------------
 PERF8=${PERFTEST_8B:-}
@@ -181,7 +180,7 @@ part_osu() {
     local unit="us, lower is better"; [ $kind = bw ] && unit="MB/s, higher is better"
     say "# $part: osu_$( [ $kind = lat ] && echo latency || echo bw) ${args[*]}, 2 ranks, 1 GPU; median of $ROUNDS rounds ($unit)"
     say "#   size        plain   vramio-run   ratio   (plain rounds; vramio-run rounds)"
-    local sizes size p v r slow=() missing=() spread
+    local sizes size p v r slow=() missing=() sp
     sizes=$(printf '%s\n' "${!vals[@]}" | cut -d, -f2 | sort -nu)
     for size in $sizes; do
         p=$(median ${vals[plain,$size]:-}); v=$(median ${vals[vramio,$size]:-})
@@ -189,11 +188,11 @@ part_osu() {
         say "$(printf '#   %-9s %9s %11s %7s   (%s; %s)' "$size" "${p:-?}" "${v:-?}" "$r" "${vals[plain,$size]:-}" "${vals[vramio,$size]:-}")"
         if [ -z "$p" ] || [ -z "$v" ]; then missing+=("$size"); continue; fi
         # Slower: beyond the plain rounds' own spread (max/min), at least 5%.
-        spread=$(printf '%s\n' ${vals[plain,$size]:-} | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { s = lo > 0 ? hi / lo : 1; print (s > 1.05 ? s : 1.05) }')
+        sp=$(spread ${vals[plain,$size]:-})
         if [ $kind = lat ]; then
-            awk -v p="$p" -v v="$v" -v s="$spread" 'BEGIN { exit !(v + 0 > (p + 0) * s) }' && slow+=("$size")
+            within "$p" "$v" "$sp" || slow+=("$size")
         else
-            awk -v p="$p" -v v="$v" -v s="$spread" 'BEGIN { exit !(v + 0 < (p + 0) / s) }' && slow+=("$size")
+            within "$v" "$p" "$sp" || slow+=("$size")
         fi
     done
     if [ -z "$sizes" ]; then
