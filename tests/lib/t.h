@@ -94,6 +94,12 @@ int t_recv_fd(int sock, uint64_t *handle);
 int t_count_fds(void);
 int t_count_maps(const char *needle);
 
+/* Let the process open room more descriptors and no more (RLIMIT_NOFILE set to the lowest free
+ * one plus room), for the tests of what a call says out of descriptors: the new limit, and
+ * the old one in *old for setrlimit to restore. */
+struct rlimit;
+int t_fd_room(int room, struct rlimit *old);
+
 /* A small file such as a module parameter in sysfs: write s to it (0 or the errno), read
  * the number it starts with (-1 when it cannot be read). */
 int t_write_file(const char *path, const char *s);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -277,6 +278,19 @@ int t_count_maps(const char *needle)
     if (f)
         fclose(f);
     return n;
+}
+
+int t_fd_room(int room, struct rlimit *old)
+{
+    struct rlimit rl;
+    int fd = dup(0);
+
+    getrlimit(RLIMIT_NOFILE, old);
+    rl = *old;
+    rl.rlim_cur = (rlim_t)(fd + room);
+    close(fd);
+    setrlimit(RLIMIT_NOFILE, &rl);
+    return fd + room;
 }
 
 int t_write_file(const char *path, const char *s)

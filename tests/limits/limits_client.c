@@ -50,21 +50,6 @@ static void check_back(const struct counts *before, const char *name)
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */
-/* Leave room for `room` more descriptors above those open now (0: none). Returns the old
- * limit, to be given back. */
-static struct rlimit fd_room(int room)
-{
-    struct rlimit old, rl;
-    int fd = dup(0);
-
-    getrlimit(RLIMIT_NOFILE, &old);
-    rl = old;
-    rl.rlim_cur = (rlim_t)(fd + room);
-    close(fd);
-    setrlimit(RLIMIT_NOFILE, &rl);
-    return old;
-}
-
 /* Map a pin and copy through it both ways: the pin works. */
 static int usable(gdr_t g, gdr_mh_t mh, size_t size)
 {
@@ -136,7 +121,7 @@ static void mode_fd_dmabuf(void)
         return;
     for (int i = 0; i < 64; i++)
         d[i] = base + (unsigned long long)i * 4096;
-    old = fd_room(4);
+    t_fd_room(4, &old);
     refused_then_served(g, d, 64, 4096, EMFILE, "file descriptors", "fd_dmabuf");
     setrlimit(RLIMIT_NOFILE, &old);
     gdr_close(g);
@@ -192,7 +177,7 @@ static void mode_fd_vulkan(void)
                  "fd_vulkan/setup", "%s", vramio_last_error()))
         return;
     /* Vulkan started with the first pin; the next allocation's export needs a descriptor. */
-    old = fd_room(0);
+    t_fd_room(0, &old);
     rc = gdr_pin_buffer_v2(g, d[1], MIB, 0, &mh);
     t_check(rc == EMFILE && strstr(vramio_last_error(), "file descriptors"),
             "fd_vulkan/refused_clearly", "rc %d (%s), wanted EMFILE and a reason naming file "
