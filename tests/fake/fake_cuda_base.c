@@ -61,9 +61,15 @@ CUresult cuGetErrorName(CUresult r, const char **s)
     return CUDA_SUCCESS;
 }
 
+/* "fake driver", or with FAKE_CUDA_ERROR_TEXT=driver the texts the real driver gives for the
+ * codes named above: the reasons the library builds around them are as long as on a GPU. */
 CUresult cuGetErrorString(CUresult r, const char **s)
 {
-    *s = "fake driver";
+    *s = !fake_env_is("FAKE_CUDA_ERROR_TEXT", "driver") ? "fake driver" :
+         r == CUDA_ERROR_NOT_SUPPORTED ? "operation not supported" :
+         r == CUDA_ERROR_INVALID_VALUE ? "invalid argument" :
+         r == CUDA_ERROR_OPERATING_SYSTEM ? "OS call failed or operation not supported on this OS" :
+         r == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : "fake driver";
     return CUDA_SUCCESS;
 }
 

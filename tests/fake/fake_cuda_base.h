@@ -19,7 +19,8 @@
  * FAKE_CUDA_FAIL_DMA=<CUresult> (the asynchronous copies fail); FAKE_CUDA_NO_OWNER=1
  * (CU_POINTER_ATTRIBUTE_CONTEXT fails for device memory, as for VMM memory that no context
  * owns); FAKE_CUDA_OTHER_CTX=1 (device memory belongs to a context of device 0 that is not its
- * primary one); FAKE_CUDA_FORK_REFUSE=1 (in a forked child, fake_child_refused).
+ * primary one); FAKE_CUDA_FORK_REFUSE=1 (in a forked child, fake_child_refused);
+ * FAKE_CUDA_ERROR_TEXT=driver (cuGetErrorString gives the real driver's texts).
  */
 #ifndef VRAMIO_FAKE_CUDA_BASE_H
 #define VRAMIO_FAKE_CUDA_BASE_H
