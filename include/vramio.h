@@ -38,7 +38,8 @@ int vramio_get_backend(gdr_t g, vramio_backend_t *backend);
 int vramio_handle_backend(gdr_t g, gdr_mh_t handle, vramio_backend_t *backend);
 
 /* Whether backend is usable through g: 0 if it is, else a positive errno, and in both cases a
- * one-line explanation copied into reason (always NUL-terminated when len > 0). */
+ * one-line explanation copied into reason (always NUL-terminated when len > 0; one longer
+ * than len - 1 keeps its beginning and its end, where the advice is, around "..."). */
 int vramio_backend_status(gdr_t g, vramio_backend_t backend, char *reason, size_t len);
 
 /* Probe one backend without an open gdr_t (what gdr_open would decide), same convention.

@@ -17,6 +17,12 @@
 #include "process/log.h"
 #include "pins.h"
 
+/* The reasons of every backend joined ("name: reason; name: reason"), as a failed gdr_open
+ * (instance.c) and a pin that no backend took (pin.c) give them, whole in the call's line. */
+#define VR_REASONS_LEN ((VRAMIO_BACKEND_COUNT - VRAMIO_BACKEND_GDRDRV) * (VR_REASON_LEN + 16))
+_Static_assert(VR_REASONS_LEN + 128 <= VR_LINE_LEN,
+               "a failed call's line holds its words and every backend's reason");
+
 /* One usable backend of an open gdr_t: ops is one of the instance's merged tables. state:
  * VR_ACTIVE_READY, or for a lazy backend (backend.h) not probed yet VR_ACTIVE_DEFERRED, then
  * READY or VR_ACTIVE_FAILED once its first pin probed it (vr_active_ready); ctx is set before

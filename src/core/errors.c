@@ -4,20 +4,20 @@
  * vramio_strerror).
  */
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include "export.h"
 #include "vramio.h"
 
-/* Per thread, so that a failure in one thread never overwrites another's explanation. */
-static __thread char last_error[512];
+/* Per thread, so that a failure in one thread never overwrites another's explanation. A line:
+ * it names the reason of each backend a pin was offered to (core.h, VR_REASONS_LEN). */
+static __thread char last_error[VR_LINE_LEN];
 
 int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vr_reason_v(last_error, sizeof(last_error), fmt, ap);
     va_end(ap);
     vr_log(level, "%s", last_error);
     return err;
@@ -25,8 +25,7 @@ int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...)
 
 void vr_copy_reason(char *dst, size_t len, const char *src)
 {
-    if (dst && len > 0)
-        snprintf(dst, len, "%s", src);
+    vr_reason(dst, len, "%s", src);
 }
 
 VR_EXPORT const char *vramio_last_error(void)

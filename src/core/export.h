@@ -9,13 +9,11 @@
 
 #include <stddef.h>
 #include "process/log.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 
 #ifndef VR_EXPORT
 #define VR_EXPORT __attribute__((visibility("default")))
 #endif
-
-/* The size of a reason buffer: a backend's status, a failed CUDA call's explanation. */
-#define VR_REASON_LEN 256
 
 /* Record a failure as this thread's last error, log it at level, and return err. */
 __attribute__((format(printf, 3, 4)))
@@ -24,7 +22,8 @@ int vr_fail_at(enum vr_log_level level, int err, const char *fmt, ...);
 #define vr_fail(err, ...)     vr_fail_at(VR_LOG_DEBUG, err, __VA_ARGS__)
 #define vr_fail_err(err, ...) vr_fail_at(VR_LOG_ERROR, err, __VA_ARGS__)
 
-/* Copy a reason into a caller's buffer (NUL-terminated when len > 0; dst may be NULL). */
+/* Copy a reason into a caller's buffer (NUL-terminated when len > 0; dst may be NULL), cut in
+ * its middle where the buffer is too small (vr_reason). */
 void vr_copy_reason(char *dst, size_t len, const char *src);
 
 #endif /* VRAMIO_EXPORT_H */

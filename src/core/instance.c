@@ -165,8 +165,8 @@ int vr_choose_backends(const struct vr_backend_ops *const table[VRAMIO_BACKEND_C
         rc = ops->confirm(!chosen_by_name(ops), why, sizeof(why));
         if (rc) {
             leave_out(gdr, b, ctx, ok, rc);
-            snprintf(gdr->why[b], VR_REASON_LEN, "cannot pin: %s",
-                     why[0] ? why : vramio_strerror(rc));
+            vr_reason(gdr->why[b], VR_REASON_LEN, "cannot pin: %s",
+                      why[0] ? why : vramio_strerror(rc));
         }
     }
     gdr->nactive = 0;
@@ -232,7 +232,7 @@ int vr_instance_open(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
             vr_log(gdr->nactive ? VR_LOG_DEBUG : VR_LOG_ERROR, "gdr_open: backend %s: %s",
                    gdr->ops[b].name, gdr->why[b]);
     if (gdr->nactive == 0) {
-        char all[VRAMIO_BACKEND_COUNT * (VR_REASON_LEN + 16)];
+        char all[VR_REASONS_LEN];
         size_t used = 0;
 
         for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)

@@ -68,7 +68,7 @@ static int pin_release_locked(struct vr_slot *s)
 static int pin_with_backends(struct vr_gdr *gdr, const struct vr_pin_req *req, const char *fn,
                              gdr_mh_t *handle)
 {
-    char why[VR_REASON_LEN], all[3 * VR_REASON_LEN] = "";
+    char why[VR_REASON_LEN], all[VR_REASONS_LEN] = "";
     struct vr_pin_info info;
     struct vr_pin *pin;
     size_t used = 0;

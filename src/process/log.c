@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "log.h"
+#include "reason.h"            /* util/: VR_LINE_LEN, vr_reason_v */
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static int log_threshold = VR_LOG_ERROR;
@@ -54,21 +55,21 @@ static const char *level_name(enum vr_log_level level)
 
 void vr_log(enum vr_log_level level, const char *fmt, ...)
 {
-    char line[1024];
+    char line[32 + VR_LINE_LEN];   /* the level, and the longest line: a failed call's */
     va_list ap;
     int n;
 
     if (!log_enabled(level))
         return;
     n = snprintf(line, sizeof(line), "gdrapi: %s: ", level_name(level));
+    /* A byte left for the newline; a message too long for the rest loses its middle, never
+     * its end (reason.h). */
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    vr_reason_v(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     va_end(ap);
     n = (int)strlen(line);
     while (n > 0 && line[n - 1] == '\n')
         n--;
-    if (n > (int)sizeof(line) - 2)
-        n = (int)sizeof(line) - 2;
     line[n++] = '\n';
     /* One write(2) per line: atomic for a pipe up to PIPE_BUF bytes, whole in a terminal. */
     if (write(STDERR_FILENO, line, (size_t)n) < 0)
