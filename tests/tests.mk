@@ -73,6 +73,10 @@ $(BUILD)/tests/wb_copy_fences: | $(FAKE_CUDA_DMABUF)
 # chunks is the test's (vr_pins_can_span wrapped).
 $(BUILD)/tests/wb_alloc_chunks: WB_WRAP = -Wl,--wrap=vr_pins_can_span
 $(BUILD)/tests/wb_alloc_chunks: | $(FAKE_CUDA_VMM)
+# The reasons against both stand-ins; a pin across the pool's chunks is the first to ask
+# whether the backend can span them (vr_pins_can_span wrapped: not asked at the allocation).
+$(BUILD)/tests/wb_reasons: WB_WRAP = -Wl,--wrap=vr_pins_can_span
+$(BUILD)/tests/wb_reasons: | $(FAKE_CUDA_VMM) $(FAKE_VULKAN)
 -include tests/fuzz/fuzz.mk tests/limits/limits.mk tests/gpu/soak/soak.mk
 -include tests/abi/abi.mk
 .PHONY: script-progs script-progs-asan

@@ -10,10 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "reason.h"
 
 static struct vr_cuda cuda_table;
 static const struct vr_cuda *cuda_loaded;
-static char cuda_load_error[256];
+static char cuda_load_error[VR_REASON_LEN];
 static pthread_once_t cuda_load_once = PTHREAD_ONCE_INIT;
 
 static atomic_int shim_missing_said;
@@ -60,8 +61,10 @@ static void cuda_load(void)
 
     if (!lib) {
         const char *e = dlerror();
-        snprintf(cuda_load_error, sizeof(cuda_load_error),
-                 "the CUDA driver library libcuda.so.1 cannot be loaded (%s)", e ? e : "unknown");
+        /* dlerror() names the file it tried, a path of up to PATH_MAX bytes, before what was
+         * wrong with it: cut in its middle. */
+        vr_reason(cuda_load_error, sizeof(cuda_load_error),
+                  "the CUDA driver library libcuda.so.1 cannot be loaded (%s)", e ? e : "unknown");
         return;
     }
 #define VR_CUDA_RESOLVE(name, symbol, params)                                                 \
@@ -78,17 +81,11 @@ static void cuda_load(void)
     cuda_loaded = &cuda_table;
 }
 
-static void copy_reason(char *why, size_t len, const char *text)
-{
-    if (why && len)
-        snprintf(why, len, "%s", text);
-}
-
 const struct vr_cuda *vr_cuda_load(char *why, size_t len)
 {
     pthread_once(&cuda_load_once, cuda_load);
     if (!cuda_loaded)
-        copy_reason(why, len, cuda_load_error);
+        vr_reason(why, len, "%s", cuda_load_error);
     return cuda_loaded;
 }
 

@@ -19,7 +19,9 @@
  * table's map_types does not list.
  *
  * Conventions: every int-returning op returns 0 or a positive errno. Ops that can fail for a
- * reason worth telling the user take (why, len) and write one line there. Ops may be called
+ * reason worth telling the user take (why, len) and write one line there: the core gives
+ * VR_REASON_LEN bytes, and a reason that wraps another's or quotes text from outside is written
+ * with vr_reason, which cuts it in its middle, never its end (util/reason.h). Ops may be called
  * concurrently from several threads, but never twice at once on the same pin (the core
  * serialises calls per pin); a backend protects its own shared state (caches, counters).
  */

@@ -39,6 +39,7 @@
 #include "dmabuf_policy.h"
 #include "process/fds.h"
 #include "process/fork.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 
 struct dmabuf_pin {
     int fd;
@@ -56,7 +57,7 @@ typedef CUresult (*export_fn)(void *out, CUdeviceptr ptr, size_t size,
  * exports the CPU may map), as GDRCopy asks for it; resolved once. An older driver (only a
  * forced trial runs on one) is asked at its own version, one it knows. */
 static export_fn export_entry;
-static char export_why[200];
+static char export_why[VR_REASON_LEN];
 static pthread_once_t export_once = PTHREAD_ONCE_INIT;
 /* Set by every export_get (the same driver table each time) and read by export_resolve
  * inside the once: atomic, since pins on several threads store it while the once reads it. */
@@ -66,7 +67,7 @@ static const struct vr_cuda *_Atomic export_cu;
  * again), 1 maps, -1 refused. */
 static _Atomic int trial_state;
 static int trial_err;
-static char trial_why[320];
+static char trial_why[VR_REASON_LEN];
 static pthread_mutex_t trial_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Held from an export until its fd is close-on-exec and listed in live_pins, and by every fork
@@ -128,7 +129,7 @@ static int export_get(const struct vr_cuda *cu, export_fn *fn, char *why, size_t
     atomic_store_explicit(&export_cu, cu, memory_order_relaxed);
     pthread_once(&export_once, export_resolve);
     if (!export_entry) {
-        snprintf(why, len, "%s", export_why);
+        vr_reason(why, len, "%s", export_why);
         return ENOSYS;
     }
     *fn = export_entry;
@@ -222,7 +223,7 @@ static int mmap_trial_once(const struct vr_cuda *cu, export_fn fn, int dev, char
         }
     } else if (st < 0) {
         err = trial_err;
-        snprintf(why, len, "%s", trial_why);
+        vr_reason(why, len, "%s", trial_why);
     }
     pthread_mutex_unlock(&trial_lock);
     return err;
@@ -276,11 +277,12 @@ static int export_refused(CUresult r, const struct vr_dmabuf_plan *plan, char *w
     int rc = vr_dmabuf_export_errno(r, fde, plan->pcie_flag);
 
     if (rc == EMFILE || rc == ENFILE) {
-        snprintf(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s: the %s is out of file "
-                 "descriptors (%s; each pin holds one dma-buf fd, the limit is %llu: raise it "
-                 "with ulimit -n, or unpin)", va, len,
-                 vr_cuda_errstr(r), rc == EMFILE ? "process" : "system",
-                 rc == EMFILE ? "EMFILE" : "ENFILE", vr_fds_limit());
+        /* The advice ends the reason, and stays however short the buffer (vr_reason). */
+        vr_reason(why, wlen, "dma-buf export of 0x%llx + %llu failed: %s: the %s is out of file "
+                  "descriptors (%s; each pin holds one dma-buf fd, the limit is %llu: raise it "
+                  "with ulimit -n, or unpin)", va, len,
+                  vr_cuda_errstr(r), rc == EMFILE ? "process" : "system",
+                  rc == EMFILE ? "EMFILE" : "ENFILE", vr_fds_limit());
     } else if (rc == EINVAL) {
         snprintf(why, wlen, "GDR_PIN_FLAG_FORCE_PCIE refused for device %d (%s): the driver "
                  "maps through the PCIe BAR on request only on a platform with a coherent "

@@ -35,6 +35,7 @@
 #include "cuda_loader.h"
 #include "process/fork.h"
 #include "process/log.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 #include "vulkan_device.h"
 #include "vulkan_import_cache.h"
 #include "vulkan_loader.h"
@@ -102,7 +103,7 @@ static int device_has_vmm_fd(const struct vr_cuda *cu, int d, char *why, size_t 
 static int vulkan_confirm(int every, char *why, size_t len)
 {
     const struct vr_cuda *cu;
-    char one[256], first[256] = "";
+    char one[VR_REASON_LEN], first[VR_REASON_LEN] = "";
     int n = 0, d, rc, good = 0, first_rc = 0;
 
     rc = vr_cuda_init(&cu, why, len);
@@ -132,10 +133,10 @@ static int vulkan_confirm(int every, char *why, size_t len)
     if (good == n || (!every && good > 0))
         return 0;
     if (good)
-        snprintf(why, len, "%d of %d GPUs can be pinned through Vulkan, and a client may pin "
-                 "memory of any of them (%s)", good, n, first);
+        vr_reason(why, len, "%d of %d GPUs can be pinned through Vulkan, and a client may pin "
+                  "memory of any of them (%s)", good, n, first);
     else
-        snprintf(why, len, "%s", first);
+        vr_reason(why, len, "%s", first);
     return first_rc;
 }
 
@@ -280,7 +281,7 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
     CUmemAllocationProp prop;
     CUdeviceptr mb = 0;
     size_t ms = 0;
-    char one[256];
+    char one[VR_REASON_LEN];
 
     memset(&prop, 0, sizeof(prop));
     if (cu->cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS &&
@@ -305,8 +306,8 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
     }
     if (prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
         vr_vk_pool_layout(cu, prop.location.id, one, sizeof(one))) {
-        snprintf(why, len, "0x%llx is stream-ordered memory of GPU %d, which the vulkan backend "
-                 "cannot pin with this driver: %s", a, prop.location.id, one);
+        vr_reason(why, len, "0x%llx is stream-ordered memory of GPU %d, which the vulkan backend "
+                  "cannot pin with this driver: %s", a, prop.location.id, one);
         return ENOTSUP;
     }
     *base = mb;
@@ -388,22 +389,18 @@ static int force_pcie_refused(const struct vr_cuda *cu, const struct vr_pin_req 
 
 /*
  * A pin that ran out of room pays for the whole allocation it lies in, not for what it asked:
- * say so, since the numbers of the import alone point at the wrong cause (a 1 MiB pin inside
- * JAX's one allocation of most of the GPU's memory fails this way).
+ * say so after the reason, since the numbers of the import alone point at the wrong cause (a
+ * 1 MiB pin inside JAX's one allocation of most of the GPU's memory fails this way). The note
+ * explains the reason, so it stays whole where both do not fit (vr_reason).
  */
 static void note_whole_import(char *why, size_t len, uint64_t plen, uint64_t size, unsigned n)
 {
-    size_t used = strlen(why);
+    char was[VR_REASON_LEN];
 
-    if (used + 1 >= len)
-        return;
-    if (n == 1)
-        snprintf(why + used, len - used, " (a pin imports all of its allocation: %llu of %llu "
-                 "bytes were asked for)", (unsigned long long)plen, (unsigned long long)size);
-    else
-        snprintf(why + used, len - used, " (a pin imports all of each allocation it touches: "
-                 "%llu of %llu bytes were asked for)", (unsigned long long)plen,
-                 (unsigned long long)size);
+    vr_reason(was, sizeof(was), "%s", why);
+    vr_reason(why, len, "%s (a pin imports all of %s: %llu of %llu bytes were asked for)", was,
+              n == 1 ? "its allocation" : "each allocation it touches", (unsigned long long)plen,
+              (unsigned long long)size);
 }
 
 /* The span of allocations from key's on that covers [va, va + plen): walked with a context of
@@ -415,7 +412,7 @@ static int span_find(const struct vr_cuda *cu, const struct vr_import_key *key, 
     const CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)key->handle;
     struct vr_cuda_ctx_guard guard;
     CUmemAllocationProp prop;
-    char one[256];
+    char one[VR_REASON_LEN];
     int rc = 0;
 
     if (pooled) {
@@ -426,8 +423,8 @@ static int span_find(const struct vr_cuda *cu, const struct vr_import_key *key, 
     if (!rc)
         rc = vr_vk_exportable(cu, h, key->base, &prop, why, len);
     if (!rc && !vr_vk_spans(cu, prop.location.id, one, sizeof(one))) {
-        snprintf(why, len, "a pin across several allocations needs placed maps that work: %s",
-                 one);
+        vr_reason(why, len, "a pin across several allocations needs placed maps that work: %s",
+                  one);
         rc = ENOTSUP;
     }
     if (!rc)
@@ -448,16 +445,17 @@ static int pin_span(const struct vr_cuda *cu, const struct vr_pin_req *req,
                     const struct vr_import_key *key, int pooled, struct vr_span **out,
                     char *why, size_t len)
 {
-    char one[512];
+    char one[VR_REASON_LEN];
     unsigned n;
     int rc;
 
-    /* The reasons are long (the import's names its allocation): the prefixes are short. */
+    /* Each reason wraps a reason of its own (span_find's the check's, around the export's): it
+     * loses its middle where the whole does not fit, never its end (vr_reason). */
     rc = span_find(cu, key, pooled, req->va + req->len, out, one, sizeof(one));
     if (rc) {
-        snprintf(why, len, "the range 0x%llx + %llu runs past its CUDA allocation 0x%llx + "
-                 "%llu: %s", (unsigned long long)req->addr, (unsigned long long)req->size,
-                 (unsigned long long)key->base, (unsigned long long)key->size, one);
+        vr_reason(why, len, "the range 0x%llx + %llu runs past its CUDA allocation 0x%llx + "
+                  "%llu: %s", (unsigned long long)req->addr, (unsigned long long)req->size,
+                  (unsigned long long)key->base, (unsigned long long)key->size, one);
         return rc;
     }
     n = (*out)->n;
@@ -466,8 +464,8 @@ static int pin_span(const struct vr_cuda *cu, const struct vr_pin_req *req,
         note_whole_import(one, sizeof(one), req->len, (*out)->size, n);
     if (rc) {
         vr_vk_span_free(cu, *out);
-        snprintf(why, len, "the pin 0x%llx + %llu spans %u allocations: %s",
-                 (unsigned long long)req->addr, (unsigned long long)req->size, n, one);
+        vr_reason(why, len, "the pin 0x%llx + %llu spans %u allocations: %s",
+                  (unsigned long long)req->addr, (unsigned long long)req->size, n, one);
     }
     return rc;
 }
@@ -630,7 +628,7 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 static int vulkan_spans(int gpu)
 {
     const struct vr_cuda *cu;
-    char why[256];
+    char why[VR_REASON_LEN];
 
     if (vr_cuda_init(&cu, why, sizeof(why)) || cuda_has_vmm(cu, why, sizeof(why)))
         return 0;

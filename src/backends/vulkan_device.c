@@ -10,6 +10,7 @@
 #include <string.h>
 #include "process/fork.h"
 #include "process/log.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 
 #define VR_VK_MAX_GPUS 64
 
@@ -20,7 +21,7 @@ enum { SLOT_FAILED = -1, SLOT_UNTRIED = 0, SLOT_FOUND = 1, SLOT_READY = 2 };
 struct gpu_slot {
     _Atomic int state;
     int err;
-    char why[256];
+    char why[VR_REASON_LEN];
     VkPhysicalDevice pd;    /* from SLOT_FOUND */
     int placed_offered;     /* from SLOT_FOUND: placed_offered() */
     struct vr_vk_gpu gpu;   /* memtype and heap_size from SLOT_FOUND, the rest SLOT_READY */
@@ -30,7 +31,7 @@ static pthread_mutex_t vk_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vr_vk vk;               /* global + instance functions, under vk_lock until ready */
 static VkInstance vk_instance;
 static int vk_instance_err = -1;      /* -1: not tried yet */
-static char vk_instance_why[256];
+static char vk_instance_why[VR_REASON_LEN];
 static struct gpu_slot slots[VR_VK_MAX_GPUS];
 
 /* A fork while another thread makes a device must not leave vk_lock locked for ever in the
@@ -413,7 +414,7 @@ static int slot_get(const struct vr_cuda *cu, int cuda_dev, int want, struct gpu
         st = atomic_load_explicit(&s->state, memory_order_acquire);
     }
     if (st == SLOT_FAILED) {
-        snprintf(why, len, "%s", s->why);
+        vr_reason(why, len, "%s", s->why);
         return s->err;
     }
     *out = s;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "process/fds.h"
 #include "process/fork.h"
+#include "reason.h"            /* util/: vr_reason */
 #include "vulkan_export.h"
 
 /* The exported fd may come without FD_CLOEXEC (no flag asks the driver for it). Until set, a
@@ -67,18 +68,19 @@ int vr_vk_exportable(const struct vr_cuda *cu, CUmemGenericAllocationHandle h, u
 }
 
 /* The export's failure: it is a descriptor, and at the process's limit the driver says only
- * that some call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). */
+ * that some call failed (CUDA_ERROR_OPERATING_SYSTEM where it was seen). The advice ends the
+ * reason, and stays however short the buffer (vr_reason). */
 static int export_failed(CUresult cr, uint64_t base, char *why, size_t len)
 {
     int fde = vr_fds_exhausted();
 
     if (fde)
-        snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
-                 "%s: the %s is out of file descriptors (%s; the import to Vulkan needs one "
-                 "for a moment, the limit is %llu: raise it with ulimit -n)",
-                 (unsigned long long)base, vr_cuda_errstr(cr),
-                 fde == EMFILE ? "process" : "system", fde == EMFILE ? "EMFILE" : "ENFILE",
-                 vr_fds_limit());
+        vr_reason(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx failed: "
+                  "%s: the %s is out of file descriptors (%s; the import to Vulkan needs one "
+                  "for a moment, the limit is %llu: raise it with ulimit -n)",
+                  (unsigned long long)base, vr_cuda_errstr(cr),
+                  fde == EMFILE ? "process" : "system", fde == EMFILE ? "EMFILE" : "ENFILE",
+                  vr_fds_limit());
     else
         snprintf(why, len, "cuMemExportToShareableHandle of the allocation at 0x%llx "
                  "failed: %s", (unsigned long long)base, vr_cuda_errstr(cr));

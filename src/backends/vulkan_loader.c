@@ -6,10 +6,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 
 static struct vr_vk vk_table;
 static const struct vr_vk *vk_loaded;
-static char vk_load_error[256];
+static char vk_load_error[VR_REASON_LEN];
 static pthread_once_t vk_load_once = PTHREAD_ONCE_INIT;
 
 static void vk_load(void)
@@ -18,9 +19,11 @@ static void vk_load(void)
 
     if (!lib) {
         const char *e = dlerror();
-        snprintf(vk_load_error, sizeof(vk_load_error),
-                 "the Vulkan loader libvulkan.so.1 cannot be loaded (%s); install libvulkan1",
-                 e ? e : "unknown");
+        /* dlerror() may quote a path of up to PATH_MAX bytes: cut in its middle, the advice
+         * after it stays. */
+        vr_reason(vk_load_error, sizeof(vk_load_error),
+                  "the Vulkan loader libvulkan.so.1 cannot be loaded (%s); install libvulkan1",
+                  e ? e : "unknown");
         return;
     }
     vk_table.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
@@ -47,8 +50,8 @@ static void vk_load(void)
 const struct vr_vk *vr_vk_load(char *why, size_t len)
 {
     pthread_once(&vk_load_once, vk_load);
-    if (!vk_loaded && why && len)
-        snprintf(why, len, "%s", vk_load_error);
+    if (!vk_loaded)
+        vr_reason(why, len, "%s", vk_load_error);
     return vk_loaded;
 }
 

@@ -25,6 +25,7 @@
 #include "process/cuda_ctx.h"
 #include "process/fork.h"
 #include "process/log.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 #include "vulkan_device.h"
 #include "vulkan_export.h"
 #include "vulkan_pool.h"
@@ -34,7 +35,7 @@
 
 /* The verdicts' lock, held only to read or write one (fork.h protects it). */
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { int done, rc; char why[256]; } layout[LAYOUT_GPUS];
+static struct { int done, rc; char why[VR_REASON_LEN]; } layout[LAYOUT_GPUS];
 
 /* At load, not at the first use (fork.h). */
 __attribute__((constructor)) static void layout_lock_register(void)
@@ -179,7 +180,7 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
 {
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     struct vr_cuda_ctx_guard guard;
-    char one[256];
+    char one[VR_REASON_LEN];
     int rc, done;
 
     if (dev < 0 || dev >= LAYOUT_GPUS) {
@@ -190,7 +191,7 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
     done = layout[dev].done;
     rc = layout[dev].rc;
     if (rc)
-        snprintf(why, len, "%s", layout[dev].why);
+        vr_reason(why, len, "%s", layout[dev].why);
     pthread_mutex_unlock(&layout_lock);
     if (done)
         return rc;
@@ -221,6 +222,6 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
     snprintf(layout[dev].why, sizeof(layout[dev].why), "%s", rc ? one : "");
     pthread_mutex_unlock(&layout_lock);
     if (rc)
-        snprintf(why, len, "%s", one);
+        vr_reason(why, len, "%s", one);
     return rc;
 }

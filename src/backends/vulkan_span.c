@@ -23,6 +23,7 @@
 #include "process/cuda_ctx.h"
 #include "process/fork.h"
 #include "process/log.h"
+#include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 #include "vulkan_export.h"
 
 /* ---- the walk ----------------------------------------------------------------------- */
@@ -305,7 +306,7 @@ int vr_vk_span_moved(const struct vr_cuda *cu, const struct vr_span *s)
 
 /* The verdicts' lock, held only to read or write one (fork.h protects it). */
 static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { int done, ok; char why[256]; } verdict[CHECK_GPUS];
+static struct { int done, ok; char why[VR_REASON_LEN]; } verdict[CHECK_GPUS];
 
 /* At load, not at the first use (fork.h). */
 __attribute__((constructor)) static void check_lock_register(void)
@@ -482,7 +483,7 @@ static int run_check(const struct vr_cuda *cu, int dev, char *why, size_t len)
 
 int vr_vk_spans(const struct vr_cuda *cu, int dev, char *why, size_t len)
 {
-    char one[256];
+    char one[VR_REASON_LEN];
     int ok, done;
 
     if (dev < 0 || dev >= CHECK_GPUS) {
@@ -493,8 +494,8 @@ int vr_vk_spans(const struct vr_cuda *cu, int dev, char *why, size_t len)
     pthread_mutex_lock(&check_lock);
     done = verdict[dev].done;
     ok = verdict[dev].ok;
-    if (done && why)
-        snprintf(why, len, "%s", verdict[dev].why);
+    if (done)
+        vr_reason(why, len, "%s", verdict[dev].why);
     pthread_mutex_unlock(&check_lock);
     if (done)
         return ok;
@@ -512,8 +513,7 @@ int vr_vk_spans(const struct vr_cuda *cu, int dev, char *why, size_t len)
         snprintf(verdict[dev].why, sizeof(verdict[dev].why), "%s", ok ? "" : one);
     }
     ok = verdict[dev].ok;
-    if (why)
-        snprintf(why, len, "%s", verdict[dev].why);
+    vr_reason(why, len, "%s", verdict[dev].why);
     pthread_mutex_unlock(&check_lock);
     return ok;
 }
