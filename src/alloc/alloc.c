@@ -120,14 +120,6 @@ struct gpu_pool {
     _Atomic int split;                          /* SPLIT_*, decided under split_lock */
 };
 
-/* A large block made of chunks: a reservation of size bytes, chunk bytes each but the last.
- * How many there are is the slab pool's count of the block's pieces (slab_destroy's pieces),
- * the one count kept. */
-struct chunked {
-    size_t chunk;
-    CUmemGenericAllocationHandle h[];
-};
-
 /* pools_lock: the table of pools; slabs_lock: the bookkeeping of every pool (held for a few
  * hundred nanoseconds per call). A fork must not leave the child either lock held. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -171,28 +163,35 @@ static int create_one(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size
     return 0;
 }
 
-static size_t chunk_size_of(const struct chunked *c, size_t size, unsigned i)
+/* A large block made of chunks: a reservation of size bytes, the pool's chunk bytes each but
+ * the last (the size of chunk i below), and the chunks' handles, an array that is the block's
+ * cookie. How many there are is the slab pool's count of the block's pieces (slab_destroy's
+ * pieces), their size the pool's chunk (fixed when the pool is made): the one count and the
+ * one size kept. */
+static size_t chunk_size_of(const struct gpu_pool *gp, size_t size, unsigned i)
 {
-    size_t off = (size_t)i * c->chunk;
+    size_t off = (size_t)i * gp->chunk;
 
-    return size - off < c->chunk ? size - off : c->chunk;
+    return size - off < gp->chunk ? size - off : gp->chunk;
 }
 
-/* Unmap and release the first made chunks of c at ptr, free the reservation of size bytes. */
-static CUresult chunks_undo(const struct vr_cuda *cu, struct chunked *c, unsigned made,
-                            CUdeviceptr ptr, size_t size)
+/* Unmap and release the first made chunks (handles h) of a block of gp at ptr, free the
+ * reservation of size bytes and h. */
+static CUresult chunks_undo(const struct vr_cuda *cu, const struct gpu_pool *gp,
+                            CUmemGenericAllocationHandle *h, unsigned made, CUdeviceptr ptr,
+                            size_t size)
 {
     CUresult r, first = CUDA_SUCCESS;
     unsigned i;
 
     for (i = 0; i < made; i++) {
-        r = cu->cuMemUnmap(ptr + (CUdeviceptr)i * c->chunk, chunk_size_of(c, size, i));
+        r = cu->cuMemUnmap(ptr + (CUdeviceptr)i * gp->chunk, chunk_size_of(gp, size, i));
         first = first ? first : r;
-        r = cu->cuMemRelease(c->h[i]);
+        r = cu->cuMemRelease(h[i]);
         first = first ? first : r;
     }
     r = cu->cuMemAddressFree(ptr, size);
-    free(c);
+    free(h);
     return first ? first : r;
 }
 
@@ -203,37 +202,36 @@ static int create_chunked(const struct vr_cuda *cu, struct gpu_pool *gp, size_t 
                           CUdeviceptr *out, void **cookie, unsigned *pieces)
 {
     unsigned n = (unsigned)((size + gp->chunk - 1) / gp->chunk), i;
-    struct chunked *c = calloc(1, sizeof(*c) + n * sizeof(c->h[0]));
+    CUmemGenericAllocationHandle *h = calloc(n, sizeof(*h));
     CUdeviceptr ptr = 0;
     CUresult r;
     int rc = 0;
 
-    if (!c)
+    if (!h)
         return vr_fail(ENOMEM, "vramio_alloc: no memory for the chunks of %zu bytes", size);
-    c->chunk = gp->chunk;
     r = cu->cuMemAddressReserve(&ptr, size, gp->pool.slab_size, 0, 0);
     if (r != CUDA_SUCCESS) {
-        free(c);
+        free(h);
         return cuda_fail("cuMemAddressReserve", r);
     }
     for (i = 0; i < n && !rc; i++) {
-        size_t cs = chunk_size_of(c, size, i);
+        size_t cs = chunk_size_of(gp, size, i);
 
-        r = cu->cuMemCreate(&c->h[i], cs, &gp->prop, 0);
+        r = cu->cuMemCreate(&h[i], cs, &gp->prop, 0);
         if (r != CUDA_SUCCESS) {
             rc = cuda_fail("cuMemCreate", r);
             break;
         }
-        rc = map_piece(cu, gp->access, gp->naccess, c->h[i], cs, ptr + (CUdeviceptr)i * c->chunk);
+        rc = map_piece(cu, gp->access, gp->naccess, h[i], cs, ptr + (CUdeviceptr)i * gp->chunk);
         if (rc)
-            cu->cuMemRelease(c->h[i]);
+            cu->cuMemRelease(h[i]);
     }
     if (rc) { /* the chunks before i are mapped: each goes, then the reservation */
-        chunks_undo(cu, c, i, ptr, size);
+        chunks_undo(cu, gp, h, i, ptr, size);
         return rc;
     }
     *out = ptr;
-    *cookie = c;
+    *cookie = h;
     *pieces = n;
     return 0;
 }
@@ -241,10 +239,11 @@ static int create_chunked(const struct vr_cuda *cu, struct gpu_pool *gp, size_t 
 /* Whether the driver describes the second chunk of the block at ptr as an allocation of its
  * own (its range and handle), which a pin inside one chunk relies on to import that chunk
  * alone: measured on an H100 (docs/large-allocations.md), checked here before it is relied on. */
-static int chunks_described(const struct vr_cuda *cu, const struct chunked *c, CUdeviceptr ptr,
+static int chunks_described(const struct vr_cuda *cu, const struct gpu_pool *gp,
+                            const CUmemGenericAllocationHandle *chunks, CUdeviceptr ptr,
                             size_t size)
 {
-    CUdeviceptr second = ptr + c->chunk, base = 0;
+    CUdeviceptr second = ptr + gp->chunk, base = 0;
     CUmemGenericAllocationHandle h = 0;
     size_t len = 0;
     int own;
@@ -252,10 +251,10 @@ static int chunks_described(const struct vr_cuda *cu, const struct chunked *c, C
     if (!cu->cuMemGetAddressRange || !cu->cuMemRetainAllocationHandle)
         return 0;
     own = cu->cuMemGetAddressRange(&base, &len, second + 1) == CUDA_SUCCESS && base == second &&
-          len == chunk_size_of(c, size, 1);
+          len == chunk_size_of(gp, size, 1);
     if (cu->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(second + 1)) != CUDA_SUCCESS)
         return 0;
-    own = own && h == c->h[1];
+    own = own && h == chunks[1];
     cu->cuMemRelease(h);
     return own;
 }
@@ -282,7 +281,7 @@ static int create_first_large(const struct vr_cuda *cu, struct gpu_pool *gp, siz
     rc = create_chunked(cu, gp, size, ptr, cookie, pieces);
     if (rc)
         return rc;
-    if (chunks_described(cu, *cookie, *ptr, size)) {
+    if (chunks_described(cu, gp, *cookie, *ptr, size)) {
         atomic_store(&gp->split, SPLIT_YES);
         return 0;
     }
@@ -290,7 +289,7 @@ static int create_first_large(const struct vr_cuda *cu, struct gpu_pool *gp, siz
             "an allocation of its own: requests above %zu bytes get one allocation each",
             gp->gpu, gp->chunk);
     atomic_store(&gp->split, SPLIT_NO);
-    chunks_undo(cu, *cookie, *pieces, *ptr, size);
+    chunks_undo(cu, gp, *cookie, *pieces, *ptr, size);
     *cookie = NULL;
     *pieces = 1;
     return create_one(cu, gp, size, ptr, cookie);
@@ -340,6 +339,7 @@ static int slab_create(void *ctx, size_t size, uint64_t *base, void **cookie, un
 
 static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie, unsigned pieces)
 {
+    const struct gpu_pool *gp = ctx;
     const struct vr_cuda *cu = vr_cuda_load(NULL, 0);
     CUresult r1, r2, r3;
 
@@ -347,7 +347,7 @@ static void slab_destroy(void *ctx, uint64_t base, size_t size, void *cookie, un
      * address stops reaching them, so their copies keep to the mappings from now on. */
     vr_pins_gpu_released(base, size);
     if (pieces > 1) {
-        r1 = chunks_undo(cu, cookie, pieces, (CUdeviceptr)base, size);
+        r1 = chunks_undo(cu, gp, cookie, pieces, (CUdeviceptr)base, size);
         if (r1 != CUDA_SUCCESS)
             vr_err("vramio_free: releasing the %u chunks of 0x%llx + %zu failed: %d", pieces,
                    (unsigned long long)base, size, (int)r1);
