@@ -261,16 +261,22 @@ static int chunks_described(const struct vr_cuda *cu, const struct gpu_pool *gp,
 
 /* The first chunked block of a pool (split_lock held): the backends are asked once whether a
  * pin may span chunks, and the block made of chunks is checked; any no, and the pool makes
- * one allocation per request from then on. A failure to make the block (out of memory) leaves
- * the decision to the next request. */
+ * one allocation per request from then on. A failure to make the block (out of memory), or
+ * backends that cannot tell now (their check ran out of memory or descriptors), make this
+ * request one allocation and leave the decision to the next. */
 static int create_first_large(const struct vr_cuda *cu, struct gpu_pool *gp, size_t size,
                               CUdeviceptr *ptr, void **cookie, unsigned *pieces)
 {
     int rc;
 
     if (atomic_load(&gp->split) == SPLIT_UNKNOWN) {
-        int yes = vr_pins_can_span(gp->gpu) == 1;
+        int can = vr_pins_can_span(gp->gpu), yes = can == 1;
 
+        if (can < 0) {
+            vr_dbg("vramio_alloc: GPU %d: the backends cannot tell now whether they pin across "
+                   "chunks: this request gets one allocation, the next asks again", gp->gpu);
+            return create_one(cu, gp, size, ptr, cookie);
+        }
         vr_dbg("vramio_alloc: GPU %d: the backends %s pin across chunks: requests above %zu "
                "bytes get %s", gp->gpu, yes ? "can" : "cannot", gp->chunk,
                yes ? "chunks of that size" : "one allocation each");

@@ -28,6 +28,7 @@
 #ifndef VRAMIO_BACKEND_H
 #define VRAMIO_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "gdrapi.h"
@@ -164,11 +165,12 @@ struct vr_backend_ops {
 
     /* Whether this backend pins a range that spans several VMM allocations mapped side by
      * side in one reservation of GPU gpu (device ordinal) as one pin with one contiguous
-     * mapping: 1 or 0. vramio_alloc's pool makes its large allocations of such chunks only
-     * where the first usable backend says 1 (core/pins.h, vr_pins_can_span), so that a pin inside
-     * one chunk costs that chunk alone and a pin across chunks still works. May be slow the
-     * first time (the vulkan backend asks its Vulkan device); cached after.
-     * Left out: 0. */
+     * mapping: 1 or 0, or -1 when it cannot say now (its check failed for now:
+     * vr_failed_for_now) and will be asked again. vramio_alloc's pool makes its large
+     * allocations of such chunks only where the first usable backend says 1 (core/pins.h,
+     * vr_pins_can_span), so that a pin inside one chunk costs that chunk alone and a pin across
+     * chunks still works. May be slow the first time (the vulkan backend asks its Vulkan
+     * device); cached after. Left out: 0. */
     int (*spans)(int gpu);
 };
 
@@ -187,5 +189,16 @@ int vr_backend_forced(const struct vr_backend_ops *ops);
 extern const struct vr_backend_ops vr_backend_gdrdrv;
 extern const struct vr_backend_ops vr_backend_dmabuf;
 extern const struct vr_backend_ops vr_backend_vulkan;
+
+/* Whether rc, the failure of a check or trial whose answer a backend keeps for the process
+ * (dmabuf's trial export, the vulkan backend's checks of placed maps and of pools), is this
+ * moment's rather than the machine's: memory (the GPU's, BAR1's) or descriptors ran out, or
+ * something was busy or interrupted. Such an answer is not kept: the next call tries again,
+ * where a kept one would refuse every such call for the rest of the process. */
+static inline int vr_failed_for_now(int rc)
+{
+    return rc == ENOMEM || rc == EMFILE || rc == ENFILE || rc == EAGAIN || rc == EBUSY ||
+           rc == EINTR;
+}
 
 #endif /* VRAMIO_BACKEND_H */

@@ -102,6 +102,5 @@ int vr_dmabuf_export_errno(int cuda_result, int fd_errno, int pcie_flag)
 
 int vr_dmabuf_trial_settled(int rc)
 {
-    return !(rc == ENOMEM || rc == EMFILE || rc == ENFILE || rc == EAGAIN || rc == EBUSY ||
-             rc == EINTR);
+    return !vr_failed_for_now(rc);
 }

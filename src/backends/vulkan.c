@@ -282,6 +282,7 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
     CUdeviceptr mb = 0;
     size_t ms = 0;
     char one[VR_REASON_LEN];
+    int rc;
 
     memset(&prop, 0, sizeof(prop));
     if (cu->cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS &&
@@ -304,8 +305,14 @@ static int pool_allocation(const struct vr_cuda *cu, uint64_t addr, CUmemGeneric
                  "the vulkan backend cannot find it in an import", a);
         return ENOTSUP;
     }
-    if (prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-        vr_vk_pool_layout(cu, prop.location.id, one, sizeof(one))) {
+    rc = prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ?
+         vr_vk_pool_layout(cu, prop.location.id, one, sizeof(one)) : 0;
+    if (rc && vr_failed_for_now(rc)) {
+        vr_reason(why, len, "0x%llx is stream-ordered memory of GPU %d, whose check (run again "
+                  "at the next pin) could not finish now: %s", a, prop.location.id, one);
+        return rc;
+    }
+    if (rc) {
         vr_reason(why, len, "0x%llx is stream-ordered memory of GPU %d, which the vulkan backend "
                   "cannot pin with this driver: %s", a, prop.location.id, one);
         return ENOTSUP;
@@ -422,11 +429,9 @@ static int span_find(const struct vr_cuda *cu, const struct vr_import_key *key, 
     }
     if (!rc)
         rc = vr_vk_exportable(cu, h, key->base, &prop, why, len);
-    if (!rc && !vr_vk_spans(cu, prop.location.id, one, sizeof(one))) {
+    if (!rc && (rc = vr_vk_spans(cu, prop.location.id, one, sizeof(one))) != 0)
         vr_reason(why, len, "a pin across several allocations needs placed maps that work: %s",
                   one);
-        rc = ENOTSUP;
-    }
     if (!rc)
         rc = vr_cuda_ctx_enter_device(cu, prop.location.id, NULL, &guard, why, len);
     if (rc) {
@@ -623,16 +628,19 @@ static int vulkan_cb_flag(void *ctx, void *pin, int *flag)
 }
 
 /* backend.h's spans: the vulkan backend pins a range across allocations side by side where
- * GPU gpu's Vulkan device offers placed maps and the check of them passed (vulkan_span.c).
+ * GPU gpu's Vulkan device offers placed maps and the check of them passed (vulkan_span.c);
+ * -1 when the check ran out of memory or descriptors (it runs again at the next question).
  * 0 where CUDA or Vulkan cannot start: what cannot be checked is not relied on. */
 static int vulkan_spans(int gpu)
 {
     const struct vr_cuda *cu;
     char why[VR_REASON_LEN];
+    int rc;
 
     if (vr_cuda_init(&cu, why, sizeof(why)) || cuda_has_vmm(cu, why, sizeof(why)))
         return 0;
-    return vr_vk_spans(cu, gpu, NULL, 0);
+    rc = vr_vk_spans(cu, gpu, NULL, 0);
+    return rc == 0 ? 1 : vr_failed_for_now(rc) ? -1 : 0;
 }
 
 const struct vr_backend_ops vr_backend_vulkan = {

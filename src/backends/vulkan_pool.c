@@ -25,6 +25,7 @@
 #include "process/cuda_ctx.h"
 #include "process/fork.h"
 #include "process/log.h"
+#include "backend.h"
 #include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 #include "vulkan_device.h"
 #include "vulkan_export.h"
@@ -213,9 +214,14 @@ int vr_vk_pool_layout(const struct vr_cuda *cu, int dev, char *why, size_t len)
         vr_cuda_ctx_leave(cu, &guard);
     }
     if (rc)
-        vr_info("vulkan: stream-ordered memory of GPU %d cannot be pinned: %s", dev, one);
+        vr_info("vulkan: stream-ordered memory of GPU %d cannot be pinned%s: %s", dev,
+                vr_failed_for_now(rc) ? " for now" : "", one);
     else
         vr_dbg("vulkan: stream-ordered memory of GPU %d lies where the driver says", dev);
+    if (vr_failed_for_now(rc)) {
+        vr_reason(why, len, "%s", one);
+        return rc;
+    }
     pthread_mutex_lock(&layout_lock);
     layout[dev].done = 1;
     layout[dev].rc = rc;

@@ -23,6 +23,7 @@
 #include "process/cuda_ctx.h"
 #include "process/fork.h"
 #include "process/log.h"
+#include "backend.h"
 #include "reason.h"            /* util/: VR_REASON_LEN, vr_reason */
 #include "vulkan_export.h"
 
@@ -306,7 +307,7 @@ int vr_vk_span_moved(const struct vr_cuda *cu, const struct vr_span *s)
 
 /* The verdicts' lock, held only to read or write one (fork.h protects it). */
 static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { int done, ok; char why[VR_REASON_LEN]; } verdict[CHECK_GPUS];
+static struct { int done, rc; char why[VR_REASON_LEN]; } verdict[CHECK_GPUS];
 
 /* At load, not at the first use (fork.h). */
 __attribute__((constructor)) static void check_lock_register(void)
@@ -484,36 +485,43 @@ static int run_check(const struct vr_cuda *cu, int dev, char *why, size_t len)
 int vr_vk_spans(const struct vr_cuda *cu, int dev, char *why, size_t len)
 {
     char one[VR_REASON_LEN];
-    int ok, done;
+    int rc, done;
 
     if (dev < 0 || dev >= CHECK_GPUS) {
         if (why)
             snprintf(why, len, "CUDA device %d is past the backend's table", dev);
-        return 0;
+        return ENODEV;
     }
     pthread_mutex_lock(&check_lock);
     done = verdict[dev].done;
-    ok = verdict[dev].ok;
+    rc = verdict[dev].rc;
     if (done)
         vr_reason(why, len, "%s", verdict[dev].why);
     pthread_mutex_unlock(&check_lock);
     if (done)
-        return ok;
+        return rc;
     /* Checked with no lock held (the check takes the export lock, and a fork takes the
      * protected locks in their order of registration): two first callers may both check. */
-    ok = run_check(cu, dev, one, sizeof(one)) == 0;
-    if (ok)
+    rc = run_check(cu, dev, one, sizeof(one));
+    if (!rc)
         vr_dbg("vulkan: GPU %d maps allocations side by side (placed maps checked)", dev);
     else
-        vr_info("vulkan: a pin of GPU %d cannot span several allocations: %s", dev, one);
+        vr_info("vulkan: a pin of GPU %d cannot span several allocations%s: %s", dev,
+                vr_failed_for_now(rc) ? " for now" : "", one);
+    if (vr_failed_for_now(rc)) {
+        vr_reason(why, len, "%s", one);
+        return rc;
+    }
+    /* What the check found of the GPU, kept: ENOTSUP for any such failure (a copy that
+     * failed says as much about the placed maps as one that read wrong). */
     pthread_mutex_lock(&check_lock);
     if (!verdict[dev].done) {
         verdict[dev].done = 1;
-        verdict[dev].ok = ok;
-        snprintf(verdict[dev].why, sizeof(verdict[dev].why), "%s", ok ? "" : one);
+        verdict[dev].rc = rc ? ENOTSUP : 0;
+        snprintf(verdict[dev].why, sizeof(verdict[dev].why), "%s", rc ? one : "");
     }
-    ok = verdict[dev].ok;
+    rc = verdict[dev].rc;
     vr_reason(why, len, "%s", verdict[dev].why);
     pthread_mutex_unlock(&check_lock);
-    return ok;
+    return rc;
 }

@@ -42,11 +42,13 @@ struct vr_span {
 };
 
 /*
- * 1 when CUDA device dev's Vulkan device offers placed maps and the check passed: two
+ * 0 when CUDA device dev's Vulkan device offers placed maps and the check passed: two
  * POSIX-fd allocations side by side in one reservation, pinned as one span by the code below,
  * a CPU write across their seam read back through CUDA and a CUDA write across it read
- * through the window. Checked once per GPU (two first callers may both check) and kept; 0 when
- * not offered, failed or not runnable, with the reason in why (why may be NULL).
+ * through the window. Checked once per GPU (two first callers may both check) and kept;
+ * ENOTSUP when not offered, failed or not runnable, with the reason in why (why may be NULL).
+ * A check that failed for want of memory or descriptors (backend.h's vr_failed_for_now) gives
+ * that errno and is not kept: the next call checks again.
  */
 int vr_vk_spans(const struct vr_cuda *cu, int dev, char *why, size_t len);
 

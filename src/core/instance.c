@@ -432,11 +432,11 @@ int vr_backends_span(const struct vr_backend_ops *const backends[VRAMIO_BACKEND_
      * allocations: never tried on a GPU). Only one that pins by the page anyway comes first
      * then, so chunks would buy nothing there. */
     if (!probe)
-        return 0;
+        return -1;
     if (vr_choose_backends(backends, probe, 0, off, sizeof(off)) == 0)
         for (b = VRAMIO_BACKEND_GDRDRV; b < VRAMIO_BACKEND_COUNT; b++)
             if (probe->status[b] == 0) {
-                yes = probe->ops[b].spans(gpu) == 1;
+                yes = probe->ops[b].spans(gpu);
                 break;
             }
     free(probe);

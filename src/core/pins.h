@@ -20,7 +20,8 @@ void vr_pins_gpu_released(uint64_t base, uint64_t size);
 /* 1 when the first backend that gdr_open would use here (the one every pin is offered to
  * first) pins a range spanning several VMM allocations mapped side by side in one
  * reservation of GPU gpu (backend.h, spans), else 0: what lets vramio_alloc's pool make a
- * large allocation of chunks. */
+ * large allocation of chunks. -1 when that cannot be told now (memory or descriptors ran
+ * out meanwhile): ask again later. */
 int vr_pins_can_span(int gpu);
 
 /* A pin's copy-engine device: not looked up yet, or the copy engine unusable for this pin

@@ -11,8 +11,10 @@
  * driver that does not describe a chunk as an allocation of its own: the pool's check).
  *
  * Whether the backends can pin across chunks is the core's answer (vr_pins_can_span): wrapped
- * here (-Wl,--wrap), answered from WB_SPANS (default 1) and counted, so the pool's side is
- * tested whatever the stand-in Vulkan offers. Each case runs in a child of its own, the
+ * here (-Wl,--wrap), answered from WB_SPANS (default 1; WB_SPANS_FIRST for the first question
+ * only) and counted, so the pool's side is tested whatever the stand-in Vulkan offers. -1,
+ * "cannot tell now", is a question left open: that request is one allocation, the next asks
+ * again. Each case runs in a child of its own, the
  * stand-in on its library path.
  */
 #include <dlfcn.h>
@@ -33,10 +35,11 @@ static int span_calls, span_gpus;   /* the pool's questions, and the GPUs asked 
 int __wrap_vr_pins_can_span(int gpu);
 int __wrap_vr_pins_can_span(int gpu)
 {
-    const char *e = getenv("WB_SPANS");
+    const char *e = getenv("WB_SPANS"), *first = getenv("WB_SPANS_FIRST");
 
-    span_calls++;
     span_gpus |= 1 << gpu;
+    if (span_calls++ == 0 && first)
+        return atoi(first);
     return e ? atoi(e) : 1;
 }
 
@@ -192,6 +195,26 @@ static void mode_one(void)
             live_handles() - before, span_calls);
 }
 
+/* Backends that cannot tell now at the first large request (their check ran out of memory
+ * or descriptors): that request is one allocation, and the next asks again and chunks. */
+static void mode_not_now(void)
+{
+    unsigned long long d = 0, e = 0;
+    int before;
+
+    if (!start())
+        return;
+    before = live_handles();
+    t_check(vramio_alloc(0, 9 * MIB, &d) == 0 && live_handles() - before == 1 && span_calls == 1,
+            "first_one_allocation", "%d handles, asked %d times: %s",
+            live_handles() - before, span_calls, vramio_last_error());
+    t_check(vramio_alloc(0, 9 * MIB, &e) == 0 && live_handles() - before == 4 && span_calls == 2,
+            "next_asks_again_and_chunks", "%d handles more, asked %d times: %s",
+            live_handles() - before, span_calls, vramio_last_error());
+    t_check(vramio_free(d) == 0 && vramio_free(e) == 0 && live_handles() == before,
+            "freed", "%d handles more", live_handles() - before);
+}
+
 /* Two GPUs: each pool asks once for its own GPU. */
 static void mode_two_gpus(void)
 {
@@ -220,6 +243,7 @@ static const struct child cases[] = {
     { "chunks/fail_third", mode_fail_third, { "VRAMIO_POOL_CHUNK_MB=4",
                                               "FAKE_CUDA_VRAM_BYTES=11534336" } },
     { "chunks/two_gpus", mode_two_gpus, { "VRAMIO_POOL_CHUNK_MB=4", "FAKE_CUDA_DEVICES=2" } },
+    { "chunks/not_now", mode_not_now, { "VRAMIO_POOL_CHUNK_MB=4", "WB_SPANS_FIRST=-1" } },
     { "chunks/off_0", mode_one, { "VRAMIO_POOL_CHUNK_MB=0" } },
     { "chunks/off_not_a_multiple", mode_one, { "VRAMIO_POOL_CHUNK_MB=3" } },
     { "chunks/off_not_a_number", mode_one, { "VRAMIO_POOL_CHUNK_MB=4x" } },

@@ -8,10 +8,15 @@
  *                  pin across two allocations side by side (vramio_alloc's chunks) whose
  *                  GPU's check of placed maps runs at that pin and finds no descriptor left
  *                  for its export (vulkan.c's span_find and pin_span around vulkan_span.c's
- *                  check around vulkan_export.c's reason): "raise it with ulimit -n" stays
+ *                  check around vulkan_export.c's reason): "raise it with ulimit -n" stays;
+ *                  the pin says EMFILE, and once descriptors are free again the next pin
+ *                  checks again and spans (the check's verdict of that moment is not kept)
  *   default_pool   the longest reason the vulkan backend gives whole, stream-ordered memory of
  *                  a pool without a POSIX-fd handle type (vulkan.c's pool_allocation): its
  *                  advice to run under vramio-run stays
+ *   fd_pool_check  stream-ordered memory of a POSIX-fd pool, first pinned with no descriptor
+ *                  free: the pool check that runs then fails for now, and is run again by
+ *                  the next pin, which pins (vulkan_pool.c keeps no verdict of that moment)
  *   long_dlerror   libcuda.so.1 and libvulkan.so.1 found at a path of nearly PATH_MAX bytes,
  *                  neither loadable: dlerror() quotes the path, and each reason is cut in its
  *                  middle ("...") so that its end (the loader's cause, "install libvulkan1")
@@ -88,6 +93,14 @@ static void mode_fd_span_check(void)
                 strstr(e, "needs placed maps that work") && strstr(e, "EMFILE") &&
                 ends_with(e, end) && !strstr(e, "..."),
             "reasons/fd_span_check/advice_whole", "rc %d, %zu bytes: %s", rc, strlen(e), e);
+    /* The moment passed: the pin says what it was, and the next one checks again and spans
+     * (a verdict kept from that moment refused every such pin for the process's life). */
+    t_check(rc == EMFILE, "reasons/fd_span_check/pin_says_emfile", "rc %d", rc);
+    rc = gdr_pin_buffer_v2(g, d, 4 * MIB, 0, &mh);
+    t_check(rc == 0, "reasons/fd_span_check/next_pin_checks_again", "rc %d: %s", rc,
+            vramio_last_error());
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
     gdr_close(g);
     vramio_free(d);
 }
@@ -112,6 +125,46 @@ static void mode_default_pool(void)
                 ends_with(e, "from such a pool where the driver allows it)"),
             "reasons/default_pool/advice_whole", "rc %d, %zu bytes: %s", rc, strlen(e), e);
     cu->cuMemFreeAsync(d, NULL);
+    gdr_close(g);
+}
+
+/* Stream-ordered memory of a POSIX-fd pool, pinned first with no descriptor free: the pool
+ * check (vulkan_pool.c) that runs at that first pin fails for want of one, and the pin says
+ * so; the next pin, with descriptors free, checks again and pins (a verdict kept from that
+ * moment refused every pin of such memory for the process's life). */
+static void mode_fd_pool_check(void)
+{
+    const struct vr_cuda *cu;
+    CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                             .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                             .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE } };
+    CUmemoryPool pool;
+    CUdeviceptr d = 0;
+    struct rlimit old;
+    char why[256];
+    gdr_mh_t mh;
+    gdr_t g = gdr_open();
+    int rc;
+
+    if (!t_check(g && vr_cuda_init(&cu, why, sizeof(why)) == 0 &&
+                     cu->cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS &&
+                     cu->cuMemAllocFromPoolAsync(&d, 65536, pool, NULL) == CUDA_SUCCESS,
+                 "reasons/fd_pool_check/setup", "%s", vramio_last_error()))
+        return;
+    t_fd_room(0, &old);
+    rc = gdr_pin_buffer_v2(g, d, 65536, 0, &mh);
+    setrlimit(RLIMIT_NOFILE, &old);
+    t_check(rc == ENOMEM || rc == EMFILE, "reasons/fd_pool_check/first_pin_fails_for_now",
+            "rc %d: %s", rc, vramio_last_error());
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    rc = gdr_pin_buffer_v2(g, d, 65536, 0, &mh);
+    t_check(rc == 0, "reasons/fd_pool_check/next_pin_checks_again", "rc %d: %s", rc,
+            vramio_last_error());
+    if (rc == 0)
+        gdr_unpin_buffer(g, mh);
+    cu->cuMemFreeAsync(d, NULL);
+    cu->cuMemPoolDestroy(pool);
     gdr_close(g);
 }
 
@@ -251,6 +304,7 @@ struct child {
 static const struct child cases[] = {
     { "fd_span_check", mode_fd_span_check, 1, { "VRAMIO_POOL_CHUNK_MB=2" } },
     { "default_pool", mode_default_pool, 1, { NULL } },
+    { "fd_pool_check", mode_fd_pool_check, 1, { NULL } },
     { "long_dlerror", mode_long_dlerror, 0, { NULL } },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
