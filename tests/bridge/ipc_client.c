@@ -573,6 +573,17 @@ static void importer_plain(void)
             (unsigned long long)p);
 }
 
+/* This program again in mode, with env: its result lines relayed, and name's line for its
+ * exit (0 expected). */
+static void child_ran(const char *mode, const char *const *env, const char *name)
+{
+    char out[8192];
+    int sig = 0, st = t_run_self(mode, env, out, sizeof(out), &sig);
+
+    fputs(out, stdout);
+    t_check(st == 0, name, "status %d signal %d", st, sig);
+}
+
 /* ---- a handle forged for a block never shared ------------------------------------------ */
 /* Block ids in the top half of the 64-bit space (bridge/bridge_attr.c: the driver's BUFFER_IDs
  * count up from 1). */
@@ -635,13 +646,12 @@ static void forger(void)
  * that only the identity can refuse it. */
 static void neighbour(void)
 {
-    char vf[160], vg[64], out[8192];
+    char vf[160], vg[64];
     const char *env[3];
     CUipcMemHandle hf, hg, fg;
     struct vb_handle v, g_own;
     CUdeviceptr f = 0, g = 0;
     size_t gsize = 0;
-    int sig = 0, st;
 
     if (cuMemAlloc(&f, SMALL) || cuMemAlloc(&g, SMALL) || cuIpcGetMemHandle(&hf, f) ||
         cuIpcGetMemHandle(&hg, g) || cuMemGetAddressRange(NULL, &gsize, g)) {
@@ -659,9 +669,7 @@ static void neighbour(void)
     memcpy(vf, "IPC_F=", 6), to_hex(&hf, sizeof(hf), vf + 6);
     snprintf(vg, sizeof(vg), "IPC_G_AT=%ld %zu", (long)(g - f), gsize);
     env[0] = vf, env[1] = vg, env[2] = NULL;
-    st = t_run_self("forge", env, out, sizeof(out), &sig);
-    fputs(out, stdout);
-    t_check(st == 0, "bridge/ipc/neighbour/forger_ran", "status %d signal %d", st, sig);
+    child_ran("forge", env, "bridge/ipc/neighbour/forger_ran");
     cuMemFree(f);
     cuMemFree(g);
 }
@@ -710,13 +718,12 @@ static void ids_distinct(void)
 static void exporter(const char *fake_dir)
 {
     char va[160], vb[160], vc[160], vd[160], vbad[160], vdist[64], vsizes[96], vlib[4200];
-    char out[8192];
     const char *env[9];
     CUipcMemHandle ha, hb, hc, hd, bad;
     CUdeviceptr a = 0, b = 0, c = 0, d = 0, e = 0;
     unsigned long long base;
     size_t size, sa = 0, sb = 0, sc = 0;
-    int cap = -1, sig = 0, st;
+    int cap = -1;
     CUresult r;
 
     if (cuMemAlloc(&a, SMALL) || cuMemAlloc(&b, SMALL) || cuMemAlloc(&c, LARGE)) {
@@ -755,18 +762,14 @@ static void exporter(const char *fake_dir)
     snprintf(vsizes, sizeof(vsizes), "IPC_SIZES=%zu %zu %zu", sa, sb, sc);
     env[0] = va, env[1] = vb, env[2] = vc, env[3] = vd, env[4] = vbad, env[5] = vdist;
     env[6] = vsizes, env[7] = NULL;
-    st = t_run_self("import", env, out, sizeof(out), &sig);
-    fputs(out, stdout);
-    t_check(st == 0, "bridge/ipc/importer_ran", "status %d signal %d", st, sig);
+    child_ran("import", env, "bridge/ipc/importer_ran");
     t_check(all_are(b, 16, 0x5c) && all_are(b + 16, SMALL - 16, 0xb2) && all_are(a, SMALL, 0xa1),
             "bridge/ipc/importer_writes_reach_the_block", "b[0] %#x b[16] %#x a[0] %#x",
             ((unsigned char *)(uintptr_t)b)[0], ((unsigned char *)(uintptr_t)b)[16],
             ((unsigned char *)(uintptr_t)a)[0]);
     snprintf(vlib, sizeof(vlib), "LD_LIBRARY_PATH=%s", fake_dir);
     env[0] = vb, env[1] = vlib, env[2] = NULL;
-    st = t_run_self("import_plain", env, out, sizeof(out), &sig);
-    fputs(out, stdout);
-    t_check(st == 0, "bridge/ipc/plain_importer_ran", "status %d signal %d", st, sig);
+    child_ran("import_plain", env, "bridge/ipc/plain_importer_ran");
     cuMemFree(a);
     cuMemFree(b);
     cuMemFree(c);
@@ -879,13 +882,13 @@ static void chunks_exporter(void)
 {
     static const unsigned long long at[] = { 0, SEAM - 1, SEAM, SEAM + 12345, 2 * SEAM,
                                              CHUNKED_SPAN - 1 };
-    char va[160], vc[160], out[8192], why[200];
+    char va[160], vc[160], why[200];
     const char *env[4];
     CUipcMemHandle ha, hc;
     struct vb_handle v;
     CUdeviceptr a = 0, c = 0, base = 0;
     unsigned long long id0 = 0;
-    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1, sig = 0, st;
+    int live0, expected = atoi(getenv("CHUNKS_EXPECTED") ?: "3"), ok = 1;
     size_t i;
 
     if (cuMemAlloc(&a, SMALL)) {
@@ -917,9 +920,7 @@ static void chunks_exporter(void)
     memcpy(va, "IPC_A=", 6), to_hex(&ha, sizeof(ha), va + 6);
     memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
     env[0] = va, env[1] = vc, env[2] = NULL;
-    st = t_run_self("chunks_import", env, out, sizeof(out), &sig);
-    fputs(out, stdout);
-    t_check(st == 0, "bridge/ipc/chunks/importer_ran", "status %d signal %d", st, sig);
+    child_ran("chunks_import", env, "bridge/ipc/chunks/importer_ran");
     t_check(all_are(c + SEAM - 64, 128, 0x5a) && all_are(c, SEAM - 64, 0x11) &&
             all_are(c + SEAM + 64, SEAM - 64, 0x22), "bridge/ipc/chunks/write_across_seam_seen",
             "before %#x after %#x", ((unsigned char *)(uintptr_t)c)[SEAM - 1],
@@ -967,11 +968,11 @@ static void many_importer(void)
  * answer for VMM memory) rather than one that no open could take. */
 static void many_exporter(void)
 {
-    char vc[160], out[8192];
+    char vc[160];
     const char *env[2];
     CUipcMemHandle hc;
     CUdeviceptr c = 0, more = 0;
-    int live0 = fake_vmm_live(), sig = 0, st, cap_more, cap_c;
+    int live0 = fake_vmm_live(), cap_more, cap_c;
     CUresult r;
 
     if (!t_check(!cuMemAlloc(&c, (size_t)MAX_CHUNKS * CHUNK2) &&
@@ -983,9 +984,7 @@ static void many_exporter(void)
         return;
     memcpy(vc, "IPC_C=", 6), to_hex(&hc, sizeof(hc), vc + 6);
     env[0] = vc, env[1] = NULL;
-    st = t_run_self("many_import", env, out, sizeof(out), &sig);
-    fputs(out, stdout);
-    t_check(st == 0, "bridge/ipc/many/importer_ran", "status %d signal %d", st, sig);
+    child_ran("many_import", env, "bridge/ipc/many/importer_ran");
     r = cuMemAlloc(&more, (size_t)(MAX_CHUNKS + 1) * CHUNK2);
     t_check(r == CUDA_SUCCESS && cuIpcGetMemHandle(&hc, more) != CUDA_SUCCESS,
             "bridge/ipc/many/one_chunk_more_no_handle", "alloc %d, a handle made", (int)r);
